@@ -1,0 +1,54 @@
+/**
+ * The one error catalog of the service: every failure a caller can see is a
+ * typed code with an HTTP status and a message template. Code below the HTTP
+ * layer throws `VfsError`; only `api/` turns it into a response.
+ *
+ * Templates use `{name}` placeholders filled from the `params` object.
+ */
+export const ERRORS = {
+  INVALID_PARAMETER: { status: 400, template: 'invalid {name}: {reason}' },
+  INVALID_BODY: { status: 400, template: 'invalid request body: {reason}' },
+  INVALID_PATH: { status: 400, template: 'invalid file path: {reason}' },
+  UNAUTHENTICATED: { status: 401, template: '{reason}' },
+  SCOPED_TOKEN_FORBIDDEN: { status: 403, template: 'a scoped token may only call the read tools (ls, find, cat, grep)' },
+  WORKSPACE_QUOTA: { status: 403, template: 'workspace quota reached: the plan allows {limit} workspaces' },
+  FILE_QUOTA: { status: 403, template: 'file-count limit reached: the plan allows {limit} files' },
+  STORAGE_QUOTA: { status: 403, template: 'account storage limit reached: the plan allows {limit} bytes' },
+  NO_SUCH_ROUTE: { status: 404, template: 'no such route: {method} {url}' },
+  NO_SUCH_WORKSPACE: { status: 404, template: 'no such workspace: {name}' },
+  NO_SUCH_FILE: { status: 404, template: 'no such file: {path}' },
+  FILE_NOT_READY: { status: 404, template: 'file {path} is not readable: its status is {status}' },
+  NO_SUCH_TOKEN: { status: 404, template: 'no such token: {id}' },
+  WORKSPACE_EXISTS: { status: 409, template: 'workspace already exists: {name}' },
+  FILE_TOO_LARGE: { status: 413, template: 'file exceeds the per-file limit of {limit} bytes' },
+  BODY_TOO_LARGE: { status: 413, template: 'request body exceeds {limit} bytes' },
+  RATE_LIMITED: { status: 429, template: 'read rate limit reached for the {scope}; retry after {retryAfter} s' },
+  AUTH_LOCKED: { status: 429, template: 'too many failed authentication attempts from this address; retry after {retryAfter} s' },
+  UNAVAILABLE: { status: 503, template: '{what} is unavailable; retry' },
+  INTERNAL: { status: 500, template: 'internal error' },
+} as const satisfies Record<string, { status: number; template: string }>;
+
+/** A code of the catalog. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/** The error type every layer throws for a caller-visible failure. */
+export class VfsError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Extra response headers, e.g. `Retry-After` on 429. */
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, params: Record<string, string | number> = {}, headers: Record<string, string> = {}) {
+    const entry = ERRORS[code];
+    super(entry.template.replace(/\{(\w+)\}/g, (_, key: string) => String(params[key] ?? `{${key}}`)));
+    this.name = 'VfsError';
+    this.code = code;
+    this.status = entry.status;
+    this.headers = headers;
+  }
+}
+
+/** Shorthand for the most common error: a named parameter with a reason. */
+export function invalidParameter(name: string, reason: string): VfsError {
+  return new VfsError('INVALID_PARAMETER', { name, reason });
+}
