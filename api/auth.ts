@@ -1,0 +1,82 @@
+/**
+ * Bearer authentication. A credential is first checked for form (prefix,
+ * length, checksum) without touching the database; a well-formed one is looked
+ * up by its SHA-256 hash. Verified credentials are cached briefly; a
+ * revocation through this service, or a NOTIFY from another process (the
+ * operator command), clears the cache before the next request.
+ */
+import { credentialHash, credentialKind } from '../core/credentials.js';
+import { VfsError } from '../core/errors.js';
+import { findManagementKey, findToken } from '../db/auth.js';
+import type { Database } from '../db/database.js';
+
+/** Who is calling. */
+export type Principal =
+  | { kind: 'management_key'; accountId: string; actorId: string }
+  | { kind: 'token'; accountId: string; actorId: string; workspaceId: string; claims: string[]; expiresAt: number };
+
+const MAX_CACHED = 10_000;
+
+/** Verifies bearer credentials, with a bounded cache. */
+export class Authenticator {
+  private readonly cache = new Map<string, { principal: Principal; until: number }>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly cacheMs: number,
+  ) {}
+
+  /** The principal behind an `Authorization` header, or a 401 naming what was wrong. */
+  async authenticate(header: string): Promise<Principal> {
+    if (header === '') throw unauthenticated('missing credential: send "Authorization: Bearer <svc_sk_ key or svc_at_ token>"');
+    const match = /^Bearer +(\S+) *$/i.exec(header);
+    if (match === null) throw unauthenticated('malformed Authorization header: expected "Bearer <credential>"');
+    const credential = match[1];
+    const kind = credentialKind(credential);
+    if (kind === null) throw unauthenticated('malformed credential: not a well-formed svc_sk_ key or svc_at_ token');
+    const hash = credentialHash(credential);
+    const cacheKey = hash.toString('base64');
+    const now = Date.now();
+    const cached = this.cache.get(cacheKey);
+    let principal: Principal;
+    if (cached !== undefined && cached.until > now) {
+      principal = cached.principal;
+    } else {
+      principal = await this.lookup(kind, hash);
+      if (this.cacheMs > 0) {
+        if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
+        this.cache.set(cacheKey, { principal, until: now + this.cacheMs });
+      }
+    }
+    // SECURITY: expiry is checked on every request, cached or not.
+    if (principal.kind === 'token' && principal.expiresAt <= now) throw unauthenticated('token expired');
+    return principal;
+  }
+
+  /** Forgets every cached credential (after any revocation, or a lost notification channel). */
+  clear(): void {
+    this.cache.clear();
+  }
+
+  private async lookup(kind: 'management_key' | 'token', hash: Buffer): Promise<Principal> {
+    if (kind === 'management_key') {
+      const key = await findManagementKey(this.db, hash);
+      if (key === null) throw unauthenticated('unknown or revoked credential');
+      return { kind, accountId: key.accountId, actorId: key.keyId };
+    }
+    const token = await findToken(this.db, hash);
+    if (token === null) throw unauthenticated('unknown or revoked credential');
+    return {
+      kind,
+      accountId: token.accountId,
+      actorId: token.tokenId,
+      workspaceId: token.workspaceId,
+      claims: token.claims,
+      expiresAt: token.expiresAt,
+    };
+  }
+}
+
+function unauthenticated(reason: string): VfsError {
+  return new VfsError('UNAUTHENTICATED', { reason }, { 'www-authenticate': 'Bearer' });
+}

@@ -1,0 +1,212 @@
+/**
+ * The management plane under /v1 (SPEC.md 4.1-4.4): workspaces, the file
+ * listing, tokens and the audit export. JSON in and out; management key only.
+ */
+import type { TemplatedApp } from 'uWebSockets.js';
+import { z } from 'zod';
+import { VfsError, invalidParameter } from '../core/errors.js';
+import { exportAudit } from '../db/audit.js';
+import type { Database } from '../db/database.js';
+import { FILE_STATUSES, listFiles } from '../db/files.js';
+import { accountLimits } from '../db/limits.js';
+import { mintToken, revokeToken } from '../db/tokens.js';
+import { createWorkspace, deleteWorkspace, listWorkspaces, requireWorkspace } from '../db/workspaces.js';
+import type { Authenticator, Principal } from './auth.js';
+import { type RequestContext, readBody, sendJson, snapshot } from './http.js';
+import { enumParam, intParam, onlyParams, single, WORKSPACE_NAME } from './params.js';
+import { type ErrorLog, sendJsonError } from './respond.js';
+
+/** What the management routes need. */
+export interface ManagementDeps {
+  db: Database;
+  auth: Authenticator;
+  log: ErrorLog;
+  /** Largest JSON body accepted. */
+  maxJsonBytes: number;
+  /** Called after a workspace's rows are gone, to remove what is stored for it outside PostgreSQL. */
+  workspaceDeleted: (workspaceId: string) => Promise<void>;
+}
+
+/** A JSON reply; `body` absent means no body (204). */
+export interface JsonReply {
+  status: number;
+  body?: unknown;
+}
+
+/** A management-plane handler: gets the caller's account id and the parsed body. */
+type ManagementHandler = (ctx: RequestContext, accountId: string, body: unknown) => Promise<JsonReply>;
+
+/** Visibility claims (token claims and upload visibility): `*`, `user:<id>` or `group:<id>`. */
+export const CLAIM = /^(?:\*|(?:user|group):[A-Za-z0-9._@-]{1,128})$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const createWorkspaceBody = z.strictObject({
+  name: z.string({ error: 'name must be a string' }).regex(WORKSPACE_NAME, {
+    error: 'name must be 1-64 characters of a-z, 0-9, "-" or "_", starting and ending with a letter or digit',
+  }),
+});
+
+const mintTokenBody = z.strictObject({
+  claims: z
+    .array(z.string().regex(CLAIM, { error: 'each claim must be "*", "user:<id>" or "group:<id>" (id: 1-128 of A-Z a-z 0-9 . _ @ -)' }))
+    .min(1, { error: 'claims must have 1 to 64 items' })
+    .max(64, { error: 'claims must have 1 to 64 items' })
+    .optional(),
+  ttlSeconds: z
+    .number({ error: 'ttlSeconds must be an integer' })
+    .int({ error: 'ttlSeconds must be an integer' })
+    .min(60, { error: 'ttlSeconds must be from 60 to 86400' })
+    .max(86400, { error: 'ttlSeconds must be from 60 to 86400' })
+    .optional(),
+});
+
+/** Registers every management route on the app. */
+export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps): void {
+  const { db } = deps;
+  const route = (
+    method: 'get' | 'post' | 'del',
+    pattern: string,
+    body: 'none' | 'required' | 'optional',
+    handler: ManagementHandler,
+  ): void => {
+    const paramCount = pattern.split('/').filter((s) => s.startsWith(':')).length;
+    app[method](pattern, (res, req) => {
+      const ctx = snapshot(res, req, paramCount);
+      const raw = body === 'none' ? null : readBody(ctx, deps.maxJsonBytes);
+      raw?.catch(() => {}); // read below; avoid an unhandled rejection if auth fails first
+      void (async () => {
+        try {
+          const principal = await deps.auth.authenticate(ctx.authorization);
+          const accountId = requireManagementKey(principal);
+          const parsed = raw === null ? undefined : parseJson(await raw, body === 'required');
+          const reply = await handler(ctx, accountId, parsed);
+          sendJson(ctx, reply.status, reply.body ?? null);
+        } catch (error) {
+          sendJsonError(ctx, error, deps.log);
+        }
+      })();
+    });
+  };
+
+  route('post', '/v1/workspaces', 'required', async (_ctx, accountId, body) => {
+    const { name } = validate(createWorkspaceBody, body);
+    const ws = await db.inAccount(accountId, async (tx) => createWorkspace(tx, accountId, name, (await accountLimits(tx, accountId)).maxWorkspaces));
+    return { status: 201, body: { name: ws.name } };
+  });
+
+  route('get', '/v1/workspaces', 'none', async (ctx, accountId) => {
+    onlyParams(ctx.query, []);
+    return { status: 200, body: { workspaces: await db.inAccount(accountId, listWorkspaces) } };
+  });
+
+  route('del', '/v1/workspaces/:ws', 'none', async (ctx, accountId) => {
+    const name = workspaceParam(ctx.params[0]);
+    const id = await db.inAccount(accountId, (tx) => deleteWorkspace(tx, name));
+    if (id === null) throw new VfsError('NO_SUCH_WORKSPACE', { name });
+    deps.auth.clear(); // its tokens are gone: none may be served from the cache
+    await deps.workspaceDeleted(id);
+    return { status: 204 };
+  });
+
+  route('get', '/v1/workspaces/:ws/files', 'none', async (ctx, accountId) => {
+    const name = workspaceParam(ctx.params[0]);
+    onlyParams(ctx.query, ['status', 'cursor', 'limit']);
+    const status = enumParam(ctx.query, 'status', FILE_STATUSES);
+    const limit = intParam(ctx.query, 'limit', 1, 1000, 100);
+    const after = fileCursor(single(ctx.query, 'cursor'));
+    const page = await db.inAccount(accountId, async (tx) => listFiles(tx, (await requireWorkspace(tx, name)).id, { status, after, limit }));
+    const nextCursor = page.lastPath === null ? null : Buffer.from(page.lastPath).toString('base64url');
+    return { status: 200, body: { files: page.files, nextCursor } };
+  });
+
+  route('post', '/v1/workspaces/:ws/tokens', 'optional', async (ctx, accountId, body) => {
+    const name = workspaceParam(ctx.params[0]);
+    const input = validate(mintTokenBody, body ?? {});
+    const minted = await db.inAccount(accountId, async (tx) =>
+      mintToken(tx, accountId, (await requireWorkspace(tx, name)).id, input.claims ?? ['*'], input.ttlSeconds ?? 3600),
+    );
+    return { status: 201, body: minted };
+  });
+
+  route('del', '/v1/tokens/:id', 'none', async (ctx, accountId) => {
+    const id = decodeURIComponentSafe(ctx.params[0]);
+    // SECURITY: a foreign token id is invisible under row level security, so it answers 404 like an unknown one.
+    const found = UUID.test(id) && (await db.inAccount(accountId, (tx) => revokeToken(tx, id.toLowerCase())));
+    if (!found) throw new VfsError('NO_SUCH_TOKEN', { id });
+    deps.auth.clear();
+    return { status: 204 };
+  });
+
+  route('get', '/v1/workspaces/:ws/audit', 'none', async (ctx, accountId) => {
+    const name = workspaceParam(ctx.params[0]);
+    onlyParams(ctx.query, ['after', 'cursor', 'limit']);
+    const after = auditAfter(single(ctx.query, 'after'));
+    const cursor = intParam(ctx.query, 'cursor', 0, Number.MAX_SAFE_INTEGER, 0);
+    const limit = intParam(ctx.query, 'limit', 1, 1000, 100);
+    const page = await db.inAccount(accountId, async (tx) => exportAudit(tx, (await requireWorkspace(tx, name)).id, { after, cursor, limit }));
+    return { status: 200, body: page };
+  });
+}
+
+/** The account of a management key; a scoped token gets 403 on every management route. */
+export function requireManagementKey(principal: Principal): string {
+  if (principal.kind !== 'management_key') throw new VfsError('SCOPED_TOKEN_FORBIDDEN');
+  return principal.accountId;
+}
+
+/** A workspace name from the path; one that cannot exist is simply not found (the spec gives these routes no 400). */
+export function workspaceParam(raw: string): string {
+  const name = decodeURIComponentSafe(raw);
+  if (!WORKSPACE_NAME.test(name)) throw new VfsError('NO_SUCH_WORKSPACE', { name: name.slice(0, 100) });
+  return name;
+}
+
+function decodeURIComponentSafe(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function parseJson(body: Buffer, required: boolean): unknown {
+  if (body.length === 0) {
+    if (required) throw new VfsError('INVALID_BODY', { reason: 'a JSON object is required' });
+    return undefined;
+  }
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new VfsError('INVALID_BODY', { reason: 'not valid JSON' });
+  }
+}
+
+function validate<T>(schema: z.ZodType<T>, value: unknown): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  let reason = issue.message;
+  if (issue.code === 'unrecognized_keys') reason = `unknown property ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  else if (issue.code === 'invalid_type' && issue.path.length === 0) reason = 'expected a JSON object';
+  else if (issue.path.length > 0 && !reason.startsWith(String(issue.path[0]))) reason = `${issue.path.join('.')}: ${reason}`;
+  throw new VfsError('INVALID_BODY', { reason });
+}
+
+function fileCursor(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const path = /^[A-Za-z0-9_-]{1,2000}$/.test(raw) ? Buffer.from(raw, 'base64url').toString('utf8') : '';
+  if (!path.startsWith('/')) throw invalidParameter('cursor', 'not a cursor returned by this listing');
+  return path;
+}
+
+// ISO 8601 date-time with a time zone, e.g. 2026-11-21T22:35:02.787Z or 2026-11-21T23:35:02+01:00.
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
+
+function auditAfter(raw: string | undefined): Date | undefined {
+  if (raw === undefined) return undefined;
+  const date = new Date(raw);
+  if (!ISO_DATE_TIME.test(raw) || Number.isNaN(date.getTime())) {
+    throw invalidParameter('after', 'expected an ISO 8601 date-time with a time zone, e.g. 2026-11-21T22:35:02.787Z');
+  }
+  return date;
+}

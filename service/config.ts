@@ -1,0 +1,70 @@
+/**
+ * Configuration: read once from the environment at start, validated, frozen
+ * and passed down. Nothing below the entry points reads `process.env`.
+ */
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { credentialKind } from '../core/credentials.js';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().min(1);
+
+const schema = z
+  .object({
+    PORT: port.default(8080),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    DATA_DIR: z.string().min(1).default('./data'),
+    DATABASE_URL: z.string().url().optional(),
+    DATABASE_APP_URL: z.string().url().optional(),
+    VFS_BOOTSTRAP_KEY: z
+      .string()
+      .refine((v) => credentialKind(v) === 'management_key', 'must be a well-formed svc_sk_ key (see `npm run admin -- generate-key`)')
+      .optional(),
+    VFS_DEFAULT_PLAN: z.string().min(1).default('default'),
+    VFS_AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(30),
+    VFS_MAX_JSON_BYTES: positiveInt.default(65536),
+  })
+  .refine((env) => (env.DATABASE_URL === undefined) === (env.DATABASE_APP_URL === undefined), {
+    message: 'DATABASE_URL (owner role) and DATABASE_APP_URL (application role) must be set together',
+    path: ['DATABASE_APP_URL'],
+  });
+
+/** The service's settings. */
+export interface Config {
+  /** TCP port of the HTTP server; 0 picks a free one. */
+  port: number;
+  /** Address to listen on. */
+  host: string;
+  /** Absolute directory for the embedded database, blobs and shards. */
+  dataDir: string;
+  /** External PostgreSQL (owner and application role URLs), or null for the embedded default. */
+  database: { ownerUrl: string; appUrl: string } | null;
+  /** A management key to make sure exists at start (scripted setups). */
+  bootstrapKey: string | undefined;
+  /** Plan given to the account made at first start. */
+  defaultPlan: string;
+  /** How long a verified credential is trusted without asking the database; revocations clear it at once. */
+  authCacheMs: number;
+  /** Largest JSON request body. */
+  maxJsonBytes: number;
+}
+
+/** Parses the environment into a frozen Config, or throws naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  return Object.freeze({
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: resolve(e.DATA_DIR),
+    database: e.DATABASE_URL !== undefined && e.DATABASE_APP_URL !== undefined ? { ownerUrl: e.DATABASE_URL, appUrl: e.DATABASE_APP_URL } : null,
+    bootstrapKey: e.VFS_BOOTSTRAP_KEY,
+    defaultPlan: e.VFS_DEFAULT_PLAN,
+    authCacheMs: e.VFS_AUTH_CACHE_SECONDS * 1000,
+    maxJsonBytes: e.VFS_MAX_JSON_BYTES,
+  });
+}

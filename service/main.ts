@@ -1,0 +1,41 @@
+/**
+ * `npm start`: reads the configuration, starts the service, prints its base
+ * URL (and, on a first start, the management key), and stops cleanly on
+ * SIGINT or SIGTERM.
+ */
+import { loadConfig } from './config.js';
+import { type Logger, startService } from './service.js';
+
+const log: Logger = {
+  info: (message) => process.stderr.write(`[agent-vfs] ${message}\n`),
+  error: (message, error) => process.stderr.write(`[agent-vfs] ERROR ${message}${error === undefined ? '' : `: ${String(error)}`}\n`),
+};
+
+try {
+  const config = loadConfig(process.env);
+  const service = await startService(config, log);
+  if (service.createdKey !== null) {
+    process.stdout.write(
+      `\nCreated the default account. Its management key (shown only this once):\n\n  ${service.createdKey}\n\n`,
+    );
+  }
+  process.stdout.write(`agent-vfs listening on ${service.url}\n`);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: stopping`);
+    service.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error('stop failed', error);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+} catch (error) {
+  log.error('start failed', error instanceof Error ? error.message : error);
+  process.exit(1);
+}
