@@ -10,7 +10,7 @@ import { type RequestContext, sendJson, sendText } from './http.js';
 /** Where unexpected errors go. */
 export type ErrorLog = (message: string, error: unknown) => void;
 
-// Connection failures (class 08), shutdown (57P01-57P03), and the client-side ones.
+// Connection failures (class 08), refused logins (class 28), shutdown (57P01-57P03), too many connections (53300), and the client-side ones.
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
 
 /** Maps any thrown value to the VfsError the caller sees. */
@@ -25,7 +25,7 @@ export function toVfsError(error: unknown, log: ErrorLog, ctx: RequestContext): 
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || code.startsWith('28'))) return true;
   return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error/i.test(
     error.message,
   );

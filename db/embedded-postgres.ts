@@ -14,7 +14,7 @@
  */
 import { execFile as execFileCb } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chown, mkdir, stat } from 'node:fs/promises';
+import { chmod, chown, mkdir, stat } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -49,6 +49,9 @@ export class EmbeddedCluster {
     readonly address: ClusterAddress,
   ) {}
 
+  /** True when `start` found the cluster already running (started by another process). */
+  adopted = false;
+
   /** Initializes the cluster under `dataDir` when needed and starts it, or adopts one already running there. */
   static async start(dataDir: string, log: (line: string) => void = () => {}): Promise<EmbeddedCluster> {
     const root = resolve(dataDir);
@@ -57,6 +60,8 @@ export class EmbeddedCluster {
     const bin = await loadBinaries();
     const runAs = await systemUser();
     await mkdir(root, { recursive: true });
+    // The cluster's user must be able to pass through the data directory to reach its own part.
+    if (runAs.uid !== undefined) await chmod(root, (await stat(root)).mode | 0o011);
     for (const dir of [pgData, socketDir]) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       if (runAs.uid !== undefined) await chown(dir, runAs.uid, runAs.gid!);
@@ -75,6 +80,7 @@ export class EmbeddedCluster {
     }
     if (await cluster.running()) {
       log('adopting the embedded PostgreSQL cluster that is already running');
+      cluster.adopted = true;
       return cluster;
     }
     const options = [

@@ -1,0 +1,103 @@
+/** The database enforces isolation and append-only audit, whatever the service code does. */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from './helpers/service.js';
+
+let t: TestService;
+let su: pg.Client;
+let app: pg.Client;
+let accountId: string;
+let workspaceId: string;
+beforeAll(async () => {
+  t = await startTestService();
+  expect((await t.call('POST', '/v1/workspaces', { body: { name: 'ws' } })).status).toBe(201);
+  su = await t.superuser();
+  app = new pg.Client(t.targets.app);
+  await app.connect();
+  const { rows } = await su.query("SELECT id, account_id FROM workspaces WHERE name = 'ws'");
+  workspaceId = rows[0].id;
+  accountId = rows[0].account_id;
+});
+afterAll(async () => {
+  await app?.end();
+  await su?.end();
+  await t?.stop();
+});
+
+describe('catalog', () => {
+  it('every tenant table has row level security enabled and forced', async () => {
+    const { rows } = await su.query(`
+      SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = 'public' AND c.relkind = 'r'
+         AND (EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'account_id' AND NOT a.attisdropped)
+              OR c.relname = 'accounts')`);
+    const names = rows.map((r) => r.relname).sort();
+    expect(names).toEqual(['accounts', 'audit_events', 'files', 'ingest_jobs', 'management_keys', 'tokens', 'workspaces']);
+    for (const row of rows) expect([row.relname, row.relrowsecurity, row.relforcerowsecurity]).toEqual([row.relname, true, true]);
+  });
+
+  it('the application role owns nothing, is not superuser, cannot bypass RLS', async () => {
+    const role = await su.query('SELECT rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = $1', [t.names.appRole]);
+    expect(role.rows[0]).toEqual({ rolsuper: false, rolbypassrls: false, rolcreaterole: false, rolcreatedb: false });
+    const owned = await su.query(
+      `SELECT c.relname FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner WHERE r.rolname = $1
+       UNION ALL SELECT p.proname FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner WHERE r.rolname = $1
+       UNION ALL SELECT n.nspname FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner WHERE r.rolname = $1
+       UNION ALL SELECT d.datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1`,
+      [t.names.appRole],
+    );
+    expect(owned.rows).toEqual([]);
+  });
+});
+
+describe('the application role', () => {
+  it('sees no tenant rows without an account set', async () => {
+    for (const table of ['accounts', 'workspaces', 'files', 'tokens', 'audit_events', 'ingest_jobs']) {
+      const { rows } = await app.query(`SELECT count(*)::int AS n FROM ${table}`);
+      expect([table, rows[0].n]).toEqual([table, 0]);
+    }
+  });
+
+  it('sees its account rows once the account is set, and none of another account', async () => {
+    await app.query('BEGIN');
+    try {
+      await app.query("SELECT set_config('app.account_id', $1, true)", [accountId]);
+      expect((await app.query('SELECT name FROM workspaces')).rows).toEqual([{ name: 'ws' }]);
+      await app.query("SELECT set_config('app.account_id', $1, true)", ['00000000-0000-4000-8000-000000000000']);
+      expect((await app.query('SELECT name FROM workspaces')).rows).toEqual([]);
+      await expect(
+        app.query("INSERT INTO workspaces (account_id, name) VALUES ($1, 'sneaky')", [accountId]),
+      ).rejects.toThrow(/row-level security/);
+    } finally {
+      await app.query('ROLLBACK');
+    }
+  });
+
+  it('cannot read management keys or token hashes directly', async () => {
+    await expect(app.query('SELECT * FROM management_keys')).rejects.toThrow(/permission denied/);
+    await expect(app.query('SELECT * FROM plans')).resolves.toBeDefined();
+  });
+
+  it('can INSERT and SELECT audit events, but never UPDATE or DELETE them', async () => {
+    await app.query('BEGIN');
+    await app.query("SELECT set_config('app.account_id', $1, true)", [accountId]);
+    const { rows } = await app.query(
+      `INSERT INTO audit_events (account_id, workspace_id, actor_type, actor_id, tool, params) VALUES ($1, $2, 'token', 'x', 'ls', '{}') RETURNING id`,
+      [accountId, workspaceId],
+    );
+    await app.query('COMMIT');
+    const id = rows[0].id;
+    for (const sql of ['UPDATE audit_events SET tool = $2 WHERE id = $1', 'DELETE FROM audit_events WHERE id = $1 AND $2::text IS NOT NULL']) {
+      await app.query('BEGIN');
+      await app.query("SELECT set_config('app.account_id', $1, true)", [accountId]);
+      await expect(app.query(sql, [id, 'cat'])).rejects.toThrow(/permission denied/);
+      await app.query('ROLLBACK');
+    }
+    // Not even the owner of the table may rewrite history: the trigger refuses.
+    await expect(su.query('UPDATE audit_events SET tool = $2 WHERE id = $1', [id, 'cat'])).rejects.toThrow(/append-only/);
+    await expect(su.query('DELETE FROM audit_events WHERE id = $1', [id])).rejects.toThrow(/append-only/);
+    const still = await su.query('SELECT tool FROM audit_events WHERE id = $1', [id]);
+    expect(still.rows).toEqual([{ tool: 'ls' }]);
+  });
+});

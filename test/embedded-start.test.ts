@@ -1,0 +1,69 @@
+/**
+ * The README's first command on a fresh data directory: the service starts
+ * its own PostgreSQL, prints a management key once, serves the management
+ * plane, and stops cleanly (taking its PostgreSQL down with it).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newCredential } from '../core/credentials.js';
+import { runAdmin, spawnService } from './helpers/process.js';
+
+let dataDir: string;
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'vfs-embedded-'));
+});
+afterAll(async () => rm(dataDir, { recursive: true, force: true }));
+
+async function postgresRunning(): Promise<boolean> {
+  const { stdout } = await promisify(execFile)('ps', ['-eo', 'args']);
+  return stdout.split('\n').some((line) => line.includes('postgres') && line.includes(join(dataDir, 'pg')));
+}
+
+describe('npm start on the embedded default', () => {
+  it('starts, prints a key once, serves, and stops with exit 0', async () => {
+    const first = await spawnService({ DATA_DIR: dataDir });
+    const key = /svc_sk_[A-Za-z0-9_-]+/.exec(first.stdout)?.[0];
+    expect(key).toBeDefined();
+    const call = (method: string, path: string, body?: unknown, credential = key) =>
+      fetch(first.url + path, {
+        method,
+        headers: { authorization: `Bearer ${credential}` },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    expect((await call('POST', '/v1/workspaces', { name: 'docs' })).status).toBe(201);
+    expect(await (await call('GET', '/v1/workspaces')).json()).toMatchObject({ workspaces: [{ name: 'docs', version: 0 }] });
+    const minted = (await (await call('POST', '/v1/workspaces/docs/tokens', { ttlSeconds: 600 })).json()) as { id: string };
+    expect((await call('DELETE', `/v1/tokens/${minted.id}`)).status).toBe(204);
+    expect(await (await call('GET', '/v1/workspaces/docs/audit')).json()).toEqual({ events: [], nextCursor: null });
+    expect((await call('DELETE', '/v1/workspaces/docs')).status).toBe(204);
+    expect(await postgresRunning()).toBe(true);
+
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(await postgresRunning()).toBe(false);
+
+    // A second start keeps the data and prints no new key; the operator command issues one.
+    const issued = (await runAdmin({ DATA_DIR: dataDir }, ['issue-key', 'default'])).stdout.trim();
+    expect(issued).toMatch(/^svc_sk_[A-Za-z0-9_-]{49}$/);
+    const bootstrap = newCredential('management_key');
+    const second = await spawnService({ DATA_DIR: dataDir, VFS_BOOTSTRAP_KEY: bootstrap });
+    try {
+      expect(second.stdout).not.toMatch(/svc_sk_/);
+      for (const credential of [key!, issued, bootstrap]) {
+        const r = await fetch(second.url + '/v1/workspaces', { headers: { authorization: `Bearer ${credential}` } });
+        expect(r.status).toBe(200);
+      }
+    } finally {
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    }
+  });
+
+  it('refuses a malformed VFS_BOOTSTRAP_KEY with a clear message', async () => {
+    await expect(spawnService({ DATA_DIR: dataDir, VFS_BOOTSTRAP_KEY: 'svc_sk_not-a-key' })).rejects.toThrow(/VFS_BOOTSTRAP_KEY/);
+  });
+});

@@ -1,0 +1,26 @@
+/**
+ * One real PostgreSQL cluster for the whole test run (the same embedded
+ * cluster the service starts by default); each test file provisions its own
+ * database and roles in it.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { EmbeddedCluster } from '../db/embedded-postgres.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgSuperuser: { host: string; port: number; user: string };
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const dir = await mkdtemp(join(tmpdir(), 'vfs-test-pg-'));
+  const cluster = await EmbeddedCluster.start(dir);
+  project.provide('pgSuperuser', cluster.address);
+  return async () => {
+    await cluster.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * Starts the real service for a test: its own database and roles in the
+ * run's PostgreSQL cluster, its own data directory, an HTTP server on port 0.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { createAccount, issueManagementKey } from '../../db/accounts.js';
+import type { DatabaseTargets } from '../../db/database.js';
+import { provisionDatabase } from '../../db/provision.js';
+import { type Config, loadConfig } from '../../service/config.js';
+import { type Service, startWithDatabase } from '../../service/service.js';
+
+/** A running service with the default account's key and a client for it. */
+export interface TestService {
+  service: Service;
+  url: string;
+  /** The default account's management key. */
+  key: string;
+  targets: DatabaseTargets;
+  names: { database: string; ownerRole: string; appRole: string };
+  dataDir: string;
+  /** A client as the cluster's superuser, for catalog checks and fault injection. */
+  superuser(): Promise<pg.Client>;
+  /** Makes another account and returns its management key. */
+  newAccount(name: string, plan?: string): Promise<string>;
+  /** Calls the API. */
+  call(method: string, path: string, options?: CallOptions): Promise<Reply>;
+  stop(): Promise<void>;
+}
+
+/** Options of one API call. */
+export interface CallOptions {
+  /** Credential; defaults to the default account's key; null sends no Authorization header. */
+  key?: string | null;
+  /** JSON body (objects are serialized), or raw bytes/string. */
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** A reply with its body parsed as JSON when it is JSON. */
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** Starts a service for one test file. */
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const superuserAddress = inject('pgSuperuser');
+  const id = randomBytes(5).toString('hex');
+  const names = { database: `t_${id}`, ownerRole: `t_${id}_owner`, appRole: `t_${id}_app` };
+  const targets = await provisionDatabase(superuserAddress, names);
+  const dataDir = await mkdtemp(join(tmpdir(), 'vfs-test-data-'));
+  const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...env });
+  const quiet = { info: () => {}, error: () => {} };
+  const service = await startWithDatabase(config, quiet, targets, names.appRole);
+  const key = service.createdKey!;
+  const call = async (method: string, path: string, options: CallOptions = {}): Promise<Reply> => {
+    const headers: Record<string, string> = { ...options.headers };
+    const credential = options.key === undefined ? key : options.key;
+    if (credential !== null) headers.authorization = `Bearer ${credential}`;
+    let body: string | Uint8Array | undefined;
+    if (typeof options.body === 'string' || options.body instanceof Uint8Array) body = options.body;
+    else if (options.body !== undefined) body = JSON.stringify(options.body);
+    const res = await fetch(service.url + path, { method, headers, body });
+    const text = await res.text();
+    let json: unknown = undefined;
+    if ((res.headers.get('content-type') ?? '').includes('json') && text !== '') json = JSON.parse(text);
+    return { status: res.status, headers: res.headers, text, json };
+  };
+  return {
+    service,
+    url: service.url,
+    key,
+    targets,
+    names,
+    dataDir,
+    superuser: async () => {
+      const client = new pg.Client({ ...superuserAddress, database: names.database });
+      await client.connect();
+      return client;
+    },
+    newAccount: async (name, plan = 'default') => {
+      await createAccount(service.db, name, plan);
+      return (await issueManagementKey(service.db, name)).key;
+    },
+    call,
+    stop: async () => {
+      await service.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
