@@ -6,12 +6,13 @@ import type { us_listen_socket } from 'uWebSockets.js';
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
 import { sendJson, sendText, snapshot } from './http.js';
+import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
 import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
 import { sendJsonError } from './respond.js';
 import { loadUws } from './uws.js';
 
 /** What the server needs from the rest of the service. */
-export interface ServerDeps extends ManagementDeps {
+export interface ServerDeps extends ManagementDeps, FileRouteDeps {
   db: Database;
 }
 
@@ -38,6 +39,7 @@ export async function startServer(deps: ServerDeps, host: string, port: number):
   });
 
   registerManagementRoutes(app, deps);
+  registerFileRoutes(app, deps);
 
   app.any('/*', (res, req) => {
     const ctx = snapshot(res, req, 0);

@@ -176,6 +176,7 @@ function grantsFor(app: string): string {
     GRANT SELECT, INSERT, UPDATE, DELETE ON workspaces, files, tokens, ingest_jobs TO ${app};
     GRANT SELECT, INSERT ON audit_events TO ${app};
     GRANT USAGE ON SEQUENCE audit_events_id_seq, ingest_jobs_id_seq TO ${app};
-    GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea) TO ${app};
+    GRANT SELECT, INSERT, UPDATE ON account_usage TO ${app};
+    GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea), claim_ingest_jobs(integer, integer) TO ${app};
   `;
 }

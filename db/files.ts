@@ -1,4 +1,5 @@
 /** File rows of a workspace: the listing (uploads and ingest state live beside it). */
+import { VfsError } from '../core/errors.js';
 import type { Tx } from './database.js';
 import { iso } from './rows.js';
 
@@ -48,4 +49,91 @@ export async function listFiles(tx: Tx, workspaceId: string, q: FilePageQuery): 
     errorDetail: r.error_detail,
   }));
   return { files, lastPath: more ? files[files.length - 1].path : null };
+}
+
+/** What an accepted upload records. */
+export interface UploadRecord {
+  accountId: string;
+  workspaceId: string;
+  path: string;
+  sizeBytes: number;
+  contentType: string;
+  /** Visibility claims, or null for "visible to every token". */
+  visibility: string[] | null;
+  blobSha256: string;
+}
+
+/** Limits an upload is checked against. */
+export interface UploadLimits {
+  maxFiles: number;
+  maxStorageBytes: number;
+}
+
+/**
+ * Records an upload and enqueues its ingest job in the caller's transaction.
+ * Locks the account's usage row, checks the file-count and storage limits
+ * (403), then calls `publish` (which moves the blob into place) under a lock on
+ * the blob, so a concurrent cleanup cannot remove it before this commits.
+ * Returns the blob the path referenced before, if it was a different one.
+ */
+export async function recordUpload(
+  tx: Tx,
+  up: UploadRecord,
+  limits: UploadLimits,
+  publish: () => Promise<void>,
+): Promise<{ replacedBlob: string | null }> {
+  await tx.query('INSERT INTO account_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING', [up.accountId]);
+  const usage = await tx.query<{ files: string; bytes: string }>('SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE', [
+    up.accountId,
+  ]);
+  const existing = await tx.query<{ size_bytes: string; blob_sha256: string }>(
+    'SELECT size_bytes, blob_sha256 FROM files WHERE workspace_id = $1 AND path = $2 FOR UPDATE',
+    [up.workspaceId, up.path],
+  );
+  const old = existing.rows[0];
+  const files = Number(usage.rows[0].files) + (old === undefined ? 1 : 0);
+  const bytes = Number(usage.rows[0].bytes) - Number(old?.size_bytes ?? 0) + up.sizeBytes;
+  if (files > limits.maxFiles) throw new VfsError('FILE_QUOTA', { limit: limits.maxFiles });
+  if (bytes > limits.maxStorageBytes) throw new VfsError('STORAGE_QUOTA', { limit: limits.maxStorageBytes });
+  await lockBlob(tx, up.accountId, up.blobSha256);
+  await publish();
+  const { rows } = await tx.query<{ generation: string }>(
+    `INSERT INTO files (workspace_id, account_id, path, status, size_bytes, content_type, visibility, blob_sha256)
+     VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7)
+     ON CONFLICT (workspace_id, path) DO UPDATE SET status = 'pending', size_bytes = excluded.size_bytes,
+       content_type = excluded.content_type, visibility = excluded.visibility, blob_sha256 = excluded.blob_sha256,
+       generation = files.generation + 1, error_detail = NULL, updated_at = now()
+     RETURNING generation`,
+    [up.workspaceId, up.accountId, up.path, up.sizeBytes, up.contentType, up.visibility, up.blobSha256],
+  );
+  await tx.query(
+    `INSERT INTO ingest_jobs (account_id, workspace_id, path, generation) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (workspace_id, path) DO UPDATE SET generation = excluded.generation, attempts = 0,
+       run_after = now(), lease_until = NULL, last_error = NULL`,
+    [up.accountId, up.workspaceId, up.path, rows[0].generation],
+  );
+  return { replacedBlob: old !== undefined && old.blob_sha256 !== up.blobSha256 ? old.blob_sha256 : null };
+}
+
+/** Deletes a file row and its pending job; returns its blob, or null when there was no such file. */
+export async function deleteFile(tx: Tx, workspaceId: string, path: string): Promise<string | null> {
+  const { rows } = await tx.query<{ blob_sha256: string; status: FileStatus }>(
+    'DELETE FROM files WHERE workspace_id = $1 AND path = $2 RETURNING blob_sha256, status',
+    [workspaceId, path],
+  );
+  if (rows.length === 0) return null;
+  await tx.query('DELETE FROM ingest_jobs WHERE workspace_id = $1 AND path = $2', [workspaceId, path]);
+  await tx.query('UPDATE workspaces SET version = version + 1 WHERE id = $1', [workspaceId]);
+  return rows[0].blob_sha256;
+}
+
+/** Of the given blobs, those some file of the account still references. */
+export async function referencedBlobs(tx: Tx, shas: string[]): Promise<Set<string>> {
+  const { rows } = await tx.query<{ blob_sha256: string }>('SELECT DISTINCT blob_sha256 FROM files WHERE blob_sha256 = ANY($1)', [shas]);
+  return new Set(rows.map((r) => r.blob_sha256));
+}
+
+/** Serializes publishing and removing one blob of one account until the transaction ends. */
+export async function lockBlob(tx: Tx, accountId: string, sha: string): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', [`${accountId}/${sha}`]);
 }

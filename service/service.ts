@@ -12,6 +12,8 @@ import { bootstrapAccount } from '../db/accounts.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { provisionDatabase } from '../db/provision.js';
+import { BlobStore } from '../ingest/blob-store.js';
+import { Uploads } from '../ingest/uploads.js';
 import type { Config } from './config.js';
 
 /** Where the service writes what it has to say. */
@@ -65,10 +67,18 @@ export async function startWithDatabase(
   const auth = new Authenticator(db, config.authCacheMs);
   db.listen('vfs_credentials_revoked', () => auth.clear(), () => auth.clear());
 
+  const blobs = new BlobStore(join(config.dataDir, 'blobs'));
+  await blobs.init();
+  const uploads = new Uploads(db, blobs, {
+    enqueued: () => {},
+    deleted: async () => {},
+  });
+
   const server = await startServer(
     {
       db,
       auth,
+      uploads,
       log: (message, error) => log.error(message, error),
       maxJsonBytes: config.maxJsonBytes,
       workspaceDeleted: async (workspaceId) => {
