@@ -1,5 +1,5 @@
 /** The append-only audit log: export pages, and batched appends. */
-import type { Tx } from './database.js';
+import type { Database, Tx } from './database.js';
 import { iso } from './rows.js';
 
 /** An audit event as exported (SPEC.md section 2). */
@@ -51,4 +51,101 @@ export async function exportAudit(tx: Tx, workspaceId: string, q: AuditPageQuery
     ts: iso(r.ts),
   }));
   return { events, nextCursor: more ? String(events[events.length - 1].id) : null };
+}
+
+/** One read-tool call to record. */
+export interface AuditRecord {
+  accountId: string;
+  workspaceId: string;
+  actorType: 'management_key' | 'token';
+  actorId: string;
+  tool: string;
+  params: Record<string, string>;
+  resultCount: number | null;
+  latencyMs: number | null;
+}
+
+interface Pending {
+  record: AuditRecord;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit for audit events: `append` resolves once the event is
+ * committed. Events that arrive while a batch is being written go into the
+ * next batch, so under load one transaction carries many events, and when idle
+ * an event waits for no timer.
+ */
+export class AuditLog {
+  private queue: Pending[] = [];
+  private flushing = false;
+
+  constructor(
+    private readonly db: Database,
+    /** Largest batch in one transaction. */
+    private readonly maxBatch = 1000,
+  ) {}
+
+  /** Records an event; resolves when it is committed. */
+  append(record: AuditRecord): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ record, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  /** Resolves when every event appended so far is committed (or failed). */
+  async drain(): Promise<void> {
+    while (this.flushing || this.queue.length > 0) {
+      if (!this.flushing) void this.flush();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        try {
+          await this.write(batch.map((p) => p.record));
+          for (const p of batch) p.resolve();
+        } catch (error) {
+          for (const p of batch) p.reject(error);
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async write(records: AuditRecord[]): Promise<void> {
+    const byAccount = new Map<string, AuditRecord[]>();
+    for (const r of records) {
+      const list = byAccount.get(r.accountId);
+      if (list === undefined) byAccount.set(r.accountId, [r]);
+      else list.push(r);
+    }
+    // One transaction for the whole batch; the account is switched per group so row level security checks each insert.
+    await this.db.asApp(async (tx) => {
+      for (const [accountId, group] of byAccount) {
+        await tx.query("SELECT set_config('app.account_id', $1, true)", [accountId]);
+        await tx.query(
+          `INSERT INTO audit_events (account_id, workspace_id, actor_type, actor_id, tool, params, result_count, latency_ms)
+           SELECT $1, * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::int[])`,
+          [
+            accountId,
+            group.map((r) => r.workspaceId),
+            group.map((r) => r.actorType),
+            group.map((r) => r.actorId),
+            group.map((r) => r.tool),
+            group.map((r) => JSON.stringify(r.params)),
+            group.map((r) => r.resultCount),
+            group.map((r) => r.latencyMs),
+          ],
+        );
+      }
+    });
+  }
 }

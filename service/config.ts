@@ -23,6 +23,9 @@ const schema = z
     VFS_DEFAULT_PLAN: z.string().min(1).default('default'),
     VFS_AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(30),
     VFS_MAX_JSON_BYTES: positiveInt.default(65536),
+    VFS_EXTRACT_THREADS: positiveInt.max(64).default(2),
+    VFS_EXTRACT_TIMEOUT_SECONDS: z.coerce.number().min(1).max(3600).default(30),
+    VFS_EXTRACT_MEMORY_MB: z.coerce.number().int().min(64).max(65536).default(512),
   })
   .refine((env) => (env.DATABASE_URL === undefined) === (env.DATABASE_APP_URL === undefined), {
     message: 'DATABASE_URL (owner role) and DATABASE_APP_URL (application role) must be set together',
@@ -47,6 +50,12 @@ export interface Config {
   authCacheMs: number;
   /** Largest JSON request body. */
   maxJsonBytes: number;
+  /** Extraction worker threads. */
+  extractThreads: number;
+  /** Wall-time cap for extracting one file. */
+  extractTimeoutMs: number;
+  /** V8 heap cap of each extraction thread, MiB. */
+  extractMemoryMb: number;
 }
 
 /** Parses the environment into a frozen Config, or throws naming every bad variable. */
@@ -66,5 +75,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     defaultPlan: e.VFS_DEFAULT_PLAN,
     authCacheMs: e.VFS_AUTH_CACHE_SECONDS * 1000,
     maxJsonBytes: e.VFS_MAX_JSON_BYTES,
+    extractThreads: e.VFS_EXTRACT_THREADS,
+    extractTimeoutMs: e.VFS_EXTRACT_TIMEOUT_SECONDS * 1000,
+    extractMemoryMb: e.VFS_EXTRACT_MEMORY_MB,
   });
 }

@@ -3,7 +3,6 @@
  * bootstrap, authentication and the HTTP server. `npm start` and the tests
  * both start the service through `startService`.
  */
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { Authenticator } from '../api/auth.js';
@@ -13,6 +12,9 @@ import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
+import { ExtractPool } from '../ingest/extract-pool.js';
+import { IngestLoop } from '../ingest/ingest-loop.js';
+import { Shards } from '../ingest/shards.js';
 import { Uploads } from '../ingest/uploads.js';
 import type { Config } from './config.js';
 
@@ -69,10 +71,14 @@ export async function startWithDatabase(
 
   const blobs = new BlobStore(join(config.dataDir, 'blobs'));
   await blobs.init();
+  const shards = new Shards(join(config.dataDir, 'shards'));
+  const extractPool = new ExtractPool({ threads: config.extractThreads, timeoutMs: config.extractTimeoutMs, maxMemoryMb: config.extractMemoryMb });
+  const ingest = new IngestLoop(db, blobs, extractPool, shards, (message, error) => log.error(message, error));
   const uploads = new Uploads(db, blobs, {
-    enqueued: () => {},
-    deleted: async () => {},
+    enqueued: () => ingest.poke(),
+    deleted: (workspaceId, path) => shards.remove(workspaceId, path),
   });
+  ingest.start();
 
   const server = await startServer(
     {
@@ -81,9 +87,7 @@ export async function startWithDatabase(
       uploads,
       log: (message, error) => log.error(message, error),
       maxJsonBytes: config.maxJsonBytes,
-      workspaceDeleted: async (workspaceId) => {
-        await rm(join(config.dataDir, 'shards', workspaceId), { recursive: true, force: true });
-      },
+      workspaceDeleted: (workspaceId) => shards.drop(workspaceId),
     },
     config.host,
     config.port,
@@ -96,6 +100,9 @@ export async function startWithDatabase(
     createdKey,
     stop: async () => {
       server.close();
+      await ingest.stop();
+      await extractPool.close();
+      await shards.close();
       await db.close();
       await cluster?.stop();
     },

@@ -1,0 +1,161 @@
+/**
+ * Shared pieces of the benchmarks: a service started as a child process on a
+ * fresh data directory (embedded PostgreSQL), a keep-alive HTTP client, a
+ * directory walker and an uploader.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { newCredential } from '../core/credentials.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** A service under benchmark. */
+export interface BenchService {
+  url: string;
+  key: string;
+  dataDir: string;
+  child: ChildProcess;
+  /** Peak resident memory of the service process seen so far, in bytes (sampled). */
+  peakRss(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts the service on a new data directory with a bootstrap key. */
+export async function startBenchService(env: Record<string, string> = {}): Promise<BenchService> {
+  const dataDir = env.DATA_DIR ?? (await mkdtemp(join(tmpdir(), 'vfs-bench-')));
+  const key = newCredential('management_key');
+  const child = spawn(process.execPath, ['--import', 'tsx', 'service/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, VFS_BOOTSTRAP_KEY: key, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m !== null) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`service exited with ${code}`)));
+  });
+  let peak = 0;
+  const sampler = setInterval(() => {
+    void readFile(`/proc/${child.pid}/status`, 'utf8')
+      .then((s) => {
+        const kb = Number(/VmRSS:\s+(\d+)/.exec(s)?.[1] ?? 0);
+        peak = Math.max(peak, kb * 1024);
+      })
+      .catch(() => {});
+  }, 200);
+  return {
+    url,
+    key,
+    dataDir,
+    child,
+    peakRss: () => peak,
+    stop: async () => {
+      clearInterval(sampler);
+      const exited = new Promise((r) => child.on('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+/** One HTTP call with a keep-alive agent; resolves with status and body. */
+export function call(
+  base: string,
+  method: string,
+  path: string,
+  key: string,
+  body?: Buffer | string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      base + path,
+      { method, agent, headers: { authorization: `Bearer ${key}`, ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Every regular file under `dir` (symbolic links skipped), as [absolute path, path relative to dir]. */
+export async function walk(dir: string): Promise<Array<[string, string]>> {
+  const out: Array<[string, string]> = [];
+  const visit = async (d: string): Promise<void> => {
+    for (const entry of await readdir(d, { withFileTypes: true })) {
+      const full = join(d, entry.name);
+      if (entry.isDirectory()) await visit(full);
+      else if (entry.isFile()) out.push([full, relative(dir, full)]);
+    }
+  };
+  await visit(dir);
+  return out.sort((a, b) => (a[1] < b[1] ? -1 : 1));
+}
+
+/** Uploads files with `concurrency` requests in flight; returns bytes sent and the non-202 answers. */
+export async function uploadAll(
+  service: { url: string; key: string },
+  workspace: string,
+  files: Array<[string, string]>,
+  concurrency: number,
+): Promise<{ bytes: number; refused: Array<[string, number, string]> }> {
+  let next = 0;
+  let bytes = 0;
+  const refused: Array<[string, number, string]> = [];
+  const worker = async (): Promise<void> => {
+    while (next < files.length) {
+      const [full, rel] = files[next++];
+      const body = await readFile(full);
+      bytes += body.length;
+      const path = rel.split('/').map(encodeURIComponent).join('/');
+      const r = await call(service.url, 'PUT', `/v1/workspaces/${workspace}/files/${path}`, service.key, body);
+      if (r.status !== 202) refused.push([rel, r.status, r.body.toString()]);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { bytes, refused };
+}
+
+/** Waits until no file of the workspace is pending; returns the number of files in `error`. */
+export async function waitReady(service: { url: string; key: string }, workspace: string, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await call(service.url, 'GET', `/v1/workspaces/${workspace}/files?status=pending&limit=1`, service.key);
+    if ((JSON.parse(r.body.toString()) as { files: unknown[] }).files.length === 0) break;
+    if (Date.now() > deadline) throw new Error('files still pending at the deadline');
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  let errors = 0;
+  let cursor: string | null = null;
+  do {
+    const r = await call(service.url, 'GET', `/v1/workspaces/${workspace}/files?status=error&limit=1000${cursor === null ? '' : `&cursor=${cursor}`}`, service.key);
+    const page = JSON.parse(r.body.toString()) as { files: unknown[]; nextCursor: string | null };
+    errors += page.files.length;
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return errors;
+}
+
+/** Total size of the files under a directory. */
+export async function duBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name))).size;
+  }
+  return total;
+}

@@ -1,0 +1,139 @@
+/**
+ * The ingest queue in PostgreSQL. Workers claim jobs with FOR UPDATE SKIP
+ * LOCKED under a lease (a job whose worker died is claimed again once its
+ * lease runs out); everything after the claim runs inside the job's account.
+ * A job carries the file generation it was made for: a newer upload of the
+ * same path replaces the job, and an outcome for an older generation changes
+ * nothing.
+ */
+import type { Database, Tx } from './database.js';
+
+/** A claimed job. */
+export interface Job {
+  id: string;
+  accountId: string;
+  workspaceId: string;
+  path: string;
+  generation: number;
+  /** Claims so far, this one included. */
+  attempts: number;
+}
+
+/** The file a job is for, as it stands now. */
+export interface JobFile {
+  workspaceId: string;
+  path: string;
+  generation: number;
+  blobSha256: string;
+  contentType: string;
+  visibility: string[] | null;
+  sizeBytes: number;
+  updatedAt: number;
+}
+
+/** How a job ended. */
+export type Outcome =
+  | { job: Job; kind: 'ready' }
+  | { job: Job; kind: 'error'; detail: string }
+  | { job: Job; kind: 'retry'; detail: string; delaySeconds: number };
+
+/** Claims up to `max` runnable jobs for `leaseSeconds`. */
+export async function claimJobs(db: Database, max: number, leaseSeconds: number): Promise<Job[]> {
+  const { rows } = await db.app.query<{
+    id: string;
+    account_id: string;
+    workspace_id: string;
+    path: string;
+    generation: string;
+    attempts: number;
+  }>('SELECT * FROM claim_ingest_jobs($1, $2) ORDER BY id', [max, leaseSeconds]);
+  return rows.map((r) => ({
+    id: r.id,
+    accountId: r.account_id,
+    workspaceId: r.workspace_id,
+    path: r.path,
+    generation: Number(r.generation),
+    attempts: r.attempts,
+  }));
+}
+
+/** The current rows of the jobs' files (one account's jobs); a job whose file is gone has no entry. */
+export async function jobFiles(tx: Tx, jobs: Job[]): Promise<Map<string, JobFile>> {
+  const { rows } = await tx.query<{
+    workspace_id: string;
+    path: string;
+    generation: string;
+    blob_sha256: string;
+    content_type: string;
+    visibility: string[] | null;
+    size_bytes: string;
+    updated_at: Date;
+  }>(
+    `SELECT f.workspace_id, f.path, f.generation, f.blob_sha256, f.content_type, f.visibility, f.size_bytes, f.updated_at
+       FROM files f JOIN unnest($1::uuid[], $2::text[]) AS j(ws, path) ON f.workspace_id = j.ws AND f.path = j.path`,
+    [jobs.map((j) => j.workspaceId), jobs.map((j) => j.path)],
+  );
+  const out = new Map<string, JobFile>();
+  for (const r of rows) {
+    out.set(jobKey(r.workspace_id, r.path), {
+      workspaceId: r.workspace_id,
+      path: r.path,
+      generation: Number(r.generation),
+      blobSha256: r.blob_sha256,
+      contentType: r.content_type,
+      visibility: r.visibility,
+      sizeBytes: Number(r.size_bytes),
+      updatedAt: r.updated_at.getTime(),
+    });
+  }
+  return out;
+}
+
+/** Key of a job's file in the map `jobFiles` returns. */
+export function jobKey(workspaceId: string, path: string): string {
+  return `${workspaceId}\u0000${path}`;
+}
+
+/**
+ * Records outcomes of one account's jobs: files become ready or error (only if
+ * still at the job's generation), finished jobs leave the queue, retries wait,
+ * and each workspace's version moves by the number of files that changed.
+ */
+export async function finishJobs(tx: Tx, outcomes: Outcome[]): Promise<void> {
+  const done = outcomes.filter((o) => o.kind !== 'retry');
+  if (done.length > 0) {
+    const { rows } = await tx.query<{ workspace_id: string; n: string }>(
+      `WITH o AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS o(ws, path, gen, status, detail)),
+            changed AS (
+              UPDATE files f SET status = o.status, error_detail = o.detail FROM o
+               WHERE f.workspace_id = o.ws AND f.path = o.path AND f.generation = o.gen
+              RETURNING f.workspace_id),
+            dequeued AS (
+              DELETE FROM ingest_jobs q USING o WHERE q.workspace_id = o.ws AND q.path = o.path AND q.generation = o.gen)
+       SELECT workspace_id, count(*) AS n FROM changed GROUP BY workspace_id`,
+      [
+        done.map((o) => o.job.workspaceId),
+        done.map((o) => o.job.path),
+        done.map((o) => o.job.generation),
+        done.map((o) => o.kind),
+        done.map((o) => (o.kind === 'error' ? o.detail : null)),
+      ],
+    );
+    for (const r of rows) await tx.query('UPDATE workspaces SET version = version + $2 WHERE id = $1', [r.workspace_id, Number(r.n)]);
+  }
+  const retries = outcomes.filter((o): o is Extract<Outcome, { kind: 'retry' }> => o.kind === 'retry');
+  if (retries.length > 0) {
+    await tx.query(
+      `UPDATE ingest_jobs q SET run_after = now() + make_interval(secs => r.delay), lease_until = NULL, last_error = r.detail
+         FROM unnest($1::bigint[], $2::bigint[], $3::float8[], $4::text[]) AS r(id, gen, delay, detail)
+        WHERE q.id = r.id AND q.generation = r.gen`,
+      [retries.map((o) => o.job.id), retries.map((o) => o.job.generation), retries.map((o) => o.delaySeconds), retries.map((o) => o.detail)],
+    );
+  }
+}
+
+/** The last error recorded for a job (used when it runs out of attempts). */
+export async function lastJobError(tx: Tx, jobId: string): Promise<string | null> {
+  const { rows } = await tx.query<{ last_error: string | null }>('SELECT last_error FROM ingest_jobs WHERE id = $1', [jobId]);
+  return rows[0]?.last_error ?? null;
+}

@@ -1,0 +1,23 @@
+/**
+ * The engine: per-workspace shards (format in shard-reader.ts) and the four read tools. It
+ * knows nothing of HTTP, PostgreSQL or the ingest queue. This file only re-exports.
+ */
+
+export { openShardReader, ShardReader, ShardSnapshot, FORMAT_VERSION, type DocMeta, type ShardState } from './shard-reader.js';
+export { openShardWriter, ShardWriter, type DocInput, type BatchResult, type CompactResult } from './shard-writer.js';
+export { Visibility, type Claims } from './visibility.js';
+export { HEARTBEAT, CHUNK_BYTES, MAX_LINE_CHARS, type ToolSummary } from './tool-output.js';
+export { ls, listDirectory, MAX_LS_ENTRIES, type LsRequest, type DirEntry } from './tool-ls.js';
+export { find, DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT, type FindRequest } from './tool-find.js';
+export { cat, DEFAULT_CAT_LIMIT, MAX_CAT_BYTES, type CatRequest } from './tool-cat.js';
+export {
+  grep,
+  collectGrepCounts,
+  emitGrepCounts,
+  type GrepRequest,
+  type GrepOutputMode,
+  type GrepPartition,
+  type GrepFileCount,
+  type GrepCollection,
+} from './tool-grep.js';
+export { FILE_TYPES } from './file-types.js';

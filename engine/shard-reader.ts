@@ -1,0 +1,327 @@
+/**
+ * Reads a workspace shard. The shard format, version 1 (FORMAT_VERSION):
+ *
+ * A shard is one LMDB environment in its own directory (`data.mdb`, `lock.mdb`), 4 KiB pages,
+ * holding five named databases. Every number is unsigned.
+ *
+ *   info      string → msgpack.
+ *               "format": FORMAT_VERSION; a reader refuses a shard with another value.
+ *               "state":  ShardState { nextDocId, liveDocs, deadIds, textBytes } (writer's books).
+ *   docs      u32 docId → DocRecord. A doc id is live iff it has an entry here.
+ *   paths     path (UTF-8 string key) → the same DocRecord, for the live version of each path.
+ *             Keys sort by UTF-8 bytes, i.e. by code point, so the files under directory `/a`
+ *             are exactly the keys in ["/a/", "/a0") ("0" is the byte after "/").
+ *   text      u32 docId → the extracted UTF-8 text (T bytes), zero padding to a multiple of 4,
+ *             then the byte offset of the start of each line: u16 LE when T < 65536, else u32
+ *             LE (doc-text.ts). Line N (1-based) is found without scanning the text.
+ *   postings  7-byte key: trigram (3 bytes, big-endian) ‖ firstDocId (u32 big-endian) →
+ *             block: count (u32 LE) ‖ lastId (u32 LE) ‖ count LEB128 varints, the first id then
+ *             the gaps to each next id (posting-block.ts).
+ *             A trigram's blocks concatenated in key order list its doc ids in ascending order:
+ *             "sealed" blocks are keyed by their first id, and the open "tail" block, which the
+ *             writer extends by rewriting it, has firstDocId 0xFFFFFFFF so it sorts last.
+ *             Trigrams are three consecutive text bytes without `\n` (trigram-extract.ts).
+ *
+ * DocRecord is a msgpack array [id, path, textBytes, sizeBytes, lines, updatedAt (ms),
+ * contentType, claims (string[] or null = visible to every token), version].
+ *
+ * Doc ids come from state.nextDocId (starting at 1), grow monotonically and are never reused.
+ * Replacing or deleting a document removes its docs/paths/text entries but leaves its id in
+ * the postings ("dead id"): a reader checks every candidate against `docs`. Compaction
+ * (ShardWriter.compact) rewrites postings without dead ids.
+ *
+ * Sizes: text + ≤ 3 padding bytes + 2 or 4 bytes per line; postings about 1-1.5 bytes per
+ * (trigram, document) pair plus 15 bytes per block (key and header), blocks being at most
+ * SEALED_BLOCK_BYTES (writer); LMDB adds page and B-tree slack.
+ *
+ * Reading: every tool call takes one snapshot (an LMDB read transaction) and does all its reads
+ * through it, so it sees one consistent version even while the writer commits. Values read
+ * with `getBinaryFast` live in a buffer lmdb-js reuses for the next read on the thread: they
+ * are used immediately and never kept across a `yield`.
+ */
+
+import { open, type Database, type RootDatabase, type Transaction } from 'lmdb';
+import { blockCount, decodeBlock } from './posting-block.js';
+import { startsOffset, startWidth } from './doc-text.js';
+
+/** Version of the on-disk format described above; bump it on any change. */
+export const FORMAT_VERSION = 1;
+
+/** First doc id of the open tail block in a postings key. */
+export const TAIL_BLOCK_ID = 0xffffffff;
+
+/** One live document, as stored in `docs` and `paths`. */
+export interface DocMeta {
+  /** Doc id, unique for the life of the shard. */
+  id: number;
+  /** Canonical path, beginning with `/`. */
+  path: string;
+  /** Bytes of extracted UTF-8 text. */
+  textBytes: number;
+  /** Bytes of the uploaded original. */
+  sizeBytes: number;
+  /** Number of lines of the text. */
+  lines: number;
+  /** Upload time, ms since the epoch. */
+  updatedAt: number;
+  /** Content-Type given at upload. */
+  contentType: string;
+  /** Visibility claims; null means visible to every token. */
+  claims: readonly string[] | null;
+  /** Opaque version (content hash) given by the ingest layer; equal versions mean equal text. */
+  version: string;
+}
+
+/** The writer's bookkeeping, stored under info "state". */
+export interface ShardState {
+  /** Next doc id to allocate. */
+  nextDocId: number;
+  /** Number of live documents. */
+  liveDocs: number;
+  /** Ids that died (replaced or deleted) since the last compaction. */
+  deadIds: number;
+  /** Total text bytes of live documents. */
+  textBytes: number;
+}
+
+/** The stored form of DocMeta (see the format description). */
+export type DocRecord = [number, string, number, number, number, number, string, string[] | null, string];
+
+/** Converts a DocMeta to its stored form. */
+export function toRecord(meta: DocMeta): DocRecord {
+  return [
+    meta.id,
+    meta.path,
+    meta.textBytes,
+    meta.sizeBytes,
+    meta.lines,
+    meta.updatedAt,
+    meta.contentType,
+    meta.claims === null ? null : [...meta.claims],
+    meta.version,
+  ];
+}
+
+/** Converts a stored record to a DocMeta. */
+export function fromRecord(r: DocRecord): DocMeta {
+  return {
+    id: r[0],
+    path: r[1],
+    textBytes: r[2],
+    sizeBytes: r[3],
+    lines: r[4],
+    updatedAt: r[5],
+    contentType: r[6],
+    claims: r[7],
+    version: r[8],
+  };
+}
+
+/** The 7-byte postings key of (trigram, firstDocId). */
+export function postingKey(trigram: number, firstDocId: number): Buffer {
+  const key = Buffer.allocUnsafe(7);
+  key[0] = trigram >>> 16;
+  key[1] = (trigram >>> 8) & 0xff;
+  key[2] = trigram & 0xff;
+  key.writeUInt32BE(firstDocId, 3);
+  return key;
+}
+
+/** The key range [start, end) holding every block of `trigram`. */
+export function trigramRange(trigram: number): { start: Buffer; end: Buffer } {
+  // The last trigram has no successor: any 8-byte key of 0xFF sorts after its 7-byte keys.
+  const end = trigram === 0xffffff ? Buffer.alloc(8, 0xff) : postingKey(trigram + 1, 0);
+  return { start: postingKey(trigram, 0), end };
+}
+
+/** The key range [start, end) of the files under directory `dir` (`/` or `/a/b`): see `paths`. */
+export function dirRange(dir: string): { start: string; end: string } {
+  const start = dir === '/' ? '/' : dir + '/';
+  return { start, end: start.slice(0, -1) + '0' };
+}
+
+/** The databases of one open environment. */
+export interface ShardEnv {
+  dir: string;
+  env: RootDatabase;
+  info: Database<unknown, string>;
+  docs: Database<DocRecord, number>;
+  paths: Database<DocRecord, string>;
+  text: Database<Buffer, number>;
+  postings: Database<Buffer, Buffer>;
+}
+
+interface CachedEnv {
+  shard: ShardEnv;
+  refs: number;
+}
+
+// lmdb-js opens an environment once per process and shares it between threads; within a thread
+// one ShardEnv per directory is shared by the reader and a writer (reference-counted).
+const envs = new Map<string, CachedEnv>();
+
+/**
+ * Opens (or shares) the environment of the shard in `dir`, creating it if missing. Readers and
+ * the writer use the same options: lmdb-js refuses to open an environment read-write in a
+ * process where it is already open read-only.
+ */
+export function acquireShardEnv(dir: string): ShardEnv {
+  const cached = envs.get(dir);
+  if (cached !== undefined) {
+    cached.refs++;
+    return cached.shard;
+  }
+  const env = open({
+    path: dir,
+    noSubdir: false,
+    maxDbs: 8,
+    maxReaders: 1024,
+    pageSize: 4096,
+    // Commits return only once fsynced, so a visible document is a durable one.
+    overlappingSync: false,
+  });
+  const shard: ShardEnv = {
+    dir,
+    env,
+    info: env.openDB<unknown, string>({ name: 'info' }),
+    docs: env.openDB<DocRecord, number>({ name: 'docs', keyEncoding: 'uint32' }),
+    paths: env.openDB<DocRecord, string>({ name: 'paths' }),
+    text: env.openDB<Buffer, number>({ name: 'text', keyEncoding: 'uint32', encoding: 'binary' }),
+    postings: env.openDB<Buffer, Buffer>({ name: 'postings', keyEncoding: 'binary', encoding: 'binary' }),
+  };
+  const format = shard.info.get('format');
+  if (format !== undefined && format !== FORMAT_VERSION) {
+    void env.close();
+    throw new Error(`shard ${dir} has format ${String(format)}, this build reads ${FORMAT_VERSION}: rebuild it`);
+  }
+  envs.set(dir, { shard, refs: 1 });
+  return shard;
+}
+
+/** Releases a reference taken by acquireShardEnv; the last one closes the environment. */
+export async function releaseShardEnv(shard: ShardEnv): Promise<void> {
+  const cached = envs.get(shard.dir);
+  if (cached === undefined || cached.shard !== shard) return;
+  if (--cached.refs > 0) return;
+  envs.delete(shard.dir);
+  await shard.env.close();
+}
+
+type FastGet = (key: number, options: { transaction: Transaction }) => Uint8Array | undefined;
+
+/**
+ * One consistent view of a shard for the duration of a tool call. Call `done()` when finished
+ * (the tools do, in a `finally`).
+ */
+export class ShardSnapshot {
+  private readonly txn: Transaction;
+  private readonly opts: { transaction: Transaction };
+  private finished = false;
+
+  constructor(private readonly shard: ShardEnv) {
+    this.txn = shard.env.useReadTransaction();
+    this.opts = { transaction: this.txn };
+  }
+
+  /** The live document with this id, or undefined (dead or never allocated). */
+  docById(id: number): DocMeta | undefined {
+    const record = this.shard.docs.get(id, this.opts);
+    return record === undefined ? undefined : fromRecord(record);
+  }
+
+  /** The live document at this canonical path, or undefined. */
+  docByPath(path: string): DocMeta | undefined {
+    const record = this.shard.paths.get(path, this.opts);
+    return record === undefined ? undefined : fromRecord(record);
+  }
+
+  /** Paths in [start, end) in code point order (keys only: no record is decoded). */
+  pathsInRange(start: string, end: string): Iterable<string> {
+    return this.shard.paths.getKeys({ start, end, transaction: this.txn }) as Iterable<string>;
+  }
+
+  /** Documents whose paths are in [start, end), in code point order of path. */
+  *docsInRange(start: string, end: string): Generator<DocMeta> {
+    for (const { value } of this.shard.paths.getRange({ start, end, transaction: this.txn })) {
+      yield fromRecord(value);
+    }
+  }
+
+  /**
+   * The stored value of a document (text, padding, line starts). The Buffer is lmdb-js's reused
+   * read buffer: valid only until the next read on this thread, never across a `yield`.
+   */
+  docValue(meta: DocMeta): Buffer {
+    const raw = (this.shard.text.getBinaryFast as unknown as FastGet).call(this.shard.text, meta.id, this.opts);
+    if (raw === undefined) throw new Error(`shard ${this.shard.dir}: no text for live doc ${meta.id}`);
+    // lmdb-js sets `length` to the value size; the underlying memory may be larger.
+    const length = (raw as { length: number }).length;
+    const expected = startsOffset(meta.textBytes) + meta.lines * startWidth(meta.textBytes);
+    if (length !== expected) throw new Error(`shard ${this.shard.dir}: text of doc ${meta.id} has ${length} bytes, expected ${expected}`);
+    return Buffer.from(raw.buffer, raw.byteOffset, length);
+  }
+
+  /** The ascending doc ids (live or dead) of the documents containing `trigram`. */
+  postings(trigram: number): Uint32Array {
+    const blocks: Buffer[] = [];
+    let total = 0;
+    const range = this.shard.postings.getRange({ ...trigramRange(trigram), transaction: this.txn });
+    for (const { value } of range) {
+      blocks.push(value);
+      total += blockCount(value);
+    }
+    const ids = new Uint32Array(total);
+    let pos = 0;
+    for (const block of blocks) pos = decodeBlock(block, ids, pos);
+    return ids;
+  }
+
+  /** The writer's bookkeeping as of this snapshot. */
+  state(): ShardState {
+    const state = this.shard.info.get('state', this.opts) as ShardState | undefined;
+    return state ?? { nextDocId: 1, liveDocs: 0, deadIds: 0, textBytes: 0 };
+  }
+
+  /** Ends the snapshot; further reads are not allowed. */
+  done(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.txn.done();
+  }
+}
+
+/** A shard opened for reading: hands out snapshots. Cheap to keep open per thread. */
+export class ShardReader {
+  private closed = false;
+
+  constructor(readonly shard: ShardEnv) {}
+
+  /** Begins a snapshot of the latest committed state. */
+  snapshot(): ShardSnapshot {
+    if (this.closed) throw new Error(`shard reader for ${this.shard.dir} is closed`);
+    return new ShardSnapshot(this.shard);
+  }
+
+  /** Closes the reader (and the environment once no writer uses it on this thread). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (readers.get(this.shard.dir) === this) readers.delete(this.shard.dir);
+    await releaseShardEnv(this.shard);
+  }
+}
+
+const readers = new Map<string, ShardReader>();
+
+/**
+ * The reader of the shard in directory `dir`, opened once per thread and cached. A missing
+ * shard is created empty (a workspace without files has an empty shard).
+ */
+export function openShardReader(dir: string): ShardReader {
+  let reader = readers.get(dir);
+  if (reader === undefined) {
+    reader = new ShardReader(acquireShardEnv(dir));
+    readers.set(dir, reader);
+  }
+  return reader;
+}

@@ -1,0 +1,457 @@
+/**
+ * Writes a workspace shard (format: `shard-reader.ts`). One ShardWriter per shard: its
+ * operations run one after another, each in ONE LMDB write transaction whose promise resolves
+ * once the commit is on disk (the environment is opened without noSync and without
+ * overlappingSync). Readers keep seeing the previous version until the commit.
+ *
+ * A batch is indexed before its transaction starts: line starts, the distinct trigrams of each
+ * new document, then, per trigram, the sorted list of the batch's doc ids (a counting sort over
+ * all 2^24 trigrams). Inside the transaction each trigram gets its ids appended to its tail
+ * block; a tail that would grow past TAIL_BLOCK_BYTES is sealed into blocks keyed by their
+ * first id. So a batch costs one read and one or two writes per distinct trigram of the batch,
+ * not one write per (trigram, document) pair: large batches are much cheaper per byte.
+ *
+ * The CPU work is synchronous; the ingest layer should run the writer off the HTTP thread.
+ */
+
+import { checkFilePath } from '../core/paths.js';
+import { VfsError } from '../core/errors.js';
+import { countLines, encodeDocValue } from './doc-text.js';
+import { appendToBlock, BLOCK_HEADER_BYTES, decodeBlock, blockCount, encodeBlock, varintSize } from './posting-block.js';
+import {
+  acquireShardEnv,
+  FORMAT_VERSION,
+  fromRecord,
+  postingKey,
+  releaseShardEnv,
+  TAIL_BLOCK_ID,
+  toRecord,
+  type DocMeta,
+  type ShardEnv,
+  type ShardState,
+} from './shard-reader.js';
+import { distinctTrigrams } from './trigram-extract.js';
+
+/** One document to store. */
+export interface DocInput {
+  /** Canonical path (NFC, leading `/`, valid per core/paths.ts). */
+  path: string;
+  /** Extracted text, UTF-8. */
+  text: Buffer;
+  /** Bytes of the uploaded original. */
+  sizeBytes: number;
+  /** Content-Type given at upload. */
+  contentType: string;
+  /** Upload time, ms since the epoch. */
+  updatedAt: number;
+  /** Visibility claims (non-empty), or null: visible to every token. */
+  visibility: string[] | null;
+  /** Content version (e.g. a hash of the original): equal versions promise equal text. */
+  version: string;
+}
+
+/** What a batch did. */
+export interface BatchResult {
+  /** Documents whose text was (re)indexed. */
+  indexed: number;
+  /** Documents whose stored version was equal: only changed metadata was rewritten. */
+  unchanged: number;
+}
+
+/** What a compaction did. */
+export interface CompactResult {
+  /** Trigrams whose blocks were rewritten. */
+  trigramsRewritten: number;
+  /** Dead doc ids dropped from postings. */
+  deadIdsDropped: number;
+}
+
+/** A tail block is rewritten on every batch that touches its trigram; past this it is sealed. */
+export const TAIL_BLOCK_BYTES = 1024;
+/** Largest sealed block that stays inside a 4 KiB B-tree page (LMDB's node limit is ~2 KiB). */
+const INLINE_BLOCK_BYTES = 2000;
+const PAGE_BYTES = 4096;
+/** Large sealed blocks fill four overflow pages exactly (16-byte page header). */
+export const SEALED_BLOCK_BYTES = 4 * PAGE_BYTES - 16;
+/** Trigram range handled per compaction transaction (2^24 / 64 ranges). */
+const COMPACT_RANGE = 1 << 18;
+
+interface NewDoc {
+  meta: DocMeta;
+  value: Buffer;
+  trigrams: Uint32Array;
+  replaces: DocMeta | undefined;
+}
+
+/** Per-trigram doc-id lists of one batch: ids[ends[k-1] .. ends[k]) belong to trigrams[k]. */
+interface BatchPostings {
+  trigrams: Uint32Array;
+  ends: Uint32Array;
+  ids: Uint32Array;
+}
+
+// Counting-sort scratch (64 MiB), shared by all writers of a thread and left zeroed.
+let trigramCounts: Uint32Array | null = null;
+
+function buildPostings(docs: NewDoc[]): BatchPostings {
+  const counts = (trigramCounts ??= new Uint32Array(1 << 24));
+  let touched = new Uint32Array(1 << 16);
+  let distinct = 0;
+  for (const doc of docs) {
+    const trigrams = doc.trigrams;
+    for (let i = 0; i < trigrams.length; i++) {
+      const t = trigrams[i];
+      if (counts[t]++ === 0) {
+        if (distinct === touched.length) {
+          const grown = new Uint32Array(touched.length * 2);
+          grown.set(touched);
+          touched = grown;
+        }
+        touched[distinct++] = t;
+      }
+    }
+  }
+  const sorted = touched.slice(0, distinct).sort();
+  let total = 0;
+  for (let k = 0; k < distinct; k++) {
+    const t = sorted[k];
+    const c = counts[t];
+    counts[t] = total;
+    total += c;
+  }
+  const ids = new Uint32Array(total);
+  // Docs are in ascending id order, so every trigram's list comes out sorted.
+  for (const doc of docs) {
+    const trigrams = doc.trigrams;
+    const id = doc.meta.id;
+    for (let i = 0; i < trigrams.length; i++) ids[counts[trigrams[i]]++] = id;
+  }
+  const ends = new Uint32Array(distinct);
+  for (let k = 0; k < distinct; k++) {
+    const t = sorted[k];
+    ends[k] = counts[t];
+    counts[t] = 0;
+  }
+  return { trigrams: sorted, ends, ids };
+}
+
+function sameMeta(a: DocMeta, b: DocMeta): boolean {
+  if (a.sizeBytes !== b.sizeBytes || a.contentType !== b.contentType || a.updatedAt !== b.updatedAt) return false;
+  if (a.claims === null || b.claims === null) return a.claims === b.claims;
+  return a.claims.length === b.claims.length && a.claims.every((c, i) => c === b.claims![i]);
+}
+
+function checkInput(doc: DocInput): void {
+  const check = checkFilePath(doc.path);
+  if (!check.ok) throw new VfsError('INVALID_PATH', { reason: check.reason });
+  if (check.path !== doc.path) throw new VfsError('INVALID_PATH', { reason: `the path is not canonical: ${doc.path}` });
+  if (!Buffer.isBuffer(doc.text)) throw new TypeError(`text of ${doc.path} is not a Buffer`);
+  if (doc.visibility !== null && doc.visibility.length === 0) {
+    // An empty claim list is ambiguous (nobody? everybody?): callers pass null for "everybody".
+    throw new TypeError(`visibility of ${doc.path} is an empty list; pass null for "visible to every token"`);
+  }
+}
+
+/** The writer of one shard. Create with `openShardWriter`. */
+export class ShardWriter {
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly shard: ShardEnv) {}
+
+  /** The live document at `path` as last committed (with its `version`), or undefined. */
+  lookup(path: string): DocMeta | undefined {
+    const record = this.shard.paths.get(path);
+    return record === undefined ? undefined : fromRecord(record);
+  }
+
+  /** The bookkeeping record as last committed. */
+  state(): ShardState {
+    return (this.shard.info.get('state') as ShardState | undefined) ?? { nextDocId: 1, liveDocs: 0, deadIds: 0, textBytes: 0 };
+  }
+
+  /** True when enough ids died since the last compaction that `compact()` is worth its cost. */
+  needsCompaction(): boolean {
+    const state = this.state();
+    return state.deadIds > Math.max(1024, state.liveDocs / 4);
+  }
+
+  /**
+   * Stores the documents in one transaction. A path already stored with the same `version` keeps
+   * its text and doc id (only changed metadata is rewritten), so repeating a batch changes
+   * nothing; any other existing path is replaced atomically. Later entries for a repeated path
+   * win. Resolves once the commit is durable. Keep a batch under ~64 MiB of text: LMDB limits
+   * the pages one transaction may dirty.
+   */
+  writeBatch(docs: readonly DocInput[]): Promise<BatchResult> {
+    for (const doc of docs) checkInput(doc);
+    return this.enqueue(() => this.doWriteBatch(docs));
+  }
+
+  /** Deletes the document at `path` in one transaction; resolves to false if there was none. */
+  deleteDocument(path: string): Promise<boolean> {
+    return this.enqueue(async () => {
+      return this.atomically(() => {
+        const record = this.shard.paths.get(path);
+        if (record === undefined) return false;
+        const old = fromRecord(record);
+        const state = this.readState();
+        this.shard.paths.remove(path);
+        this.shard.docs.remove(old.id);
+        this.shard.text.remove(old.id);
+        state.liveDocs--;
+        state.deadIds++;
+        state.textBytes -= old.textBytes;
+        this.shard.info.put('state', state);
+        return true;
+      });
+    });
+  }
+
+  /**
+   * Rewrites the postings without dead ids and merges small sealed blocks, one trigram range per
+   * transaction (readers never see a trigram half rewritten). Writes queued meanwhile wait.
+   */
+  compact(): Promise<CompactResult> {
+    return this.enqueue(() => this.doCompact());
+  }
+
+  /** Runs `compact()` if `needsCompaction()`; resolves to null when it did nothing. */
+  compactIfNeeded(): Promise<CompactResult | null> {
+    return this.needsCompaction() ? this.compact() : Promise.resolve(null);
+  }
+
+  /** Waits for queued operations, then releases the environment. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.queue.catch(() => undefined);
+    await releaseShardEnv(this.shard);
+  }
+
+  private enqueue<T>(op: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(`shard writer for ${this.shard.dir} is closed`));
+    const result = this.queue.then(op);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  /**
+   * Runs `fn` in one write transaction that commits durably, or rolls back entirely if `fn`
+   * throws (lmdb-js commits a plain `transaction()` callback's writes even when it throws, so a
+   * child transaction provides the rollback).
+   */
+  private atomically<T>(fn: () => T): Promise<T> {
+    return this.shard.env.childTransaction(fn);
+  }
+
+  private readState(): ShardState {
+    return { ...this.state() };
+  }
+
+  private async doWriteBatch(input: readonly DocInput[]): Promise<BatchResult> {
+    const byPath = new Map<string, DocInput>();
+    for (const doc of input) {
+      byPath.delete(doc.path); // keep the last occurrence, at its position
+      byPath.set(doc.path, doc);
+    }
+    const startState = this.state();
+    let nextId = startState.nextDocId;
+    const fresh: NewDoc[] = [];
+    const metaUpdates: DocMeta[] = [];
+    for (const doc of byPath.values()) {
+      const existing = this.lookup(doc.path);
+      const meta: DocMeta = {
+        id: 0,
+        path: doc.path,
+        textBytes: doc.text.byteLength,
+        sizeBytes: doc.sizeBytes,
+        lines: 0,
+        updatedAt: doc.updatedAt,
+        contentType: doc.contentType,
+        claims: doc.visibility === null ? null : [...doc.visibility],
+        version: doc.version,
+      };
+      if (existing !== undefined && existing.version === doc.version && existing.textBytes === meta.textBytes) {
+        meta.id = existing.id;
+        meta.lines = existing.lines;
+        if (!sameMeta(existing, meta)) metaUpdates.push(meta);
+        continue;
+      }
+      if (nextId >= TAIL_BLOCK_ID) throw new Error(`shard ${this.shard.dir} ran out of doc ids: rebuild it`);
+      meta.id = nextId++;
+      meta.lines = countLines(doc.text);
+      fresh.push({
+        meta,
+        value: encodeDocValue(doc.text, meta.lines),
+        trigrams: distinctTrigrams(doc.text),
+        replaces: existing,
+      });
+    }
+    const postings = buildPostings(fresh);
+    for (const doc of fresh) doc.trigrams = EMPTY; // free memory before the transaction
+
+    await this.atomically(() => {
+      const state = this.readState();
+      if (state.nextDocId !== startState.nextDocId) {
+        throw new Error(`shard ${this.shard.dir} was written by another writer: one ShardWriter per shard`);
+      }
+      for (const doc of fresh) {
+        const { meta, replaces } = doc;
+        if (replaces !== undefined) {
+          this.shard.docs.remove(replaces.id);
+          this.shard.text.remove(replaces.id);
+          state.liveDocs--;
+          state.deadIds++;
+          state.textBytes -= replaces.textBytes;
+        }
+        const record = toRecord(meta);
+        this.shard.text.put(meta.id, doc.value);
+        this.shard.docs.put(meta.id, record);
+        this.shard.paths.put(meta.path, record);
+        state.liveDocs++;
+        state.textBytes += meta.textBytes;
+      }
+      for (const meta of metaUpdates) {
+        const record = toRecord(meta);
+        this.shard.docs.put(meta.id, record);
+        this.shard.paths.put(meta.path, record);
+      }
+      this.appendPostings(postings);
+      state.nextDocId = nextId;
+      this.shard.info.put('state', state);
+      if (this.shard.info.get('format') === undefined) this.shard.info.put('format', FORMAT_VERSION);
+    });
+    return { indexed: fresh.length, unchanged: byPath.size - fresh.length };
+  }
+
+  /** Inside a write transaction: appends each trigram's new ids to its blocks. */
+  private appendPostings(batch: BatchPostings): void {
+    const { trigrams, ends, ids } = batch;
+    const db = this.shard.postings;
+    let from = 0;
+    for (let k = 0; k < trigrams.length; k++) {
+      const trigram = trigrams[k];
+      const to = ends[k];
+      const tailKey = postingKey(trigram, TAIL_BLOCK_ID);
+      const raw = (db.getBinaryFast as (key: Buffer) => Uint8Array | undefined).call(db, tailKey);
+      if (raw === undefined) {
+        this.writeBlocks(trigram, ids, from, to, tailKey);
+      } else {
+        // The read buffer is reused by the next read: copy what we need first.
+        const tail = Uint8Array.prototype.slice.call(raw, 0, (raw as { length: number }).length);
+        const last = (tail[4] | (tail[5] << 8) | (tail[6] << 16) | (tail[7] << 24)) >>> 0;
+        let added = 0;
+        for (let i = from, prev = last; i < to; i++) {
+          added += varintSize(ids[i] - prev);
+          prev = ids[i];
+        }
+        if (tail.byteLength + added <= TAIL_BLOCK_BYTES) {
+          db.put(tailKey, appendToBlock(tail, ids, from, to));
+        } else {
+          const merged = new Uint32Array(blockCount(tail) + (to - from));
+          const n = decodeBlock(tail, merged, 0);
+          merged.set(ids.subarray(from, to), n);
+          this.writeBlocks(trigram, merged, 0, merged.length, tailKey);
+        }
+      }
+      from = to;
+    }
+  }
+
+  /**
+   * Writes ids[from..to) (ascending, after every id already stored for the trigram) as sealed
+   * blocks plus a tail block of at most TAIL_BLOCK_BYTES; replaces any existing tail.
+   */
+  private writeBlocks(trigram: number, ids: Uint32Array, from: number, to: number, tailKey: Buffer): void {
+    const db = this.shard.postings;
+    let gaps = 0; // encoded size of the gaps after ids[from]
+    for (let i = from + 1; i < to; i++) gaps += varintSize(ids[i] - ids[i - 1]);
+    let pos = from;
+    while (pos < to && BLOCK_HEADER_BYTES + varintSize(ids[pos]) + gaps > TAIL_BLOCK_BYTES) {
+      const remaining = BLOCK_HEADER_BYTES + varintSize(ids[pos]) + gaps;
+      // Big blocks fill whole overflow pages (page size minus the 16-byte page header); what is
+      // left when less than a page remains goes into blocks small enough to stay in a leaf page.
+      const limit =
+        remaining >= SEALED_BLOCK_BYTES
+          ? SEALED_BLOCK_BYTES
+          : remaining >= PAGE_BYTES - 16
+            ? Math.floor((remaining + 16) / PAGE_BYTES) * PAGE_BYTES - 16
+            : INLINE_BLOCK_BYTES;
+      let size = BLOCK_HEADER_BYTES + varintSize(ids[pos]);
+      let end = pos + 1;
+      while (end < to) {
+        const gap = varintSize(ids[end] - ids[end - 1]);
+        if (size + gap > limit) break;
+        size += gap;
+        gaps -= gap;
+        end++;
+      }
+      if (end < to) gaps -= varintSize(ids[end] - ids[end - 1]); // becomes the next block's first id
+      db.put(postingKey(trigram, ids[pos]), encodeBlock(ids, pos, end));
+      pos = end;
+    }
+    if (pos < to) db.put(tailKey, encodeBlock(ids, pos, to));
+    else db.remove(tailKey);
+  }
+
+  private async doCompact(): Promise<CompactResult> {
+    // Live ids as of now; no write interleaves (the queue), so this stays exact.
+    const state = this.state();
+    const live = new Uint8Array(state.nextDocId);
+    for (const id of this.shard.docs.getKeys()) live[id as number] = 1;
+    let trigramsRewritten = 0;
+    let deadIdsDropped = 0;
+    for (let rangeStart = 0; rangeStart < 1 << 24; rangeStart += COMPACT_RANGE) {
+      await this.atomically(() => {
+        const db = this.shard.postings;
+        const start = postingKey(rangeStart, 0);
+        const end = rangeStart + COMPACT_RANGE >= 1 << 24 ? Buffer.alloc(8, 0xff) : postingKey(rangeStart + COMPACT_RANGE, 0);
+        // Read the whole range first: no writes while a cursor walks it.
+        const entries: { key: Buffer; value: Buffer }[] = [];
+        for (const entry of db.getRange({ start, end })) entries.push({ key: Buffer.from(entry.key), value: Buffer.from(entry.value) });
+        let i = 0;
+        while (i < entries.length) {
+          const trigram = (entries[i].key[0] << 16) | (entries[i].key[1] << 8) | entries[i].key[2];
+          let j = i;
+          let count = 0;
+          let smallSealed = 0;
+          while (j < entries.length && ((entries[j].key[0] << 16) | (entries[j].key[1] << 8) | entries[j].key[2]) === trigram) {
+            count += blockCount(entries[j].value);
+            const firstId = entries[j].key.readUInt32BE(3);
+            if (firstId !== TAIL_BLOCK_ID && entries[j].value.byteLength < PAGE_BYTES - 16) smallSealed++;
+            j++;
+          }
+          const ids = new Uint32Array(count);
+          let n = 0;
+          for (let k = i; k < j; k++) n = decodeBlock(entries[k].value, ids, n);
+          let kept = 0;
+          for (let k = 0; k < n; k++) {
+            const id = ids[k];
+            if (id >= live.length || live[id] === 1) ids[kept++] = id;
+          }
+          if (kept < n || smallSealed > 1) {
+            for (let k = i; k < j; k++) db.remove(entries[k].key);
+            if (kept > 0) this.writeBlocks(trigram, ids, 0, kept, postingKey(trigram, TAIL_BLOCK_ID));
+            trigramsRewritten++;
+            deadIdsDropped += n - kept;
+          }
+          i = j;
+        }
+      });
+    }
+    await this.atomically(() => {
+      const current = this.readState();
+      current.deadIds = 0;
+      this.shard.info.put('state', current);
+    });
+    return { trigramsRewritten, deadIdsDropped };
+  }
+}
+
+const EMPTY = new Uint32Array(0);
+
+/** Opens the writer of the shard in directory `dir` (created if missing). */
+export function openShardWriter(dir: string): ShardWriter {
+  return new ShardWriter(acquireShardEnv(dir));
+}

@@ -1,0 +1,78 @@
+/**
+ * `cat`: a file's text with line numbers, exactly like `cat -n` (number right-aligned in six
+ * columns, a TAB, the line), from line `offset` for at most `limit` lines and at most
+ * MAX_CAT_BYTES of output. Lines over MAX_LINE_CHARS characters are cut with a marker. When
+ * lines remain after the last one printed, a footer line starting with `[` gives the offset to
+ * continue from. Only the printed lines are decoded: the stored line starts locate them.
+ */
+
+import { VfsError } from '../core/errors.js';
+import { lineEndOf, lineStartsOf } from './doc-text.js';
+import type { ShardReader } from './shard-reader.js';
+import { ChunkedOutput, formatLine, requestFilePath, type ToolSummary } from './tool-output.js';
+import { Visibility, type Claims } from './visibility.js';
+
+/** Parameters of `cat` (already validated by the HTTP layer; undefined means the default). */
+export interface CatRequest {
+  /** Caller's claims: null for a management key. */
+  claims: Claims;
+  /** File path, with or without the leading `/`. */
+  path: string;
+  /** 1-based first line to print; default 1. */
+  offset?: number;
+  /** Maximum number of lines to print; default DEFAULT_CAT_LIMIT. */
+  limit?: number;
+}
+
+/** Lines printed when `limit` is not given. */
+export const DEFAULT_CAT_LIMIT = 2000;
+/** Output beyond this many bytes is cut at a line boundary. */
+export const MAX_CAT_BYTES = 256 * 1024;
+
+/** Runs `cat`. Throws NO_SUCH_FILE for a missing or invisible file. */
+export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer, ToolSummary> {
+  const path = requestFilePath(request.path);
+  const offset = request.offset ?? 1;
+  const limit = request.limit ?? DEFAULT_CAT_LIMIT;
+  const snapshot = reader.snapshot();
+  try {
+    const meta = snapshot.docByPath(path);
+    // SECURITY: an invisible file answers exactly like a missing one.
+    if (meta === undefined || !new Visibility(request.claims).canSee(meta.claims)) {
+      throw new VfsError('NO_SUCH_FILE', { path });
+    }
+    const out = new ChunkedOutput();
+    const total = meta.lines;
+    if (offset > total) {
+      out.write(
+        total === 0
+          ? '[the file is empty: 0 lines]\n'
+          : `[offset ${offset} is past the end of the file: it has ${total} lines]\n`,
+      );
+      yield* out.drain(true);
+      return { resultCount: 0 };
+    }
+    const last = Math.min(total, offset - 1 + limit); // 1-based, inclusive
+    let line = offset;
+    // The whole output is at most MAX_CAT_BYTES plus one line, so it is built while the
+    // (reused) read buffer is valid and yielded afterwards.
+    const value = snapshot.docValue(meta);
+    const text = value.subarray(0, meta.textBytes);
+    const starts = lineStartsOf(value, meta.textBytes, meta.lines);
+    while (line <= last) {
+      const s = formatLine(text, starts[line - 1], lineEndOf(text, starts, line - 1));
+      const entry = `${String(line).padStart(6)}\t${s}\n`;
+      if (out.total > 0 && out.total + Buffer.byteLength(entry) > MAX_CAT_BYTES) break;
+      out.write(entry);
+      line++;
+    }
+    const printed = line - offset;
+    if (line <= total) {
+      out.write(`[... ${total - line + 1} more lines (the file has ${total}); continue with offset=${line}]\n`);
+    }
+    yield* out.drain(true);
+    return { resultCount: printed };
+  } finally {
+    snapshot.done();
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * Pieces shared by the four read tools: the chunked output buffer, line truncation, path
+ * ordering and request path checks.
+ *
+ * A tool is a synchronous generator that yields UTF-8 chunks of at most CHUNK_BYTES (never one
+ * per line) and returns a ToolSummary. The caller pulls chunks, may stop early (it must then
+ * call `return()` on the generator so the snapshot is released), and may receive EMPTY
+ * heartbeat chunks during long scans: they carry no text and only give it a point to check
+ * for cancellation.
+ */
+
+import { invalidParameter } from '../core/errors.js';
+import { checkDirPath, checkFilePath } from '../core/paths.js';
+
+/** What a tool reports besides its text. */
+export interface ToolSummary {
+  /** Entries (ls), files (find, grep files_with_matches/count), lines (cat) or matching lines (grep content) reported. */
+  resultCount: number;
+}
+
+/** Target size of one yielded chunk. */
+export const CHUNK_BYTES = 64 * 1024;
+
+/** A chunk without text, yielded during long scans as a cancellation point. */
+export const HEARTBEAT: Buffer = Buffer.alloc(0);
+
+/** Lines longer than this many characters (code points) are cut. */
+export const MAX_LINE_CHARS = 2000;
+
+/**
+ * Accumulates output text into CHUNK_BYTES buffers. `write` returns true when a full chunk is
+ * waiting; the generator then yields `take()`.
+ */
+export class ChunkedOutput {
+  private buf = Buffer.allocUnsafe(CHUNK_BYTES);
+  private used = 0;
+  private readonly full: Buffer[] = [];
+  /** Bytes written so far (all chunks). */
+  total = 0;
+
+  /** Appends `text`; true when a chunk is ready to be taken. */
+  write(text: string): boolean {
+    // Most writes fit; measure exactly only when they might not.
+    let bytes = text.length;
+    if (this.used + bytes * 3 > CHUNK_BYTES) {
+      bytes = Buffer.byteLength(text);
+      if (this.used + bytes > CHUNK_BYTES) {
+        if (this.used > 0) this.full.push(this.buf.subarray(0, this.used));
+        this.buf = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, bytes));
+        this.used = 0;
+      }
+    }
+    const written = this.buf.write(text, this.used, 'utf8');
+    this.used += written;
+    this.total += written;
+    return this.full.length > 0;
+  }
+
+  /** True when a full chunk is waiting. */
+  get ready(): boolean {
+    return this.full.length > 0;
+  }
+
+  /** The oldest full chunk (call only when `ready`). */
+  take(): Buffer {
+    return this.full.shift()!;
+  }
+
+  /** The remaining text as a last chunk, or null when there is none. */
+  flush(): Buffer | null {
+    if (this.used === 0) return null;
+    const last = this.buf.subarray(0, this.used);
+    this.buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    this.used = 0;
+    return last;
+  }
+
+  /** Yields every full chunk, then (if `end`) the rest. */
+  *drain(end = false): Generator<Buffer> {
+    while (this.full.length > 0) yield this.full.shift()!;
+    if (end) {
+      const last = this.flush();
+      if (last !== null) yield last;
+    }
+  }
+}
+
+/**
+ * Decodes text[start, end) as one output line, cutting it after MAX_LINE_CHARS code points
+ * with a marker that says how long it was. Only the bytes that are sent are decoded.
+ */
+export function formatLine(text: Buffer, start: number, end: number): string {
+  if (end - start <= MAX_LINE_CHARS) return text.toString('utf8', start, end);
+  // Count code points (bytes that are not UTF-8 continuation bytes) and find the cut.
+  let chars = 0;
+  let cut = -1;
+  for (let i = start; i < end; i++) {
+    if ((text[i] & 0xc0) !== 0x80) {
+      if (chars === MAX_LINE_CHARS) cut = i;
+      chars++;
+    }
+  }
+  if (cut < 0) return text.toString('utf8', start, end);
+  return `${text.toString('utf8', start, cut)}… [line truncated: ${chars} characters]`;
+}
+
+/** Orders paths by code point (the shard's key order), not by UTF-16 unit. */
+export function comparePaths(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Surrogates (0xD800-0xDFFF) encode code points above 0xFFFF: they sort after 0xE000-0xFFFF.
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    if (xs !== ys) return xs ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/** The canonical file path of a request parameter; invalid → INVALID_PARAMETER naming `name`. */
+export function requestFilePath(raw: string, name = 'path'): string {
+  const check = checkFilePath(raw);
+  if (!check.ok) throw invalidParameter(name, check.reason);
+  return check.path;
+}
+
+/** The canonical directory (`/` or `/a/b`) of a request parameter; undefined means `/`. */
+export function requestDirPath(raw: string | undefined, name = 'path'): string {
+  const check = checkDirPath(raw);
+  if (!check.ok) throw invalidParameter(name, check.reason);
+  return check.path;
+}
+
+/** `path` relative to directory `dir` (`/` or `/a/b`), without a leading slash. */
+export function relativeTo(dir: string, path: string): string {
+  return dir === '/' ? path.slice(1) : path.slice(dir.length + 1);
+}

@@ -1,0 +1,54 @@
+/**
+ * Extraction dispatch: decides from the bytes (not from the declared
+ * Content-Type alone) whether an upload is a PDF or text, and hands it to the
+ * matching extractor. Pure apart from loading pdfjs; it runs inside the
+ * extraction worker (see extract-pool.ts), which reads the blob itself.
+ *
+ * A PDF is recognised by `%PDF-` within the first 1024 bytes, where readers
+ * such as Acrobat and pdfjs accept it. At offset 0 the file is a PDF whatever
+ * its Content-Type. Further in, it is a PDF when the upload says so
+ * (Content-Type application/pdf or a `.pdf` path) or when the bytes are not
+ * text; a text file that merely mentions `%PDF-` near its start stays text.
+ */
+import { extractPdf } from './extract-pdf.js';
+import { extractText } from './extract-text.js';
+
+// The pool's types, for callers that import everything extraction from here;
+// type-only, so the worker never loads the pool (or piscina) through this file.
+export type { ExtractPool, ExtractPoolOptions } from './extract-pool.js';
+
+/** The outcome of extracting one upload: UTF-8 text to index, or an error sentence for the file's `errorDetail`. */
+export type ExtractResult =
+  | { ok: true; text: Buffer /* UTF-8 */; kind: 'text' | 'pdf' }
+  | { ok: false; error: string; retryable: boolean };
+
+/** How far into the file a `%PDF-` header is looked for. */
+const PDF_HEADER_WINDOW = 1024;
+const PDF_HEADER = Buffer.from('%PDF-', 'latin1');
+
+/** Offset of `%PDF-` within the first 1024 bytes, or -1. */
+export function findPdfHeader(bytes: Uint8Array): number {
+  const window = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, PDF_HEADER_WINDOW));
+  return window.indexOf(PDF_HEADER);
+}
+
+function declaredPdf(contentType: string, path: string): boolean {
+  const mime = contentType.split(';')[0].trim().toLowerCase();
+  return mime === 'application/pdf' || mime === 'application/x-pdf' || path.toLowerCase().endsWith('.pdf');
+}
+
+/** Extracts the text of one upload from its bytes, declared Content-Type and path. */
+export async function extractBuffer(bytes: Buffer, contentType: string, path: string): Promise<ExtractResult> {
+  const header = findPdfHeader(bytes);
+  if (header === 0) return extractPdf(bytes);
+  if (header > 0) {
+    if (declaredPdf(contentType, path)) return extractPdf(bytes);
+    const asText = extractText(bytes);
+    return asText.ok ? asText : extractPdf(bytes);
+  }
+  const asText = extractText(bytes);
+  if (!asText.ok && declaredPdf(contentType, path) && bytes.length > 0) {
+    return { ok: false, error: `PDF could not be parsed: no %PDF- header in the first ${PDF_HEADER_WINDOW} bytes (${asText.error})`, retryable: false };
+  }
+  return asText;
+}

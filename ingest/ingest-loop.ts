@@ -1,0 +1,178 @@
+/**
+ * The ingest loop: claim a batch of jobs, extract their text in the pool,
+ * write the batch into the workspace shards (durably), then record the
+ * outcomes. Extraction of the next batch overlaps the writes of the current
+ * one; writes happen strictly in claim order, so a newer generation of a path
+ * always lands in the shard after an older one.
+ */
+import type { Database } from '../db/database.js';
+import { type Job, type JobFile, type Outcome, claimJobs, finishJobs, jobFiles, jobKey, lastJobError } from '../db/ingest-jobs.js';
+import type { BlobStore } from './blob-store.js';
+import type { ExtractResult } from './extract.js';
+import type { ExtractPool } from './extract-pool.js';
+import type { ShardDoc, Shards } from './shards.js';
+
+/** Settings of the loop; every field has a default. */
+export interface IngestOptions {
+  /** Jobs claimed at once (default 128). */
+  batchSize?: number;
+  /** Seconds a claim lasts before another worker may take the job (default 120). */
+  leaseSeconds?: number;
+  /** Claims after which a job that keeps failing or killing its worker ends in `error` (default 5). */
+  maxAttempts?: number;
+  /** How often to look for jobs when not woken (default 1000 ms). */
+  pollMs?: number;
+}
+
+const DEFAULTS: Required<IngestOptions> = { batchSize: 128, leaseSeconds: 120, maxAttempts: 5, pollMs: 1000 };
+
+interface Extracted {
+  job: Job;
+  file: JobFile;
+  result: ExtractResult;
+}
+
+/** Runs ingest until stopped. */
+export class IngestLoop {
+  private readonly options: Required<IngestOptions>;
+  private running = false;
+  private wakeUp: (() => void) | null = null;
+  private woken = false;
+  private done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Database,
+    private readonly blobs: BlobStore,
+    private readonly pool: ExtractPool,
+    private readonly shards: Shards,
+    private readonly onError: (message: string, error: unknown) => void,
+    options: IngestOptions = {},
+  ) {
+    this.options = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+  }
+
+  /** Starts the loop. */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.done = this.run();
+  }
+
+  /** Wakes the loop now (a job was enqueued). */
+  poke(): void {
+    this.woken = true;
+    const wake = this.wakeUp;
+    this.wakeUp = null;
+    wake?.();
+  }
+
+  /** Stops after the batch in hand; claimed jobs not finished are claimed again after their lease. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.poke();
+    await this.done;
+  }
+
+  private async run(): Promise<void> {
+    let writing: Promise<void> = Promise.resolve();
+    while (this.running) {
+      let jobs: Job[] = [];
+      try {
+        this.woken = false;
+        jobs = await claimJobs(this.db, this.options.batchSize, this.options.leaseSeconds);
+      } catch (error) {
+        this.onError('ingest: claiming jobs failed', error);
+      }
+      if (jobs.length === 0) {
+        await this.idle();
+        continue;
+      }
+      try {
+        const extracted = await this.extract(jobs);
+        // Writes stay in claim order: wait for the previous batch before writing this one.
+        await writing;
+        writing = this.write(extracted).catch((error: unknown) => this.onError('ingest: writing a batch failed', error));
+      } catch (error) {
+        this.onError('ingest: a batch failed; its jobs will be claimed again after their lease', error);
+        await this.idle();
+      }
+    }
+    await writing;
+  }
+
+  private async idle(): Promise<void> {
+    if (this.woken || !this.running) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.options.pollMs);
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** Loads the jobs' files and extracts them; jobs superseded or out of attempts are settled here. */
+  private async extract(jobs: Job[]): Promise<{ extracted: Extracted[]; settled: Outcome[] }> {
+    const settled: Outcome[] = [];
+    const work: Array<Promise<Extracted>> = [];
+    for (const [accountId, accountJobs] of groupBy(jobs, (j) => j.accountId)) {
+      const files = await this.db.inAccount(accountId, (tx) => jobFiles(tx, accountJobs));
+      for (const job of accountJobs) {
+        const file = files.get(jobKey(job.workspaceId, job.path));
+        // Deleted, or uploaded again since this job was made: a newer job carries it.
+        if (file === undefined || file.generation !== job.generation) continue;
+        if (job.attempts > this.options.maxAttempts) {
+          const last = await this.db.inAccount(accountId, (tx) => lastJobError(tx, job.id));
+          settled.push({ job, kind: 'error', detail: `ingest gave up after ${job.attempts - 1} attempts: ${last ?? 'the service stopped while processing this file'}` });
+          continue;
+        }
+        const blobPath = this.blobs.path(job.accountId, file.blobSha256);
+        work.push(this.pool.extract(blobPath, file.contentType, file.path).then((result) => ({ job, file, result })));
+      }
+    }
+    return { extracted: await Promise.all(work), settled };
+  }
+
+  /** Writes the batch into the shards, then records every outcome. */
+  private async write({ extracted, settled }: { extracted: Extracted[]; settled: Outcome[] }): Promise<void> {
+    const outcomes: Outcome[] = [...settled];
+    for (const [workspaceId, items] of groupBy(extracted, (e) => e.job.workspaceId)) {
+      const docs: ShardDoc[] = [];
+      for (const { job, file, result } of items) {
+        if (result.ok) {
+          docs.push({
+            path: file.path,
+            text: result.text,
+            sizeBytes: file.sizeBytes,
+            contentType: file.contentType,
+            updatedAt: file.updatedAt,
+            visibility: file.visibility,
+            // Same blob, same text: a job run twice (or a re-upload of identical bytes) re-indexes nothing.
+            version: file.blobSha256,
+          });
+          outcomes.push({ job, kind: 'ready' });
+        } else if (result.retryable && job.attempts < this.options.maxAttempts) {
+          outcomes.push({ job, kind: 'retry', detail: result.error, delaySeconds: Math.min(60, 2 ** job.attempts) });
+        } else {
+          outcomes.push({ job, kind: 'error', detail: result.error });
+        }
+      }
+      // A file becomes ready only after its shard write is durable.
+      if (docs.length > 0) await this.shards.write(workspaceId, docs);
+    }
+    for (const [accountId, accountOutcomes] of groupBy(outcomes, (o) => o.job.accountId)) {
+      await this.db.inAccount(accountId, (tx) => finishJobs(tx, accountOutcomes));
+    }
+  }
+}
+
+function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list === undefined) out.set(k, [item]);
+    else list.push(item);
+  }
+  return out;
+}

@@ -1,0 +1,73 @@
+/**
+ * The shard writers of the process: one per workspace, opened on first use
+ * under `<DATA_DIR>/shards/<workspace id>` and closed when idle the longest
+ * once more than `maxOpen` are open. All writes of a workspace go through its
+ * one writer, which serializes them.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type DocInput, type ShardWriter, openShardWriter } from '../engine/shard-writer.js';
+
+/** A document handed to a shard. */
+export type ShardDoc = DocInput;
+
+/** Where shards live and how to write them. */
+export class Shards {
+  private readonly writers = new Map<string, ShardWriter>();
+
+  constructor(
+    /** The directory holding one sub-directory per workspace. */
+    readonly root: string,
+    private readonly maxOpen = 64,
+  ) {}
+
+  /** The directory of a workspace's shard. */
+  dir(workspaceId: string): string {
+    return join(this.root, workspaceId);
+  }
+
+  /** Writes a batch of documents durably (one LMDB transaction), compacting postings when due. */
+  async write(workspaceId: string, docs: ShardDoc[]): Promise<void> {
+    const writer = this.writer(workspaceId);
+    await writer.writeBatch(docs);
+    await writer.compactIfNeeded();
+  }
+
+  /** Removes one path from a workspace's shard. */
+  async remove(workspaceId: string, path: string): Promise<void> {
+    await this.writer(workspaceId).deleteDocument(path);
+  }
+
+  /** Closes and deletes a workspace's shard. */
+  async drop(workspaceId: string): Promise<void> {
+    const writer = this.writers.get(workspaceId);
+    this.writers.delete(workspaceId);
+    await writer?.close();
+    await rm(this.dir(workspaceId), { recursive: true, force: true });
+  }
+
+  /** Closes every writer. */
+  async close(): Promise<void> {
+    const writers = [...this.writers.values()];
+    this.writers.clear();
+    await Promise.all(writers.map((w) => w.close()));
+  }
+
+  private writer(workspaceId: string): ShardWriter {
+    let writer = this.writers.get(workspaceId);
+    if (writer !== undefined) {
+      // Most recently used last.
+      this.writers.delete(workspaceId);
+      this.writers.set(workspaceId, writer);
+      return writer;
+    }
+    if (this.writers.size >= this.maxOpen) {
+      const [oldestId, oldest] = this.writers.entries().next().value!;
+      this.writers.delete(oldestId);
+      void oldest.close();
+    }
+    writer = openShardWriter(this.dir(workspaceId));
+    this.writers.set(workspaceId, writer);
+    return writer;
+  }
+}
