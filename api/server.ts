@@ -8,11 +8,12 @@ import type { Database } from '../db/database.js';
 import { sendJson, sendText, snapshot } from './http.js';
 import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
 import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
+import { type ReadRouteDeps, registerReadRoutes } from './read-routes.js';
 import { sendJsonError } from './respond.js';
 import { loadUws } from './uws.js';
 
 /** What the server needs from the rest of the service. */
-export interface ServerDeps extends ManagementDeps, FileRouteDeps {
+export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps {
   db: Database;
 }
 
@@ -40,6 +41,7 @@ export async function startServer(deps: ServerDeps, host: string, port: number):
 
   registerManagementRoutes(app, deps);
   registerFileRoutes(app, deps);
+  registerReadRoutes(app, deps);
 
   app.any('/*', (res, req) => {
     const ctx = snapshot(res, req, 0);

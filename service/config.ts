@@ -23,6 +23,8 @@ const schema = z
     VFS_DEFAULT_PLAN: z.string().min(1).default('default'),
     VFS_AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(30),
     VFS_MAX_JSON_BYTES: positiveInt.default(65536),
+    VFS_READ_THREADS: positiveInt.max(64).default(2),
+    VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
     VFS_EXTRACT_THREADS: positiveInt.max(64).default(2),
     VFS_EXTRACT_TIMEOUT_SECONDS: z.coerce.number().min(1).max(3600).default(30),
     VFS_EXTRACT_MEMORY_MB: z.coerce.number().int().min(64).max(65536).default(512),
@@ -50,6 +52,10 @@ export interface Config {
   authCacheMs: number;
   /** Largest JSON request body. */
   maxJsonBytes: number;
+  /** Read-tool worker threads. */
+  readThreads: number;
+  /** Longest a grep searches before answering with what it found. */
+  grepTimeoutMs: number;
   /** Extraction worker threads. */
   extractThreads: number;
   /** Wall-time cap for extracting one file. */
@@ -75,6 +81,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     defaultPlan: e.VFS_DEFAULT_PLAN,
     authCacheMs: e.VFS_AUTH_CACHE_SECONDS * 1000,
     maxJsonBytes: e.VFS_MAX_JSON_BYTES,
+    readThreads: e.VFS_READ_THREADS,
+    grepTimeoutMs: e.VFS_GREP_TIMEOUT_SECONDS * 1000,
     extractThreads: e.VFS_EXTRACT_THREADS,
     extractTimeoutMs: e.VFS_EXTRACT_TIMEOUT_SECONDS * 1000,
     extractMemoryMb: e.VFS_EXTRACT_MEMORY_MB,

@@ -6,8 +6,11 @@
 import { join } from 'node:path';
 import type pg from 'pg';
 import { Authenticator } from '../api/auth.js';
+import { ReadPool } from '../api/read-pool.js';
+import { WorkspaceCache } from '../api/read-routes.js';
 import { startServer } from '../api/server.js';
 import { bootstrapAccount } from '../db/accounts.js';
+import { AuditLog } from '../db/audit.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { provisionDatabase } from '../db/provision.js';
@@ -79,6 +82,9 @@ export async function startWithDatabase(
     deleted: (workspaceId, path) => shards.remove(workspaceId, path),
   });
   ingest.start();
+  const readPool = new ReadPool(config.readThreads);
+  const audit = new AuditLog(db);
+  const workspaces = new WorkspaceCache(db);
 
   const server = await startServer(
     {
@@ -87,7 +93,15 @@ export async function startWithDatabase(
       uploads,
       log: (message, error) => log.error(message, error),
       maxJsonBytes: config.maxJsonBytes,
-      workspaceDeleted: (workspaceId) => shards.drop(workspaceId),
+      readPool,
+      audit,
+      workspaces,
+      shardDir: (workspaceId) => shards.dir(workspaceId),
+      grepTimeoutMs: config.grepTimeoutMs,
+      workspaceDeleted: async (workspaceId) => {
+        workspaces.clear();
+        await shards.drop(workspaceId);
+      },
     },
     config.host,
     config.port,
@@ -101,6 +115,8 @@ export async function startWithDatabase(
     stop: async () => {
       server.close();
       await ingest.stop();
+      await audit.drain();
+      await readPool.close();
       await extractPool.close();
       await shards.close();
       await db.close();

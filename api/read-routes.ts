@@ -1,0 +1,256 @@
+/**
+ * The read tools, GET /v1/workspaces/{ws}/{ls,find,cat,grep} (SPEC.md 4.5):
+ * query-string parameters in, plain text out, streamed from the read pool
+ * with backpressure. Every call that passes authentication and names an
+ * existing workspace is audited, and its response completes only after its
+ * audit event is committed.
+ */
+import type { TemplatedApp } from 'uWebSockets.js';
+import { VfsError, invalidParameter } from '../core/errors.js';
+import type { AuditLog } from '../db/audit.js';
+import type { Database } from '../db/database.js';
+import { requireWorkspace } from '../db/workspaces.js';
+import type { CatRequest, FindRequest, GrepRequest, LsRequest } from '../engine/index.js';
+import type { Authenticator, Principal } from './auth.js';
+import { type RequestContext, sendText, snapshot, statusLine } from './http.js';
+import { workspaceParam } from './management-routes.js';
+import { boolParam, enumParam, intParam, onlyParams, single } from './params.js';
+import type { ReadPool } from './read-pool.js';
+import { type ErrorLog, toVfsError } from './respond.js';
+
+/** What the read routes need. */
+export interface ReadRouteDeps {
+  db: Database;
+  auth: Authenticator;
+  readPool: ReadPool;
+  audit: AuditLog;
+  log: ErrorLog;
+  /** The shard directory of a workspace. */
+  shardDir: (workspaceId: string) => string;
+  /** Workspace ids by account and name, cached briefly (cleared when a workspace is deleted). */
+  workspaces: WorkspaceCache;
+  /** Longest a grep may search before it answers with what it found so far. */
+  grepTimeoutMs: number;
+}
+
+const MAX = Number.MAX_SAFE_INTEGER;
+const MAX_PATTERN_BYTES = 16 * 1024;
+const MAX_AUDIT_VALUE = 1024;
+const TEXT = 'text/plain; charset=utf-8';
+
+type Tool = 'ls' | 'find' | 'cat' | 'grep';
+
+/** Validates a tool's query string into the engine's request. */
+const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | null, deps: ReadRouteDeps) => unknown> = {
+  ls: (q, claims): LsRequest => {
+    onlyParams(q, ['path']);
+    return { claims, path: single(q, 'path') };
+  },
+  find: (q, claims): FindRequest => {
+    onlyParams(q, ['pattern', 'path', 'head_limit']);
+    return { claims, pattern: required(q, 'pattern'), path: single(q, 'path'), headLimit: intParam(q, 'head_limit', 1, 1000, 100) };
+  },
+  cat: (q, claims): CatRequest => {
+    onlyParams(q, ['path', 'offset', 'limit']);
+    return { claims, path: required(q, 'path'), offset: intParam(q, 'offset', 1, MAX, 1), limit: intParam(q, 'limit', 1, MAX, 2000) };
+  },
+  grep: (q, claims, deps): GrepRequest => {
+    onlyParams(q, ['pattern', 'path', 'glob', 'output_mode', '-i', '-A', '-B', '-C', 'head_limit', 'offset', 'multiline', 'type', '-n']);
+    const pattern = required(q, 'pattern');
+    if (Buffer.byteLength(pattern) > MAX_PATTERN_BYTES) throw invalidParameter('pattern', `longer than ${MAX_PATTERN_BYTES} bytes`);
+    return {
+      claims,
+      pattern,
+      path: single(q, 'path'),
+      glob: nonEmpty(q, 'glob'),
+      type: nonEmpty(q, 'type'),
+      outputMode: enumParam(q, 'output_mode', ['files_with_matches', 'content', 'count'] as const),
+      caseInsensitive: boolParam(q, '-i', false),
+      multiline: boolParam(q, 'multiline', false),
+      after: intParam(q, '-A', 0, MAX),
+      before: intParam(q, '-B', 0, MAX),
+      context: intParam(q, '-C', 0, MAX),
+      lineNumbers: boolParam(q, '-n', true),
+      headLimit: intParam(q, 'head_limit', 1, MAX),
+      offset: intParam(q, 'offset', 0, MAX),
+      deadline: Date.now() + deps.grepTimeoutMs,
+    };
+  },
+};
+
+/** Registers the four read tools. */
+export function registerReadRoutes(app: TemplatedApp, deps: ReadRouteDeps): void {
+  for (const tool of Object.keys(PARSERS) as Tool[]) {
+    app.get(`/v1/workspaces/:ws/${tool}`, (res, req) => {
+      const ctx = snapshot(res, req, 1);
+      void serve(ctx, tool, deps);
+    });
+  }
+}
+
+async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Promise<void> {
+  const started = performance.now();
+  let principal: Principal;
+  let workspaceId: string;
+  try {
+    principal = await deps.auth.authenticate(ctx.authorization);
+    const name = workspaceParam(ctx.params[0]);
+    workspaceId = await deps.workspaces.resolve(principal.accountId, name);
+    // SECURITY: a token is pinned to one workspace; any other answers as if it did not exist.
+    if (principal.kind === 'token' && principal.workspaceId !== workspaceId) throw new VfsError('NO_SUCH_WORKSPACE', { name });
+  } catch (error) {
+    // Not audited: no authenticated caller, or no workspace to record against.
+    const e = toVfsError(error, deps.log, ctx);
+    sendText(ctx, e.status, e.message + '\n', e.headers);
+    return;
+  }
+
+  const audit = (resultCount: number | null): Promise<void> =>
+    deps.audit.append({
+      accountId: principal.accountId,
+      workspaceId,
+      actorType: principal.kind,
+      actorId: principal.actorId,
+      tool,
+      params: auditParams(ctx.query),
+      resultCount,
+      latencyMs: Math.round(performance.now() - started),
+    });
+
+  let request: unknown;
+  try {
+    request = PARSERS[tool](ctx.query, principal.kind === 'token' ? principal.claims : null, deps);
+  } catch (error) {
+    await finishWithError(ctx, toVfsError(error, deps.log, ctx), audit, deps);
+    return;
+  }
+
+  let headersSent = false;
+  const writeHead = (): void => {
+    headersSent = true;
+    ctx.res.writeStatus(statusLine(200));
+    ctx.res.writeHeader('content-type', TEXT);
+  };
+  const call = deps.readPool.run(tool, deps.shardDir(workspaceId), request, (data, release) => {
+    if (ctx.aborted) {
+      release();
+      return;
+    }
+    let ok = true;
+    ctx.res.cork(() => {
+      if (!headersSent) writeHead();
+      ok = ctx.res.write(data);
+    });
+    if (ok) release();
+    // Backpressure: keep the chunk counted until the socket drains.
+    else
+      ctx.res.onWritable(() => {
+        release();
+        return true;
+      });
+  });
+  ctx.onAbort.push(() => call.cancel());
+
+  const outcome = await call.outcome;
+  if (outcome.ok) {
+    try {
+      await audit(outcome.resultCount);
+    } catch (error) {
+      // The event could not be committed: the response must not complete as if it had been.
+      deps.log('audit append failed', error);
+      if (!ctx.aborted) ctx.res.cork(() => ctx.res.close());
+      ctx.aborted = true;
+      return;
+    }
+    if (ctx.aborted) return;
+    ctx.aborted = true;
+    ctx.res.cork(() => {
+      if (!headersSent) writeHead();
+      ctx.res.end();
+    });
+    return;
+  }
+  if (outcome.status === 0) {
+    // Cancelled because the client went away; still recorded.
+    await audit(null).catch((error: unknown) => deps.log('audit append failed', error));
+    return;
+  }
+  if (headersSent) {
+    // Failed mid-stream: the status is gone; cut the connection so the client sees an incomplete body.
+    deps.log(`${tool} failed mid-stream: ${outcome.message}`, null);
+    await audit(null).catch(() => {});
+    if (!ctx.aborted) ctx.res.cork(() => ctx.res.close());
+    ctx.aborted = true;
+    return;
+  }
+  // The worker's errors carry the catalog's status and message; a 500 is logged and not shown.
+  const error = outcome.status === 500 ? toVfsError(new Error(outcome.message), deps.log, ctx) : outcome;
+  await finishWithError(ctx, error, audit, deps);
+}
+
+/** Audits a failed call (resultCount null), then answers its error in plain text. */
+async function finishWithError(
+  ctx: RequestContext,
+  error: { status: number; message: string; headers?: Record<string, string> },
+  audit: (resultCount: number | null) => Promise<void>,
+  deps: ReadRouteDeps,
+): Promise<void> {
+  try {
+    await audit(null);
+  } catch (auditError) {
+    deps.log('audit append failed', auditError);
+    const e = toVfsError(auditError, deps.log, ctx);
+    sendText(ctx, e.status === 500 ? 503 : e.status, 'the audit log is unavailable; retry\n');
+    return;
+  }
+  sendText(ctx, error.status, error.message + '\n', error.headers ?? {});
+}
+
+function required(q: URLSearchParams, name: string): string {
+  const value = single(q, name);
+  if (value === undefined || value === '') throw invalidParameter(name, 'required, at least 1 character');
+  return value;
+}
+
+function nonEmpty(q: URLSearchParams, name: string): string | undefined {
+  const value = single(q, name);
+  if (value === '') throw invalidParameter(name, 'must not be empty');
+  return value;
+}
+
+/** The query as received, as a JSON object of strings, long values cut. */
+function auditParams(q: URLSearchParams): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of q) {
+    if (Object.hasOwn(out, key)) continue;
+    out[key.slice(0, MAX_AUDIT_VALUE)] = value.length > MAX_AUDIT_VALUE ? value.slice(0, MAX_AUDIT_VALUE) : value;
+  }
+  return out;
+}
+
+/** Workspace ids by (account, name), cached for a few seconds; deletions clear it. */
+export class WorkspaceCache {
+  private readonly entries = new Map<string, { id: string; until: number }>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly ttlMs = 5_000,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  /** The workspace's id, or 404. */
+  async resolve(accountId: string, name: string): Promise<string> {
+    const key = `${accountId}/${name}`;
+    const hit = this.entries.get(key);
+    if (hit !== undefined && hit.until > Date.now()) return hit.id;
+    const ws = await this.db.inAccount(accountId, (tx) => requireWorkspace(tx, name));
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(key, { id: ws.id, until: Date.now() + this.ttlMs });
+    return ws.id;
+  }
+
+  /** Forgets everything (a workspace was deleted). */
+  clear(): void {
+    this.entries.clear();
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The read pool's worker: runs one read tool over a workspace shard that the
+ * thread opens itself (readers are cached per thread). It receives the shard
+ * directory and the validated request, never file bytes.
+ *
+ * Output goes back over the task's MessagePort, in order: `chunk` messages,
+ * then one `end` (with the result count) or `error`. Flow control is a shared
+ * Int32Array: [0] counts chunks sent but not yet written to the socket (the
+ * worker waits while it reaches WINDOW), [1] is set to 1 to cancel (client gone).
+ */
+import type { MessagePort } from 'node:worker_threads';
+import { VfsError } from '../core/errors.js';
+import { cat, find, grep, ls, openShardReader, type ToolSummary } from '../engine/index.js';
+
+/** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
+export const WINDOW = 4;
+/** Index of the in-flight counter in the control array. */
+export const IN_FLIGHT = 0;
+/** Index of the cancel flag in the control array. */
+export const CANCELLED = 1;
+
+/** The four tools, by name. */
+const TOOLS = { ls, find, cat, grep } as const;
+
+/** A read task. */
+export interface ReadTask {
+  tool: keyof typeof TOOLS;
+  shardDir: string;
+  request: unknown;
+  port: MessagePort;
+  control: SharedArrayBuffer;
+}
+
+/** Messages on the task's port. */
+export type ReadMessage =
+  | { type: 'chunk'; data: Uint8Array }
+  | { type: 'end'; resultCount: number }
+  | { type: 'error'; status: number; message: string };
+
+/** Runs one tool, streaming its output over `task.port`. */
+export default function runReadTask(task: ReadTask): void {
+  const control = new Int32Array(task.control);
+  const port = task.port;
+  try {
+    const reader = openShardReader(task.shardDir);
+    const tool = TOOLS[task.tool] as (r: typeof reader, q: unknown) => Generator<Buffer, ToolSummary>;
+    const output = tool(reader, task.request);
+    try {
+      for (;;) {
+        if (Atomics.load(control, CANCELLED) === 1) return;
+        const step = output.next();
+        if (step.done === true) {
+          port.postMessage({ type: 'end', resultCount: step.value.resultCount } satisfies ReadMessage);
+          return;
+        }
+        if (step.value.length === 0) continue; // heartbeat: a cancellation point only
+        let inFlight = Atomics.load(control, IN_FLIGHT);
+        while (inFlight >= WINDOW && Atomics.load(control, CANCELLED) === 0) {
+          Atomics.wait(control, IN_FLIGHT, inFlight, 100);
+          inFlight = Atomics.load(control, IN_FLIGHT);
+        }
+        Atomics.add(control, IN_FLIGHT, 1);
+        // Copy: the tool may reuse its buffer for the next chunk.
+        const data = new Uint8Array(step.value);
+        port.postMessage({ type: 'chunk', data } satisfies ReadMessage, [data.buffer]);
+      }
+    } finally {
+      output.return(undefined as never);
+    }
+  } catch (error) {
+    if (error instanceof VfsError) port.postMessage({ type: 'error', status: error.status, message: error.message } satisfies ReadMessage);
+    else port.postMessage({ type: 'error', status: 500, message: String(error instanceof Error ? error.stack : error) } satisfies ReadMessage);
+  } finally {
+    port.close();
+  }
+}
