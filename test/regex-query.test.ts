@@ -1,0 +1,543 @@
+// Table tests for engine/regex-query.ts (pattern in, formatted query out, as codesearch's
+// index/regexp_test.go), plus property tests of the one guarantee that matters: whenever RE2
+// finds a match in a text, the query evaluated on the text's trigram set is true.
+import { describe, it, expect } from 'vitest';
+import fc from 'fast-check';
+import RE2 from 're2';
+import {
+  evalQuery,
+  formatQuery,
+  regexQuery,
+  type Query,
+  type RegexQueryOptions,
+  type Trigram,
+} from '../engine/regex-query.js';
+
+const KELVIN = '\u212a';
+
+/** The trigram set of a text, computed as the indexer does: UTF-8 bytes, no trigram with 0x0A. */
+function trigramSet(text: string): Set<Trigram> {
+  const b = Buffer.from(text, 'utf8');
+  const out = new Set<Trigram>();
+  for (let i = 0; i + 3 <= b.length; i++) {
+    if (b[i] === 0x0a || b[i + 1] === 0x0a || b[i + 2] === 0x0a) continue;
+    out.add((b[i] << 16) | (b[i + 1] << 8) | b[i + 2]);
+  }
+  return out;
+}
+
+/** Whether RE2 finds a match: line by line (grep default) or across lines with `.` matching \n. */
+function re2Finds(pattern: string, text: string, opts: RegexQueryOptions): boolean | null {
+  let re: RE2;
+  try {
+    re = new RE2(pattern, (opts.caseInsensitive ? 'i' : '') + (opts.multiline ? 's' : '') + 'u');
+  } catch {
+    return null; // not a valid RE2 pattern: the caller rejects it before asking for a query
+  }
+  if (opts.multiline) return re.test(text);
+  return text.split('\n').some((line) => re.test(line));
+}
+
+/** Asserts the superset guarantee for one pair; returns whether RE2 matched at all. */
+function checkSuperset(pattern: string, text: string, opts: RegexQueryOptions = {}): boolean {
+  const found = re2Finds(pattern, text, opts);
+  if (found !== true) return false;
+  const q = regexQuery(pattern, opts);
+  const set = trigramSet(text);
+  if (!evalQuery(q, (t) => set.has(t))) {
+    throw new Error(
+      `query ${formatQuery(q)} rejects ${JSON.stringify(text)} matched by ${JSON.stringify(pattern)} ${JSON.stringify(opts)}`,
+    );
+  }
+  return true;
+}
+
+describe('regexQuery table', () => {
+  // [pattern, expected formatQuery output, options]
+  const rows: [string, string, RegexQueryOptions?][] = [
+    // Literals and concatenation.
+    ['abc', '"abc"'],
+    ['Abcdef', '"Abc" "bcd" "cde" "def"'],
+    ['(abc)(def)', '"abc" "bcd" "cde" "def"'],
+    ['ab', '+'],
+    ['a\\.b\\.c', '".b." "a.b" "b.c"'],
+    ['a/b/c', '"/b/" "a/b" "b/c"'],
+    // Alternation.
+    ['abc|xyz', '("abc"|"xyz")'],
+    ['abc.*(def|ghi)', '"abc" ("def"|"ghi")'],
+    ['abc(def|ghi)', '"abc" ("bcd" "cde" "def"|"bcg" "cgh" "ghi")'],
+    ['(abc|bac)de', '"cde" ("abc" "bcd"|"acd" "bac")'],
+    ['(a+hello|b+world)', '("ahe" "ell" "hel" "llo"|"bwo" "orl" "rld" "wor")'],
+    ['(a|ab)cde', '"cde" ("abc" "bcd"|"acd")'],
+    ['(a|b|c|d)(ef|g|hi|j)', '+'],
+    // Empty alternatives make the whole pattern able to match anywhere.
+    ['abc|', '+'],
+    ['|abc', '+'],
+    ['abc|def|', '+'],
+    ['(|abc)def', '"def"'],
+    ['(?:abc|)def', '"def"'],
+    // Factoring and duplicate removal.
+    ['(abc|abc)', '"abc"'],
+    ['(ab|ab)c', '"abc"'],
+    ['ab(cab|cat)', '"abc" "bca" ("cab"|"cat")'],
+    ['(z*(abc|def)z*)(z*(abc|def)z*)', '("abc"|"def")'],
+    ['(z*abcz*defz*)(z*(ghi|jkl)z*)', '"abc" "def" ("bcd" "cde"|"zde") ("ghi"|"jkl")'],
+    // Character classes.
+    ['ab[cde]f', '("abc" "bcf"|"abd" "bdf"|"abe" "bef")'],
+    ['[ab]cd', '("acd"|"bcd")'],
+    ['ab[cd]e', '("abc" "bce"|"abd" "bde")'],
+    ['[ab][cd][ef]', '("ace"|"acf"|"ade"|"adf"|"bce"|"bcf"|"bde"|"bdf")'],
+    ['ab[^cde]f', '+'],
+    ['ab.f', '+'],
+    ['[^\\s\\S]', '-'],
+    ['[^\\x00-\\x{10FFFF}]', '-'],
+    ['[[:alpha:]]+123', '"123"'],
+    ['[\\n]bcd', '"bcd"'],
+    ['\\pLabc', '"abc"'],
+    ['\\p{Greek}+xyz', '"xyz"'],
+    ['\\w{5}\\s+\\w{5}', '+'],
+    ['foo\\s+bar', '"bar" "foo"'],
+    // Repetition.
+    ['a+hello', '"ahe" "ell" "hel" "llo"'],
+    ['a+bcd', '"abc" "bcd"'],
+    ['a*bbb', '"bbb"'],
+    ['a?bbb', '"bbb"'],
+    ['(bbb)a?', '"bbb"'],
+    ['(bbb)a*', '"bbb"'],
+    ['(abc)*', '+'],
+    ['(abc)?', '+'],
+    ['(abc)+', '"abc"'],
+    ['x{3}abc', '"abc" "xab" "xxa" "xxx"'],
+    ['(ab){3}', '"aba" "bab"'],
+    ['(ab){2,}', '"aba" "bab"'],
+    ['(ab){0,2}cde', '"cde"'],
+    ['a{2,4}?bcd', '"aab" "abc" "bcd"'],
+    ['(abcd+)?xyz', '"xyz"'],
+    ['(a+b)?c+', '+'],
+    ['a{,3}bc', '",3}" "3}b" "a{," "{,3" "}bc"'],
+    ['ab{cd', '"ab{" "b{c" "{cd"'],
+    // Anchors and empty-width assertions.
+    ['^abc', '"abc"'],
+    ['abc$', '"abc"'],
+    ['\\Aabc\\z', '"abc"'],
+    ['(?m)^abc$', '"abc"'],
+    ['\\b', '+'],
+    ['\\babc', '"abc"'],
+    ['abc\\b', '"abc"'],
+    ['ab\\Bc', '"abc"'],
+    ['.', '+'],
+    ['(?s).', '+'],
+    ['()', '+'],
+    ['', '+'],
+    // Escapes, \Q...\E and node-re2's rewriting of JavaScript escapes.
+    ['\\x41\\x{42}C', '"ABC"'],
+    ['\\101\\102C', '"ABC"'],
+    ['\\u00e9t\\u00e9', '"té" "\\xa9t\\xc3" "ét"'],
+    ['\\cIab', '"\\x09ab"'],
+    ['tab\\tx', '"ab\\x09" "b\\x09x" "tab"'],
+    ['\\Qa.b\\E', '"a.b"'],
+    ['\\Qa.b', '"a.b"'],
+    ['\\Qa|b\\E*', '+'],
+    ['\\Qa/b\\E', '"\\\\/b" "a\\\\/"'], // node-re2 turns / into \/ even inside \Q…\E
+    // Unicode literals are byte trigrams of their UTF-8.
+    ['naïve', '"aï" "na\\xc3" "\\xafve" "ïv"'],
+    [
+      '日本語',
+      '"\\x97\\xa5\\xe6" "\\x9c\\xac\\xe8" "\\xa5\\xe6\\x9c" "\\xac\\xe8\\xaa" "日" "本" "語"',
+    ],
+    // Newlines are never required.
+    ['abc\\ndef', '"abc" "def"'],
+    ['abc\\ndef', '"abc" "def"', { multiline: true }],
+    ['a\\nbc', '+'],
+    // Case-insensitive.
+    ['(?i)a~~', '("A~~"|"a~~")'],
+    ['(?i)ab~', '("AB~"|"Ab~"|"aB~"|"ab~")'],
+    ['(?i)abc', '("ABC"|"ABc"|"AbC"|"Abc"|"aBC"|"aBc"|"abC"|"abc")'],
+    ['abc', '("ABC"|"ABc"|"AbC"|"Abc"|"aBC"|"aBc"|"abC"|"abc")', { caseInsensitive: true }],
+    [
+      '(?i)abc|def',
+      '("ABC"|"ABc"|"AbC"|"Abc"|"DEF"|"DEf"|"DeF"|"Def"|"aBC"|"aBc"|"abC"|"abc"|"dEF"|"dEf"|"deF"|"def")',
+    ],
+    [
+      '(?i)abcd',
+      '("ABC"|"ABc"|"AbC"|"Abc"|"aBC"|"aBc"|"abC"|"abc") ("BCD"|"BCd"|"BcD"|"Bcd"|"bCD"|"bCd"|"bcD"|"bcd")',
+    ],
+    ['(?i:ab)c', '("ABc"|"Abc"|"aBc"|"abc")'],
+    ['(?i)ab(?-i)c', '("ABc"|"Abc"|"aBc"|"abc")'],
+    ['(?i)[a-c]~~', '("A~~"|"B~~"|"C~~"|"a~~"|"b~~"|"c~~")'],
+    ['(?i)k~~', `("K~~"|"k~~"|"\\x84\\xaa~" "\\xaa~~" "${KELVIN}")`],
+    ['(?i)s~~', '("S~~"|"s~~"|"\\xbf~~" "ſ~")'],
+    ['(?i)é~~', '("\\x89~~" "É~"|"\\xa9~~" "é~")'],
+    ['ǅ~~', '("\\x84~~" "Ǆ~"|"\\x85~~" "ǅ~"|"\\x86~~" "ǆ~")', { caseInsensitive: true }],
+    ['(?i)ı~~', '"\\xb1~~" "ı~"'], // dotless i does not fold with I/i in RE2
+    // Invalid patterns (RE2 rejects them first) never throw and never narrow.
+    ['(a|b', '+'],
+    ['a)', '+'],
+    ['*a', '+'],
+    ['a**', '+'],
+    ['\\8', '+'],
+    ['[z-a]', '+'],
+    ['\\1', '+'],
+    ['(?P=x)', '+'],
+    ['(?=abc)', '+'],
+    ['\\Z', '+'],
+  ];
+
+  it.each(rows)('%j → %s %j', (pattern, want, opts) => {
+    expect(formatQuery(regexQuery(pattern, opts))).toBe(want);
+  });
+
+  it('has at least 50 rows', () => {
+    expect(rows.length).toBeGreaterThanOrEqual(50);
+  });
+});
+
+describe('regexQuery bounds on hostile patterns', () => {
+  const cases: [string, string, string, RegexQueryOptions?][] = [
+    ['nested plus', '(((a|b|c|d)+)+){50}', '+'],
+    ['nested counted repeats', '((((((a{1000}){1000}){1000}){1000}){1000}){1000})', '"aaa"'],
+    ['1 MB literal', 'a'.repeat(1 << 20), '+'],
+    ['1 MB of groups', '(a)'.repeat(350_000), '+'],
+    ['nesting deeper than RE2 allows', '('.repeat(5000) + 'abc' + ')'.repeat(5000), '+'],
+    ['long literal', 'x'.repeat(60_000), '"xxx"'],
+    ['long case-insensitive literal', 'abcdefghij'.repeat(6000), '+', { caseInsensitive: true }],
+    ['many small classes', '[a-t]'.repeat(12_000), '+'],
+    ['many alternations', '(ab|cd)'.repeat(8000), '+'],
+    ['many ORs of ANDs', Array.from({ length: 3000 }, (_, i) => `x${i}.*y${i}z`).join('|'), '+'],
+  ];
+  it.each(cases)('%s', (_name, pattern, want, opts) => {
+    regexQuery(pattern, opts); // warm up
+    const start = performance.now();
+    const q = regexQuery(pattern, opts);
+    const ms = performance.now() - start;
+    expect(formatQuery(q)).toBe(want);
+    expect(ms).toBeLessThan(1000);
+  });
+
+  it('is well under a millisecond for typical patterns', () => {
+    const typical = ['func\\s+\\w+\\(ctx context\\.Context', 'TODO|FIXME|XXX', 'import .* from "react"'];
+    for (const p of typical) regexQuery(p, { caseInsensitive: true });
+    const start = performance.now();
+    for (let i = 0; i < 100; i++) for (const p of typical) regexQuery(p, { caseInsensitive: i % 2 === 0 });
+    expect((performance.now() - start) / 300).toBeLessThan(1);
+  });
+
+  it('never throws, whatever the input', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 40 }), fc.boolean(), (p, i) => {
+        const q = regexQuery(p, { caseInsensitive: i });
+        expect(typeof formatQuery(q)).toBe('string');
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe('evalQuery', () => {
+  const t = (s: string): Trigram => (s.charCodeAt(0) << 16) | (s.charCodeAt(1) << 8) | s.charCodeAt(2);
+  const q: Query = { op: 'and', trigrams: [t('abc')], sub: [{ op: 'or', trigrams: [t('def'), t('ghi')], sub: [] }] };
+  const rows: [Query, string[], boolean][] = [
+    [{ op: 'all' }, [], true],
+    [{ op: 'none' }, ['abc'], false],
+    [q, ['abc', 'ghi'], true],
+    [q, ['abc'], false],
+    [q, ['def', 'ghi'], false],
+  ];
+  it.each(rows)('%j on %j → %s', (query, present, want) => {
+    const set = new Set(present.map(t));
+    expect(evalQuery(query, (x) => set.has(x))).toBe(want);
+  });
+});
+
+describe('superset guarantee, hand-picked', () => {
+  // [pattern, text, options]: RE2 must find a match, and then the query must accept the text.
+  const pairs: [string, string, RegexQueryOptions?][] = [
+    ['abc', 'xxabcxx'],
+    ['Abcdef', 'say Abcdef'],
+    ['abc.*(def|ghi)', 'abc then ghi'],
+    ['abc(def|ghi)', 'abcghi'],
+    ['a+hello', 'aaahello'],
+    ['(a+hello|b+world)', 'bbworld'],
+    ['a*bbb', 'bbb'],
+    ['a?bbb', 'abbb'],
+    ['(bbb)a?', 'bbb'],
+    ['^abc', 'first line\nabc at start'],
+    ['abc$', 'ends abc\nnext'],
+    ['ab[cde]f', 'abdf'],
+    ['(abc|bac)de', 'bacde'],
+    ['ab[^cde]f', 'abxf'],
+    ['ab(cab|cat)', 'abcat'],
+    ['(z*(abc|def)z*)(z*(abc|def)z*)', 'zzdefzabc'],
+    ['(z*abcz*defz*)|(z*abcz*defz*)', 'abczzdef'],
+    ['(z*abcz*defz*(ghi|jkl)z*)|(z*abcz*defz*(mno|prs)z*)', 'abcdefzzprs'],
+    ['[ab][cd][ef]', 'bde'],
+    ['(a|ab)cde', 'abcde'],
+    ['(a|ab)cde', 'acde'],
+    ['(a|b|c|d)(ef|g|hi|j)', 'ahi'],
+    ['(abcd+)?xyz', 'xyz'],
+    ['(a+b)?c+', 'c'],
+    ['(?i)abc', 'xAbC'],
+    ['abc', 'ABC', { caseInsensitive: true }],
+    ['(?i)kelvin', `${KELVIN}elvin`],
+    ['kelvin', `${KELVIN}ELVIN`, { caseInsensitive: true }],
+    ['(?i)[k]elvin', `${KELVIN}elvin`],
+    ['(?i)\\x4belvin', `${KELVIN}ELVIN`],
+    ['(?i)\\Qkelvin\\E', `${KELVIN}elvin`],
+    ['(?i)class', 'claſſ'],
+    ['(?i)straße', 'STRAẞE'],
+    ['(?i)λόγος', 'ΛΌΓΟΣ'],
+    ['(?i)λόγοσ', 'λόγος'],
+    ['(?i)µmol', 'Μmol'],
+    ['(?i)ǆemal', 'ǅemal'],
+    ['(?i)résumé', 'RÉSUMÉ'],
+    ['(?i)ΣΊΣΥΦΟΣ', 'σίσυφος'],
+    ['(?i)\ufb05ab', '\ufb06ab'], // ligatures ſt / st: a fold JavaScript's case mappings lack
+    ['(?i)\u0390ab', '\u1fd3ab'],
+    ['(?i)x\u03b0y', 'x\u1fe3y'],
+    ['(?i:HeLLo) world', 'hello world'],
+    ['(?i)hello(?-i) World', 'HELLO World'],
+    ['(?i)[a-c]xy', 'Bxy'],
+    ['naïve', 'a naïve idea'],
+    ['日本語', 'これは日本語です'],
+    ['\\x{65e5}\\x{672c}', '日本'],
+    ['\\u00e9t\\u00e9', 'en été'],
+    ['\\u{1F600}abc', '😀abc'],
+    ['\\x{10FFFF}ab', '\u{10FFFF}ab'],
+    ['[\\x{1F600}-\\x{1F602}]xy', '😁xy'],
+    ['\\Qa.b\\E', 'xa.bx'],
+    ['\\Qa.b', 'a.b'],
+    ['\\Qa/b\\E', 'a\\/b'],
+    ['\\x41\\x{42}C', 'ABC'],
+    ['\\101\\102C', 'ABC'],
+    ['a\\.b\\.c', 'a.b.c'],
+    ['tab\\there', 'tab\there'],
+    ['\\cIabc', '\tabc'],
+    ['a/b/c', 'a/b/c'],
+    ['[[:alpha:]]+123', 'abc123'],
+    ['[[:digit:]]{3}-[[:digit:]]{4}', 'call 555-1234'],
+    ['\\d{3}-\\d{4}', '555-1234'],
+    ['[[:^alpha:]]abc', '1abc'],
+    ['[^\\D]{2}abc', '12abc'],
+    ['\\bfoo\\b', 'a foo b'],
+    ['foo\\Bbar', 'foobar'],
+    ['\\Afoo', 'foo'],
+    ['bar\\z', 'bar'],
+    ['(?m)^abc$', 'x\nabc\ny'],
+    ['(?P<word>hello) world', 'hello world'],
+    ['(?<word>hello) world', 'hello world'],
+    ['x{3}abc', 'xxxxabc'],
+    ['(ab){3}', 'abababab'],
+    ['(ab){2,}c', 'abababc'],
+    ['(ab){0,2}cde', 'cde'],
+    ['a{2,4}?bcd', 'aaabcd'],
+    ['(abc)+?x', 'abcabcx'],
+    ['(?U)a+bcd', 'aabcd'],
+    ['[^\\n]bcd', 'xbcd'],
+    ['[\\d\\s]abc', ' abc'],
+    ['[a-c]{2}def', 'bcdef'],
+    ['[-a]bcd', '-bcd'],
+    ['[]a]bcd', ']bcd'],
+    ['[^]a]bcd', 'xbcd'],
+    ['\\pLabc', 'xabc'],
+    ['\\p{Greek}abc', 'αabc'],
+    ['\\PLabc', '1abc'],
+    ['\\p{Han}+語', '日本語'],
+    ['a{,3}bc', 'a{,3}bc'],
+    ['ab{cd', 'ab{cd'],
+    ['(foo|bar|baz)+qux', 'barfooqux'],
+    ['(?:abc|)def', 'def'],
+    ['abc|', 'anything'],
+    ['^$', 'a\n\nb'],
+    ['.*', 'x'],
+    ['[ab]+c[de]+', 'abbcdd'],
+    ['\\w+@\\w+\\.com', 'me@example.com'],
+    ['\\C\\Cabc', 'éabc'],
+    ['foo\\s+bar', 'foo \t bar'],
+    ['(?s)a.b', 'a\nb', { multiline: true }],
+    ['abc\\ndef', 'abc\ndef', { multiline: true }],
+    ['foo\\s+bar', 'foo\n bar', { multiline: true }],
+    ['a\\x{0A}bcd', 'a\nbcd', { multiline: true }],
+    ['ab[^x]cd', 'ab\ncd', { multiline: true }],
+    ['(?i)KELVIN\\nSCALE', `${KELVIN}elvin\nſcale`, { multiline: true }],
+    ['x'.repeat(200), 'y' + 'x'.repeat(250)],
+  ];
+
+  it('has at least 80 pairs', () => {
+    expect(pairs.length).toBeGreaterThanOrEqual(80);
+  });
+
+  it.each(pairs)('%j in %j %j', (pattern, text, opts) => {
+    expect(re2Finds(pattern, text, opts ?? {})).toBe(true); // the pair must be a real match
+    expect(checkSuperset(pattern, text, opts)).toBe(true);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Randomised patterns from a small grammar, each with a sampler that produces a matching string.
+// ---------------------------------------------------------------------------------------------
+
+type Rng = () => number;
+interface Piece {
+  pattern: string;
+  sample: (rng: Rng, multiline: boolean) => string;
+}
+
+function mulberry32(seed: number): Rng {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const pick = <T,>(rng: Rng, xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)];
+
+/** Characters the random texts and patterns are made of: case pairs, folds, multi-byte. */
+const ALPHABET = ['a', 'b', 'c', 'A', 'B', 'k', 'K', KELVIN, 's', 'S', 'ſ', 'é', 'É', '日', '本', ' ', '-', '.', '0', '1', '\n'];
+
+/** A random case variant of a string, using the fold orbits RE2 knows. */
+function caseVariant(rng: Rng, s: string): string {
+  const orbits: Record<string, string[]> = { k: ['k', 'K', KELVIN], s: ['s', 'S', 'ſ'] };
+  let out = '';
+  for (const ch of s) {
+    const lower = ch.toLowerCase();
+    const orbit = orbits[lower] ?? orbits[ch === KELVIN ? 'k' : ch === 'ſ' ? 's' : ''] ?? [lower, ch.toUpperCase()];
+    const v = pick(rng, orbit);
+    out += [...v].length === 1 ? v : ch;
+  }
+  return out;
+}
+
+const lit = (pattern: string, text: string): Piece => ({ pattern, sample: () => text });
+const oneOf = (pattern: string, chars: string[]): Piece => ({ pattern, sample: (rng) => pick(rng, chars) });
+
+const LEAVES: Piece[] = [
+  lit('a', 'a'),
+  lit('b', 'b'),
+  lit('ab', 'ab'),
+  lit('abc', 'abc'),
+  lit('bca', 'bca'),
+  lit('k', 'k'),
+  lit('K', 'K'),
+  lit('s', 's'),
+  lit('é', 'é'),
+  lit('日本', '日本'),
+  lit('ſ', 'ſ'),
+  lit(KELVIN, KELVIN),
+  lit('\\.', '.'),
+  lit('\\x61', 'a'),
+  lit('\\x{65e5}', '日'),
+  lit('\\Qa.b\\E', 'a.b'),
+  lit('-', '-'),
+  lit('^', ''),
+  lit('$', ''),
+  lit('\\b', ''),
+  lit('\\B', ''),
+  oneOf('[abc]', ['a', 'b', 'c']),
+  oneOf('[a-c]', ['a', 'b', 'c']),
+  oneOf('[kK]', ['k', 'K']),
+  oneOf('[éè]', ['é', 'è']),
+  oneOf('[^a]', ['b', 'c', 'k', 'é', '日', ' ']),
+  oneOf('[^\\n]', ['a', 'b', 'é']),
+  oneOf('\\d', ['0', '1']),
+  oneOf('[[:digit:]]', ['0', '1']),
+  oneOf('\\w', ['a', 'K', '0', '_']),
+  oneOf('\\s', [' ', '\t']),
+  oneOf('\\pL', ['a', 'é', '日']),
+  { pattern: '.', sample: (rng, ml) => pick(rng, ml ? ['a', 'é', '\n'] : ['a', 'é', '日']) },
+  { pattern: '\\n', sample: () => '\n' },
+];
+
+const leafArb = fc.constantFrom(...LEAVES);
+
+const { piece } = fc.letrec<{ piece: Piece }>((tie) => ({
+  piece: fc.oneof(
+    { depthSize: 'small', maxDepth: 5 },
+    leafArb,
+    fc.array(tie('piece'), { minLength: 2, maxLength: 4 }).map(
+      (ps): Piece => ({
+        pattern: ps.map((p) => p.pattern).join(''),
+        sample: (rng, ml) => ps.map((p) => p.sample(rng, ml)).join(''),
+      }),
+    ),
+    fc.array(tie('piece'), { minLength: 2, maxLength: 3 }).map(
+      (ps): Piece => ({
+        pattern: '(?:' + ps.map((p) => p.pattern).join('|') + ')',
+        sample: (rng, ml) => pick(rng, ps).sample(rng, ml),
+      }),
+    ),
+    fc
+      .tuple(
+        tie('piece'),
+        fc.constantFrom<[string, number, number]>(
+          ['*', 0, 3], ['+', 1, 3], ['?', 0, 1], ['{2}', 2, 2], ['{1,3}', 1, 3], ['{0,2}', 0, 2],
+          ['{2,}', 2, 4], ['*?', 0, 2], ['+?', 1, 2], ['{3}', 3, 3],
+        ),
+      )
+      .map(
+        ([p, [op, min, max]]): Piece => ({
+          pattern: '(?:' + p.pattern + ')' + op,
+          sample: (rng, ml) => {
+            const n = min + Math.floor(rng() * (max - min + 1));
+            let s = '';
+            for (let i = 0; i < n; i++) s += p.sample(rng, ml);
+            return s;
+          },
+        }),
+      ),
+    tie('piece').map((p): Piece => ({ pattern: '(' + p.pattern + ')', sample: p.sample })),
+    tie('piece').map(
+      (p): Piece => ({
+        pattern: '(?i:' + p.pattern + ')',
+        sample: (rng, ml) => caseVariant(rng, p.sample(rng, ml)),
+      }),
+    ),
+  ),
+}));
+
+const noise = fc.array(fc.constantFrom(...ALPHABET), { maxLength: 6 }).map((a) => a.join(''));
+
+describe('superset guarantee, randomised', () => {
+  it('holds for generated patterns and texts that contain a sample of their language', () => {
+    let matched = 0;
+    let runs = 0;
+    fc.assert(
+      fc.property(piece, fc.integer(), noise, noise, fc.boolean(), fc.boolean(), (p, seed, pre, post, ci, ml) => {
+        runs++;
+        const rng = mulberry32(seed);
+        let sample = p.sample(rng, ml);
+        if (ci) sample = caseVariant(rng, sample);
+        const text = pre + sample + post;
+        if (checkSuperset(p.pattern, text, { caseInsensitive: ci, multiline: ml })) matched++;
+      }),
+      { numRuns: 4000 },
+    );
+    // The property must not be vacuous: most generated texts do match.
+    expect(matched / runs).toBeGreaterThan(0.5);
+  });
+
+  it('holds for token soup patterns against random texts', () => {
+    const tokens = [
+      '(', ')', '(?:', '(?i)', '(?i:', '(?-i)', '|', '*', '+', '?', '{2}', '{1,2}', '{', '}', '[',
+      ']', '[^', '^', '$', '-', '\\', 'a', 'b', 'k', 's', 'é', '日', '.', '\\d', '\\w', '\\s', '\\b',
+      '\\Q', '\\E', '\\x61', '\\n', ':', 'ab', 'abc', 'bca', '[[:alpha:]]', '\\pL', '\\x{65e5}', '\\u0061',
+    ];
+    let matched = 0;
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...tokens), { minLength: 1, maxLength: 10 }),
+        fc.array(fc.constantFrom(...ALPHABET, 'ab', 'abc', 'bca', 'ABC', KELVIN + 'ab'), { maxLength: 12 }),
+        fc.boolean(),
+        fc.boolean(),
+        (toks, words, ci, ml) => {
+          if (checkSuperset(toks.join(''), words.join(''), { caseInsensitive: ci, multiline: ml })) matched++;
+        },
+      ),
+      { numRuns: 4000 },
+    );
+    expect(matched).toBeGreaterThan(100);
+  });
+});
