@@ -7,12 +7,11 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import { VfsError, invalidParameter } from '../core/errors.js';
 import { checkFilePath } from '../core/paths.js';
 import type { Database } from '../db/database.js';
-import { accountLimits } from '../db/limits.js';
-import { requireWorkspace } from '../db/workspaces.js';
 import type { BlobUpload } from '../ingest/blob-store.js';
 import type { Uploads } from '../ingest/uploads.js';
 import type { Authenticator } from './auth.js';
 import { BodyStream } from './body-stream.js';
+import type { Lookups } from './lookups.js';
 import { type RequestContext, send, sendJson, snapshot } from './http.js';
 import { requireManagementKey, workspaceParam, CLAIM } from './management-routes.js';
 import { onlyParams, single } from './params.js';
@@ -23,6 +22,7 @@ export interface FileRouteDeps {
   db: Database;
   auth: Authenticator;
   uploads: Uploads;
+  lookups: Lookups;
   log: ErrorLog;
 }
 
@@ -44,8 +44,8 @@ export function registerFileRoutes(app: TemplatedApp, deps: FileRouteDeps): void
         const name = workspaceParam(ctx.params[0]);
         const path = filePathFromUrl(ctx.url);
         onlyParams(ctx.query, []);
-        const ws = await deps.db.inAccount(accountId, (tx) => requireWorkspace(tx, name));
-        if (!(await deps.uploads.delete(accountId, ws.id, path))) throw new VfsError('NO_SUCH_FILE', { path });
+        const workspaceId = await deps.lookups.workspaceId(accountId, name);
+        if (!(await deps.uploads.delete(accountId, workspaceId, path))) throw new VfsError('NO_SUCH_FILE', { path });
         sendJson(ctx, 204, null);
       } catch (error) {
         fail(ctx, error, deps.log, false);
@@ -62,10 +62,7 @@ async function upload(ctx: RequestContext, body: BodyStream, deps: FileRouteDeps
     const path = filePathFromUrl(ctx.url);
     onlyParams(ctx.query, ['visibility']);
     const visibility = parseVisibility(single(ctx.query, 'visibility'));
-    const { workspace, limits } = await deps.db.inAccount(accountId, async (tx) => ({
-      workspace: await requireWorkspace(tx, name),
-      limits: await accountLimits(tx, accountId),
-    }));
+    const [workspaceId, limits] = await Promise.all([deps.lookups.workspaceId(accountId, name), deps.lookups.accountLimits(accountId)]);
     const declared = ctx.contentLength === '' ? 0 : Number(ctx.contentLength);
     if (declared > limits.maxFileBytes) throw new VfsError('FILE_TOO_LARGE', { limit: limits.maxFileBytes });
     blob = await deps.uploads.begin();
@@ -81,7 +78,7 @@ async function upload(ctx: RequestContext, body: BodyStream, deps: FileRouteDeps
     blob = null; // from here `accept` owns the temp file
     await deps.uploads.accept(
       accepted,
-      { accountId, workspaceId: workspace.id, path, contentType: ctx.contentType || 'application/octet-stream', visibility },
+      { accountId, workspaceId, path, contentType: ctx.contentType || 'application/octet-stream', visibility },
       limits,
     );
     sendJson(ctx, 202, { path, status: 'pending' });

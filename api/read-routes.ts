@@ -9,10 +9,10 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import { VfsError, invalidParameter } from '../core/errors.js';
 import type { AuditLog } from '../db/audit.js';
 import type { Database } from '../db/database.js';
-import { requireWorkspace } from '../db/workspaces.js';
 import type { CatRequest, FindRequest, GrepRequest, LsRequest } from '../engine/index.js';
 import type { Authenticator, Principal } from './auth.js';
 import { type RequestContext, sendText, snapshot, statusLine } from './http.js';
+import type { Lookups } from './lookups.js';
 import { workspaceParam } from './management-routes.js';
 import { boolParam, enumParam, intParam, onlyParams, single } from './params.js';
 import type { ReadPool } from './read-pool.js';
@@ -27,8 +27,8 @@ export interface ReadRouteDeps {
   log: ErrorLog;
   /** The shard directory of a workspace. */
   shardDir: (workspaceId: string) => string;
-  /** Workspace ids by account and name, cached briefly (cleared when a workspace is deleted). */
-  workspaces: WorkspaceCache;
+  /** Cached workspace and limit lookups. */
+  lookups: Lookups;
   /** Longest a grep may search before it answers with what it found so far. */
   grepTimeoutMs: number;
 }
@@ -95,7 +95,7 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
   try {
     principal = await deps.auth.authenticate(ctx.authorization);
     const name = workspaceParam(ctx.params[0]);
-    workspaceId = await deps.workspaces.resolve(principal.accountId, name);
+    workspaceId = await deps.lookups.workspaceId(principal.accountId, name);
     // SECURITY: a token is pinned to one workspace; any other answers as if it did not exist.
     if (principal.kind === 'token' && principal.workspaceId !== workspaceId) throw new VfsError('NO_SUCH_WORKSPACE', { name });
   } catch (error) {
@@ -226,31 +226,4 @@ function auditParams(q: URLSearchParams): Record<string, string> {
     out[key.slice(0, MAX_AUDIT_VALUE)] = value.length > MAX_AUDIT_VALUE ? value.slice(0, MAX_AUDIT_VALUE) : value;
   }
   return out;
-}
-
-/** Workspace ids by (account, name), cached for a few seconds; deletions clear it. */
-export class WorkspaceCache {
-  private readonly entries = new Map<string, { id: string; until: number }>();
-
-  constructor(
-    private readonly db: Database,
-    private readonly ttlMs = 5_000,
-    private readonly maxEntries = 10_000,
-  ) {}
-
-  /** The workspace's id, or 404. */
-  async resolve(accountId: string, name: string): Promise<string> {
-    const key = `${accountId}/${name}`;
-    const hit = this.entries.get(key);
-    if (hit !== undefined && hit.until > Date.now()) return hit.id;
-    const ws = await this.db.inAccount(accountId, (tx) => requireWorkspace(tx, name));
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(key, { id: ws.id, until: Date.now() + this.ttlMs });
-    return ws.id;
-  }
-
-  /** Forgets everything (a workspace was deleted). */
-  clear(): void {
-    this.entries.clear();
-  }
 }

@@ -28,7 +28,9 @@ export interface BenchService {
 export async function startBenchService(env: Record<string, string> = {}): Promise<BenchService> {
   const dataDir = env.DATA_DIR ?? (await mkdtemp(join(tmpdir(), 'vfs-bench-')));
   const key = newCredential('management_key');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'service/main.ts'], {
+  // BENCH_NODE_ARGS adds flags to the service's node (e.g. --cpu-prof) for profiling a run.
+  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...extra, '--import', 'tsx', 'service/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, VFS_BOOTSTRAP_KEY: key, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -19,6 +19,9 @@ export interface AccountSummary {
   createdAt: string;
 }
 
+/** Channel on which running services learn that cached credentials or limits are stale (payload `credentials` or `limits`). */
+export const INVALIDATE_CHANNEL = 'vfs_invalidate';
+
 /** Name of the account made on a first start. */
 export const DEFAULT_ACCOUNT = 'default';
 
@@ -42,7 +45,7 @@ export async function issueManagementKey(db: Database, account: string): Promise
 export async function revokeManagementKey(db: Database, keyId: string): Promise<boolean> {
   return db.asOwner(async (tx) => {
     const { rowCount } = await tx.query('UPDATE management_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [keyId]);
-    if (rowCount === 1) await tx.query("SELECT pg_notify('vfs_credentials_revoked', $1)", [keyId]);
+    if (rowCount === 1) await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'credentials')`);
     return rowCount === 1;
   });
 }
@@ -105,6 +108,7 @@ export async function setAccountLimits(
       const value = change.limits?.[key];
       if (value !== undefined) await tx.query(`UPDATE accounts SET ${col} = $2 WHERE id = $1`, [id, value]);
     }
+    await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'limits')`);
   });
 }
 
@@ -112,13 +116,14 @@ export async function setAccountLimits(
 export async function upsertPlan(db: Database, name: string, limits: Limits): Promise<void> {
   const cols = LIMIT_COLUMNS.map(([, col]) => col);
   const values = LIMIT_COLUMNS.map(([key]) => limits[key]);
-  await db.asOwner((tx) =>
-    tx.query(
+  await db.asOwner(async (tx) => {
+    await tx.query(
       `INSERT INTO plans (name, ${cols.join(', ')}) VALUES ($1, ${cols.map((_, i) => `$${i + 2}`).join(', ')})
        ON CONFLICT (name) DO UPDATE SET ${cols.map((c) => `${c} = excluded.${c}`).join(', ')}`,
       [name, ...values],
-    ),
-  );
+    );
+    await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'limits')`);
+  });
 }
 
 /** Every plan with its limits. */

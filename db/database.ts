@@ -44,18 +44,18 @@ export class Database {
    * Runs `fn` in a transaction of the application role with the account set,
    * so row level security confines every statement to that account.
    */
-  async inAccount<T>(accountId: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return transaction(this.app, fn, accountId);
+  async inAccount<T>(accountId: string, fn: (tx: Tx) => Promise<T>, settings: Record<string, string> = {}): Promise<T> {
+    return transaction(this.app, fn, { 'app.account_id': accountId, ...settings });
   }
 
   /** Runs `fn` in a transaction of the application role with no account set (sees no tenant rows). */
   async asApp<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return transaction(this.app, fn, null);
+    return transaction(this.app, fn, {});
   }
 
   /** Runs `fn` in a transaction of the owner role: for the operator command and cross-account jobs only. */
   async asOwner<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return transaction(this.owner, fn, null);
+    return transaction(this.owner, fn, {});
   }
 
   /** True when both roles can run a query now. */
@@ -117,14 +117,22 @@ export class Database {
   }
 }
 
-async function transaction<T>(pool: pg.Pool, fn: (tx: Tx) => Promise<T>, accountId: string | null): Promise<T> {
+const SETTING_NAME = /^app\.[a-z_]+$/;
+const SETTING_VALUE = /^(?:[0-9]{1,20}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+async function transaction<T>(pool: pg.Pool, fn: (tx: Tx) => Promise<T>, settings: Record<string, string>): Promise<T> {
+  // BEGIN and the settings go in one round trip, so the values are inlined: only setting names
+  // and values of the shapes above (numbers, uuids) are accepted.
+  const sets = Object.entries(settings).map(([name, value]) => {
+    if (!SETTING_NAME.test(name) || !SETTING_VALUE.test(value)) throw new Error(`refusing transaction setting ${name}`);
+    // SECURITY: is_local = true: the settings, the account among them, end with this transaction
+    // and never leak into the next one on this pooled connection.
+    return `set_config('${name}', '${value}', true)`;
+  });
   const client = await pool.connect();
   let broken = false;
   try {
-    await client.query('BEGIN');
-    // SECURITY: the account is set for this transaction only (is_local = true), so it can never leak
-    // into the next transaction on this pooled connection.
-    if (accountId !== null) await client.query("SELECT set_config('app.account_id', $1, true)", [accountId]);
+    await client.query(sets.length === 0 ? 'BEGIN' : `BEGIN; SELECT ${sets.join(', ')}`);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;

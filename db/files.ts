@@ -70,11 +70,13 @@ export interface UploadLimits {
 }
 
 /**
- * Records an upload and enqueues its ingest job in the caller's transaction.
- * Locks the account's usage row, checks the file-count and storage limits
- * (403), then calls `publish` (which moves the blob into place) under a lock on
- * the blob, so a concurrent cleanup cannot remove it before this commits.
- * Returns the blob the path referenced before, if it was a different one.
+ * Records an upload and enqueues its ingest job in the caller's transaction,
+ * which must have the account's limits set (`uploadSettings`). Calls
+ * `publish` (which moves the blob into place) under a lock on the blob, so a
+ * concurrent cleanup cannot remove it before this commits; then writes the row
+ * and the job in one statement, during which the usage trigger checks the
+ * file-count and storage limits (403). Returns the blob the path referenced
+ * before, if it was a different one.
  */
 export async function recordUpload(
   tx: Tx,
@@ -82,37 +84,41 @@ export async function recordUpload(
   limits: UploadLimits,
   publish: () => Promise<void>,
 ): Promise<{ replacedBlob: string | null }> {
-  await tx.query('INSERT INTO account_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING', [up.accountId]);
-  const usage = await tx.query<{ files: string; bytes: string }>('SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE', [
-    up.accountId,
-  ]);
-  const existing = await tx.query<{ size_bytes: string; blob_sha256: string }>(
-    'SELECT size_bytes, blob_sha256 FROM files WHERE workspace_id = $1 AND path = $2 FOR UPDATE',
-    [up.workspaceId, up.path],
+  const existing = await tx.query<{ old: string | null }>(
+    `SELECT pg_advisory_xact_lock(hashtextextended($3, 1)),
+            (SELECT blob_sha256 FROM files WHERE workspace_id = $1 AND path = $2) AS old`,
+    [up.workspaceId, up.path, `${up.accountId}/${up.blobSha256}`],
   );
-  const old = existing.rows[0];
-  const files = Number(usage.rows[0].files) + (old === undefined ? 1 : 0);
-  const bytes = Number(usage.rows[0].bytes) - Number(old?.size_bytes ?? 0) + up.sizeBytes;
-  if (files > limits.maxFiles) throw new VfsError('FILE_QUOTA', { limit: limits.maxFiles });
-  if (bytes > limits.maxStorageBytes) throw new VfsError('STORAGE_QUOTA', { limit: limits.maxStorageBytes });
-  await lockBlob(tx, up.accountId, up.blobSha256);
   await publish();
-  const { rows } = await tx.query<{ generation: string }>(
-    `INSERT INTO files (workspace_id, account_id, path, status, size_bytes, content_type, visibility, blob_sha256)
-     VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7)
-     ON CONFLICT (workspace_id, path) DO UPDATE SET status = 'pending', size_bytes = excluded.size_bytes,
-       content_type = excluded.content_type, visibility = excluded.visibility, blob_sha256 = excluded.blob_sha256,
-       generation = files.generation + 1, error_detail = NULL, updated_at = now()
-     RETURNING generation`,
-    [up.workspaceId, up.accountId, up.path, up.sizeBytes, up.contentType, up.visibility, up.blobSha256],
-  );
-  await tx.query(
-    `INSERT INTO ingest_jobs (account_id, workspace_id, path, generation) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (workspace_id, path) DO UPDATE SET generation = excluded.generation, attempts = 0,
-       run_after = now(), lease_until = NULL, last_error = NULL`,
-    [up.accountId, up.workspaceId, up.path, rows[0].generation],
-  );
-  return { replacedBlob: old !== undefined && old.blob_sha256 !== up.blobSha256 ? old.blob_sha256 : null };
+  // From the file row's usage update to the commit, the account's usage row is locked: one
+  // statement and the commit, so concurrent uploads of an account wait as little as possible.
+  try {
+    await tx.query(
+      `WITH f AS (
+         INSERT INTO files (workspace_id, account_id, path, status, size_bytes, content_type, visibility, blob_sha256)
+         VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7)
+         ON CONFLICT (workspace_id, path) DO UPDATE SET status = 'pending', size_bytes = excluded.size_bytes,
+           content_type = excluded.content_type, visibility = excluded.visibility, blob_sha256 = excluded.blob_sha256,
+           generation = files.generation + 1, error_detail = NULL, updated_at = now()
+         RETURNING generation)
+       INSERT INTO ingest_jobs (account_id, workspace_id, path, generation) SELECT $2, $1, $3, generation FROM f
+       ON CONFLICT (workspace_id, path) DO UPDATE SET generation = excluded.generation, attempts = 0,
+         run_after = now(), lease_until = NULL, last_error = NULL`,
+      [up.workspaceId, up.accountId, up.path, up.sizeBytes, up.contentType, up.visibility, up.blobSha256],
+    );
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'VQ001') throw new VfsError('FILE_QUOTA', { limit: limits.maxFiles });
+    if (code === 'VQ002') throw new VfsError('STORAGE_QUOTA', { limit: limits.maxStorageBytes });
+    throw error;
+  }
+  const old = existing.rows[0].old;
+  return { replacedBlob: old !== null && old !== up.blobSha256 ? old : null };
+}
+
+/** The transaction settings an upload needs: the limits the usage trigger enforces. */
+export function uploadSettings(limits: UploadLimits): Record<string, string> {
+  return { 'app.max_files': String(limits.maxFiles), 'app.max_storage_bytes': String(limits.maxStorageBytes) };
 }
 
 /** Deletes a file row and its pending job; returns its blob, or null when there was no such file. */

@@ -8,6 +8,11 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type DocInput, type ShardWriter, openShardWriter } from '../engine/shard-writer.js';
 
+/** The directory holding every workspace shard of a data directory. */
+export function shardsRoot(dataDir: string): string {
+  return join(dataDir, 'shards');
+}
+
 /** A document handed to a shard. */
 export type ShardDoc = DocInput;
 

@@ -6,7 +6,7 @@
  */
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
-import { deleteFile, lockBlob, recordUpload, referencedBlobs, type UploadLimits, type UploadRecord } from '../db/files.js';
+import { deleteFile, lockBlob, recordUpload, referencedBlobs, type UploadLimits, type UploadRecord, uploadSettings } from '../db/files.js';
 import type { BlobStore, BlobUpload } from './blob-store.js';
 
 /** What the upload path tells the rest of ingest. */
@@ -49,15 +49,18 @@ export class Uploads {
     let published = false;
     let replacedBlob: string | null;
     try {
-      ({ replacedBlob } = await this.db.inAccount(record.accountId, (tx) =>
-        recordUpload(tx, { ...record, sizeBytes: upload.size, blobSha256: sha }, limits, async () => {
-          try {
-            await upload.publish(record.accountId);
-            published = true;
-          } catch {
-            throw new VfsError('UNAVAILABLE', { what: 'blob storage' });
-          }
-        }),
+      ({ replacedBlob } = await this.db.inAccount(
+        record.accountId,
+        (tx) =>
+          recordUpload(tx, { ...record, sizeBytes: upload.size, blobSha256: sha }, limits, async () => {
+            try {
+              await upload.publish(record.accountId);
+              published = true;
+            } catch {
+              throw new VfsError('UNAVAILABLE', { what: 'blob storage' });
+            }
+          }),
+        uploadSettings(limits),
       ));
     } catch (error) {
       if (published) await this.collect(record.accountId, sha);

@@ -7,17 +7,16 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { Authenticator } from '../api/auth.js';
 import { ReadPool } from '../api/read-pool.js';
-import { WorkspaceCache } from '../api/read-routes.js';
+import { Lookups } from '../api/lookups.js';
 import { startServer } from '../api/server.js';
-import { bootstrapAccount } from '../db/accounts.js';
+import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
 import { AuditLog } from '../db/audit.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
-import { ExtractPool } from '../ingest/extract-pool.js';
-import { IngestLoop } from '../ingest/ingest-loop.js';
-import { Shards } from '../ingest/shards.js';
+import { IngestThread } from '../ingest/ingest-thread.js';
+import { shardsRoot } from '../ingest/shards.js';
 import { Uploads } from '../ingest/uploads.js';
 import type { Config } from './config.js';
 
@@ -70,21 +69,35 @@ export async function startWithDatabase(
   const db = new Database(targets, (error) => log.error('database connection lost', error));
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
   const auth = new Authenticator(db, config.authCacheMs);
-  db.listen('vfs_credentials_revoked', () => auth.clear(), () => auth.clear());
 
   const blobs = new BlobStore(join(config.dataDir, 'blobs'));
   await blobs.init();
-  const shards = new Shards(join(config.dataDir, 'shards'));
-  const extractPool = new ExtractPool({ threads: config.extractThreads, timeoutMs: config.extractTimeoutMs, maxMemoryMb: config.extractMemoryMb });
-  const ingest = new IngestLoop(db, blobs, extractPool, shards, (message, error) => log.error(message, error));
+  const ingest = new IngestThread(
+    {
+      targets,
+      dataDir: config.dataDir,
+      extract: { threads: config.extractThreads, timeoutMs: config.extractTimeoutMs, maxMemoryMb: config.extractMemoryMb },
+      loop: {},
+    },
+    (message) => log.error(message),
+  );
   const uploads = new Uploads(db, blobs, {
     enqueued: () => ingest.poke(),
-    deleted: (workspaceId, path) => shards.remove(workspaceId, path),
+    deleted: (workspaceId, path) => ingest.remove(workspaceId, path),
   });
-  ingest.start();
   const readPool = new ReadPool(config.readThreads);
   const audit = new AuditLog(db);
-  const workspaces = new WorkspaceCache(db);
+  const lookups = new Lookups(db);
+  // Another process (the operator command) changed credentials or limits; after a gap in
+  // notifications, assume both changed.
+  db.listen(
+    INVALIDATE_CHANNEL,
+    (what) => (what === 'limits' ? lookups.limitsChanged() : auth.clear()),
+    () => {
+      auth.clear();
+      lookups.limitsChanged();
+    },
+  );
 
   const server = await startServer(
     {
@@ -95,12 +108,12 @@ export async function startWithDatabase(
       maxJsonBytes: config.maxJsonBytes,
       readPool,
       audit,
-      workspaces,
-      shardDir: (workspaceId) => shards.dir(workspaceId),
+      lookups,
+      shardDir: (workspaceId) => join(shardsRoot(config.dataDir), workspaceId),
       grepTimeoutMs: config.grepTimeoutMs,
       workspaceDeleted: async (workspaceId) => {
-        workspaces.clear();
-        await shards.drop(workspaceId);
+        lookups.workspaceDeleted();
+        await ingest.drop(workspaceId);
       },
     },
     config.host,
@@ -117,8 +130,6 @@ export async function startWithDatabase(
       await ingest.stop();
       await audit.drain();
       await readPool.close();
-      await extractPool.close();
-      await shards.close();
       await db.close();
       await cluster?.stop();
     },

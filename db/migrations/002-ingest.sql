@@ -1,7 +1,10 @@
 -- Uploads and the ingest queue.
 
--- Per-account usage, kept exact by a trigger on files (cascades included), and
--- locked by an upload while it checks the file-count and storage limits.
+-- Per-account usage, kept exact by a trigger on files (cascades included). An
+-- upload sets its account's limits for the transaction (app.max_files,
+-- app.max_storage_bytes); the trigger refuses a row that takes usage past
+-- them (SQLSTATE VQ001 files, VQ002 bytes), so the check and the update are
+-- one step under the usage row's lock. Shrinking usage is never refused.
 CREATE TABLE account_usage (
   account_id uuid PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
   files bigint NOT NULL DEFAULT 0,
@@ -15,14 +18,22 @@ CREATE POLICY tenant ON account_usage USING (account_id = current_account()) WIT
 CREATE FUNCTION files_track_usage() RETURNS trigger
   LANGUAGE plpgsql
   AS $$
+  DECLARE
+    df bigint := 0;
+    db bigint := 0;
+    acct uuid := coalesce(NEW.account_id, OLD.account_id);
+    u account_usage%ROWTYPE;
   BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-      INSERT INTO account_usage AS u (account_id, files, bytes) VALUES (OLD.account_id, -1, -OLD.size_bytes)
-        ON CONFLICT (account_id) DO UPDATE SET files = u.files - 1, bytes = u.bytes - OLD.size_bytes;
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN df := df - 1; db := db - OLD.size_bytes; END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN df := df + 1; db := db + NEW.size_bytes; END IF;
+    INSERT INTO account_usage AS a (account_id, files, bytes) VALUES (acct, df, db)
+      ON CONFLICT (account_id) DO UPDATE SET files = a.files + df, bytes = a.bytes + db
+      RETURNING * INTO u;
+    IF df > 0 AND u.files > nullif(current_setting('app.max_files', true), '')::bigint THEN
+      RAISE EXCEPTION 'file-count limit reached' USING ERRCODE = 'VQ001';
     END IF;
-    IF TG_OP IN ('UPDATE', 'INSERT') THEN
-      INSERT INTO account_usage AS u (account_id, files, bytes) VALUES (NEW.account_id, 1, NEW.size_bytes)
-        ON CONFLICT (account_id) DO UPDATE SET files = u.files + 1, bytes = u.bytes + NEW.size_bytes;
+    IF db > 0 AND u.bytes > nullif(current_setting('app.max_storage_bytes', true), '')::bigint THEN
+      RAISE EXCEPTION 'account storage limit reached' USING ERRCODE = 'VQ002';
     END IF;
     RETURN NULL;
   END $$;

@@ -1,0 +1,51 @@
+/**
+ * Entry point of the ingest thread: the ingest loop, its extraction pool and
+ * every shard writer run here, off the HTTP thread, with their own database
+ * pool. The HTTP thread talks to it through IngestThread (ingest-thread.ts).
+ */
+import { join } from 'node:path';
+import { parentPort, workerData } from 'node:worker_threads';
+import { Database } from '../db/database.js';
+import { BlobStore } from './blob-store.js';
+import { ExtractPool } from './extract-pool.js';
+import { IngestLoop } from './ingest-loop.js';
+import type { IngestThreadData, IngestThreadReply, IngestThreadRequest } from './ingest-thread.js';
+import { Shards, shardsRoot } from './shards.js';
+
+const data = workerData as IngestThreadData;
+const port = parentPort!;
+const log = (message: string, error: unknown): void =>
+  port.postMessage({ type: 'log', message: `${message}: ${error instanceof Error ? error.message : String(error)}` } satisfies IngestThreadReply);
+
+const db = new Database(data.targets, (error) => log('ingest database connection lost', error));
+const shards = new Shards(shardsRoot(data.dataDir));
+const pool = new ExtractPool(data.extract);
+const loop = new IngestLoop(db, new BlobStore(join(data.dataDir, 'blobs')), pool, shards, log, data.loop);
+loop.start();
+
+port.on('message', (request: IngestThreadRequest) => {
+  void handle(request).then(
+    () => port.postMessage({ type: 'done', id: request.id } satisfies IngestThreadReply),
+    (error: unknown) => port.postMessage({ type: 'failed', id: request.id, message: String(error) } satisfies IngestThreadReply),
+  );
+});
+
+async function handle(request: IngestThreadRequest): Promise<void> {
+  switch (request.type) {
+    case 'poke':
+      loop.poke();
+      return;
+    case 'remove':
+      await shards.remove(request.workspaceId, request.path);
+      return;
+    case 'drop':
+      await shards.drop(request.workspaceId);
+      return;
+    case 'stop':
+      await loop.stop();
+      await pool.close();
+      await shards.close();
+      await db.close();
+      return;
+  }
+}

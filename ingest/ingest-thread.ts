@@ -1,0 +1,97 @@
+/**
+ * The HTTP thread's handle on the ingest thread (ingest-thread-main.ts):
+ * starts it, wakes it when a job is enqueued, and asks it for the shard
+ * changes that must go through its writers (deleting a file, dropping a
+ * workspace's shard).
+ */
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { DatabaseTargets } from '../db/database.js';
+import type { ExtractPoolOptions } from './extract-pool.js';
+import type { IngestOptions } from './ingest-loop.js';
+
+/** What the ingest thread starts from. */
+export interface IngestThreadData {
+  targets: DatabaseTargets;
+  dataDir: string;
+  extract: ExtractPoolOptions;
+  loop: IngestOptions;
+}
+
+/** Requests to the ingest thread. */
+export type IngestThreadRequest = { id: number } & (
+  | { type: 'poke' }
+  | { type: 'remove'; workspaceId: string; path: string }
+  | { type: 'drop'; workspaceId: string }
+  | { type: 'stop' }
+);
+
+/** Messages from the ingest thread. */
+export type IngestThreadReply =
+  | { type: 'done'; id: number }
+  | { type: 'failed'; id: number; message: string }
+  | { type: 'log'; message: string };
+
+type Body<T> = T extends unknown ? Omit<T, 'id'> : never;
+
+/** The running ingest thread. */
+export class IngestThread {
+  private readonly worker: Worker;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
+
+  constructor(data: IngestThreadData, log: (message: string) => void) {
+    // The entry is TypeScript: a one-line script registers tsx in the new thread, then imports it.
+    const entry = JSON.stringify(new URL('./ingest-thread-main.ts', import.meta.url).href);
+    const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href);
+    this.worker = new Worker(`import(${tsx}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${entry}); })`, {
+      eval: true,
+      workerData: data,
+    });
+    this.worker.on('message', (reply: IngestThreadReply) => {
+      if (reply.type === 'log') {
+        log(reply.message);
+        return;
+      }
+      const waiter = this.pending.get(reply.id);
+      this.pending.delete(reply.id);
+      if (reply.type === 'done') waiter?.resolve();
+      else waiter?.reject(new Error(reply.message));
+    });
+    this.worker.on('error', (error) => log(`ingest thread failed: ${error.stack ?? error.message}`));
+    this.worker.on('exit', () => {
+      for (const waiter of this.pending.values()) waiter.reject(new Error('the ingest thread has stopped'));
+      this.pending.clear();
+    });
+  }
+
+  /** Wakes the loop: a job was enqueued. */
+  poke(): void {
+    void this.request({ type: 'poke' }).catch(() => {});
+  }
+
+  /** Removes a deleted file from its workspace shard. */
+  remove(workspaceId: string, path: string): Promise<void> {
+    return this.request({ type: 'remove', workspaceId, path });
+  }
+
+  /** Closes and deletes a workspace's shard. */
+  drop(workspaceId: string): Promise<void> {
+    return this.request({ type: 'drop', workspaceId });
+  }
+
+  /** Finishes the batch in hand, closes everything and ends the thread. */
+  async stop(): Promise<void> {
+    await this.request({ type: 'stop' }).catch(() => {});
+    await this.worker.terminate();
+  }
+
+  private request(body: Body<IngestThreadRequest>): Promise<void> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ ...body, id });
+    });
+  }
+}
