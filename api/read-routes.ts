@@ -9,7 +9,9 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import { VfsError, invalidParameter } from '../core/errors.js';
 import type { AuditLog } from '../db/audit.js';
 import type { Database } from '../db/database.js';
-import type { CatRequest, FindRequest, GrepRequest, LsRequest } from '../engine/index.js';
+import { fileState } from '../db/files.js';
+import { checkFilePath } from '../core/paths.js';
+import { type CatRequest, type FindRequest, type GrepRequest, type LsRequest, Visibility } from '../engine/index.js';
 import type { Authenticator, Principal } from './auth.js';
 import { type RequestContext, sendText, snapshot, statusLine } from './http.js';
 import type { Lookups } from './lookups.js';
@@ -184,8 +186,24 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
     return;
   }
   // The worker's errors carry the catalog's status and message; a 500 is logged and not shown.
-  const error = outcome.status === 500 ? toVfsError(new Error(outcome.message), deps.log, ctx) : outcome;
+  let error: { status: number; message: string } = outcome.status === 500 ? toVfsError(new Error(outcome.message), deps.log, ctx) : outcome;
+  if (tool === 'cat' && outcome.status === 404) error = (await notReadyError(deps, principal, workspaceId, (request as CatRequest).path)) ?? error;
   await finishWithError(ctx, error, audit, deps);
+}
+
+/**
+ * For a `cat` of a file the shard does not have: if the file exists but never
+ * became ready, a 404 that names its status. A file the caller may not see
+ * stays "no such file".
+ */
+async function notReadyError(deps: ReadRouteDeps, principal: Principal, workspaceId: string, rawPath: string): Promise<VfsError | null> {
+  const checked = checkFilePath(rawPath);
+  if (!checked.ok) return null;
+  const state = await deps.db.inAccount(principal.accountId, (tx) => fileState(tx, workspaceId, checked.path));
+  if (state === null || state.status === 'ready') return null;
+  // SECURITY: the same visibility rule as the engine, so an invisible file's existence does not leak.
+  if (!new Visibility(principal.kind === 'token' ? principal.claims : null).canSee(state.visibility)) return null;
+  return new VfsError('FILE_NOT_READY', { path: checked.path, status: state.status });
 }
 
 /** Audits a failed call (resultCount null), then answers its error in plain text. */

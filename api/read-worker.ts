@@ -43,6 +43,9 @@ export default function runReadTask(task: ReadTask): void {
   const port = task.port;
   try {
     const reader = openShardReader(task.shardDir);
+    // lmdb-js renews its cached read transaction on a timer, and piscina may run tasks back to
+    // back without turning the event loop: start every task from the latest commit explicitly.
+    reader.shard.env.resetReadTxn();
     const tool = TOOLS[task.tool] as (r: typeof reader, q: unknown) => Generator<Buffer, ToolSummary>;
     const output = tool(reader, task.request);
     try {

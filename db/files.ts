@@ -121,6 +121,15 @@ export function uploadSettings(limits: UploadLimits): Record<string, string> {
   return { 'app.max_files': String(limits.maxFiles), 'app.max_storage_bytes': String(limits.maxStorageBytes) };
 }
 
+/** A file's ingest status and visibility, or null when there is no such file. */
+export async function fileState(tx: Tx, workspaceId: string, path: string): Promise<{ status: FileStatus; visibility: string[] | null } | null> {
+  const { rows } = await tx.query<{ status: FileStatus; visibility: string[] | null }>(
+    'SELECT status, visibility FROM files WHERE workspace_id = $1 AND path = $2',
+    [workspaceId, path],
+  );
+  return rows[0] ?? null;
+}
+
 /** Deletes a file row and its pending job; returns its blob, or null when there was no such file. */
 export async function deleteFile(tx: Tx, workspaceId: string, path: string): Promise<string | null> {
   const { rows } = await tx.query<{ blob_sha256: string; status: FileStatus }>(

@@ -25,6 +25,8 @@ const schema = z
     VFS_MAX_JSON_BYTES: positiveInt.default(65536),
     VFS_READ_THREADS: positiveInt.max(64).default(2),
     VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
+    VFS_INGEST_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
+    VFS_INGEST_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
     VFS_EXTRACT_THREADS: positiveInt.max(64).default(2),
     VFS_EXTRACT_TIMEOUT_SECONDS: z.coerce.number().min(1).max(3600).default(30),
     VFS_EXTRACT_MEMORY_MB: z.coerce.number().int().min(64).max(65536).default(512),
@@ -56,6 +58,10 @@ export interface Config {
   readThreads: number;
   /** Longest a grep searches before answering with what it found. */
   grepTimeoutMs: number;
+  /** How long an ingest worker's claim on a job lasts; a job whose worker died is retried after it. */
+  ingestLeaseSeconds: number;
+  /** Claims after which a file that keeps failing (or killing its worker) ends in `error`. */
+  ingestMaxAttempts: number;
   /** Extraction worker threads. */
   extractThreads: number;
   /** Wall-time cap for extracting one file. */
@@ -83,6 +89,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     maxJsonBytes: e.VFS_MAX_JSON_BYTES,
     readThreads: e.VFS_READ_THREADS,
     grepTimeoutMs: e.VFS_GREP_TIMEOUT_SECONDS * 1000,
+    ingestLeaseSeconds: e.VFS_INGEST_LEASE_SECONDS,
+    ingestMaxAttempts: e.VFS_INGEST_MAX_ATTEMPTS,
     extractThreads: e.VFS_EXTRACT_THREADS,
     extractTimeoutMs: e.VFS_EXTRACT_TIMEOUT_SECONDS * 1000,
     extractMemoryMb: e.VFS_EXTRACT_MEMORY_MB,

@@ -77,7 +77,7 @@ export async function startWithDatabase(
       targets,
       dataDir: config.dataDir,
       extract: { threads: config.extractThreads, timeoutMs: config.extractTimeoutMs, maxMemoryMb: config.extractMemoryMb },
-      loop: {},
+      loop: { leaseSeconds: config.ingestLeaseSeconds, maxAttempts: config.ingestMaxAttempts },
     },
     (message) => log.error(message),
   );

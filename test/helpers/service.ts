@@ -96,3 +96,42 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     },
   };
 }
+
+/** A file listing entry as the API returns it. */
+export interface ListedFile {
+  path: string;
+  status: 'pending' | 'ready' | 'error';
+  sizeBytes: number;
+  contentType: string;
+  updatedAt: string;
+  errorDetail: string | null;
+}
+
+/** Every file of a workspace, paging through the listing. */
+export async function listAll(t: TestService, ws: string, key?: string): Promise<ListedFile[]> {
+  const files: ListedFile[] = [];
+  let cursor: string | null = null;
+  do {
+    const r = await t.call('GET', `/v1/workspaces/${ws}/files?limit=1000${cursor === null ? '' : `&cursor=${cursor}`}`, { key });
+    if (r.status !== 200) throw new Error(`listing failed: ${r.status} ${r.text}`);
+    files.push(...r.json.files);
+    cursor = r.json.nextCursor;
+  } while (cursor !== null);
+  return files;
+}
+
+/** Waits until no file of the workspace is pending (or the timeout passes) and returns the listing. */
+export async function settled(t: TestService, ws: string, timeoutMs = 30_000, key?: string): Promise<ListedFile[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const files = await listAll(t, ws, key);
+    if (files.every((f) => f.status !== 'pending') || Date.now() > deadline) return files;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Uploads bytes to a path (URL-encoded per segment) and returns the reply. */
+export function put(t: TestService, ws: string, path: string, body: string | Uint8Array, headers: Record<string, string> = {}, query = ''): Promise<Reply> {
+  const encoded = path.split('/').map(encodeURIComponent).join('/');
+  return t.call('PUT', `/v1/workspaces/${ws}/files/${encoded}${query}`, { body, headers });
+}

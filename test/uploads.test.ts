@@ -1,0 +1,273 @@
+/**
+ * Uploads and ingest against a real service: real files, a real PostgreSQL,
+ * real shards read back through `cat`.
+ */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setAccountLimits } from '../db/accounts.js';
+import { makePdf, makeXObjectBombPdf } from './helpers/make-pdf.js';
+import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
+
+let t: TestService;
+beforeAll(async () => {
+  t = await startTestService({ VFS_EXTRACT_TIMEOUT_SECONDS: '2' });
+  expect((await t.call('POST', '/v1/workspaces', { body: { name: 'ws' } })).status).toBe(201);
+});
+afterAll(async () => t?.stop());
+
+async function blobFiles(): Promise<string[]> {
+  const root = join(t.dataDir, 'blobs');
+  return (await readdir(root, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+async function cat(ws: string, path: string, query = ''): Promise<{ status: number; text: string }> {
+  const r = await t.call('GET', `/v1/workspaces/${ws}/cat?path=${encodeURIComponent(path)}${query}`);
+  return { status: r.status, text: r.text };
+}
+
+describe('text files', () => {
+  const cases: Array<[string, Buffer, string]> = [
+    ['plain.txt', Buffer.from('alpha\nbeta\n'), '     1\talpha\n     2\tbeta\n'],
+    ['crlf.txt', Buffer.from('one\r\ntwo\r\n'), '     1\tone\r\n     2\ttwo\r\n'],
+    ['no-newline.txt', Buffer.from('last line'), '     1\tlast line\n'],
+    ['bom.txt', Buffer.from('\ufeffwith bom\n'), '     1\twith bom\n'],
+    ['utf16le.txt', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('héllo\nwörld\n', 'utf16le')]), '     1\théllo\n     2\twörld\n'],
+    ['unicode/日本.md', Buffer.from('# 見出し\n'), '     1\t# 見出し\n'],
+  ];
+  beforeAll(async () => {
+    for (const [path, body] of cases) {
+      const r = await put(t, 'ws', path, body, { 'content-type': 'text/plain; charset=utf-8' });
+      expect(r.status).toBe(202);
+      expect(r.json).toEqual({ path: '/' + path, status: 'pending' });
+    }
+    await settled(t, 'ws');
+  });
+
+  it.each(cases)('%s becomes ready and reads back', async (path, body, expected) => {
+    const files = await listAll(t, 'ws');
+    const entry = files.find((f) => f.path === '/' + path)!;
+    expect(entry).toMatchObject({ status: 'ready', sizeBytes: body.length, contentType: 'text/plain; charset=utf-8', errorDetail: null });
+    expect(await cat('ws', path)).toEqual({ status: 200, text: expected });
+  });
+
+  it('an empty file is ready and has no lines', async () => {
+    expect((await put(t, 'ws', 'empty.txt', new Uint8Array(0))).status).toBe(202);
+    const files = await settled(t, 'ws');
+    expect(files.find((f) => f.path === '/empty.txt')).toMatchObject({ status: 'ready', sizeBytes: 0, contentType: 'application/octet-stream' });
+    const r = await cat('ws', 'empty.txt');
+    expect(r.status).toBe(200);
+    expect(r.text).not.toMatch(/^\s+1\t/m);
+  });
+});
+
+describe('PDFs and binary content', () => {
+  it('a real PDF is served as its extracted text', async () => {
+    const pdf = await makePdf([['The quick brown fox', 'jumps over the lazy dog'], ['Second page text']]);
+    expect((await put(t, 'pdf', 'doc.pdf', pdf, { 'content-type': 'application/pdf' })).status).toBe(404);
+    expect((await t.call('POST', '/v1/workspaces', { body: { name: 'pdf' } })).status).toBe(201);
+    expect((await put(t, 'pdf', 'doc.pdf', pdf, { 'content-type': 'application/pdf' })).status).toBe(202);
+    const files = await settled(t, 'pdf');
+    expect(files[0]).toMatchObject({ path: '/doc.pdf', status: 'ready', sizeBytes: pdf.length, contentType: 'application/pdf' });
+    const r = await cat('pdf', '/doc.pdf');
+    expect(r.text).toMatch(/--- page 1 ---\n.*The quick brown fox\n.*jumps over the lazy dog\n/);
+    expect(r.text).toMatch(/--- page 2 ---\n.*Second page text/);
+  });
+
+  it.each([
+    ['corrupt.pdf', () => Buffer.from('%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 9 0 R >>\nendobj\ntrailer garbage'), /PDF/],
+    ['image.png', () => Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 1)]), /PNG/],
+    ['prog.bin', () => Buffer.from([0x41, 0x00, 0x42, 0x43]), /binary/],
+  ] as const)('%s ends in error with a readable detail', async (path, body, detail) => {
+    expect((await put(t, 'ws', path, body(), { 'content-type': 'text/plain' })).status).toBe(202);
+    const files = await settled(t, 'ws');
+    const entry = files.find((f) => f.path === '/' + path)!;
+    expect(entry.status).toBe('error');
+    expect(entry.errorDetail).toMatch(detail);
+    const r = await cat('ws', path);
+    expect(r.status).toBe(404);
+    expect(r.text).toMatch(/error/);
+  });
+
+  it('re-uploading the same path heals an error', async () => {
+    expect((await put(t, 'ws', 'heal.txt', Buffer.from([0, 1, 2]))).status).toBe(202);
+    expect((await settled(t, 'ws')).find((f) => f.path === '/heal.txt')?.status).toBe('error');
+    expect((await put(t, 'ws', 'heal.txt', 'fixed\n')).status).toBe(202);
+    const entry = (await settled(t, 'ws')).find((f) => f.path === '/heal.txt')!;
+    expect(entry).toMatchObject({ status: 'ready', errorDetail: null });
+    expect((await cat('ws', 'heal.txt')).text).toBe('     1\tfixed\n');
+  });
+
+  it('keeps serving the last ready version while a re-upload is pending', async () => {
+    expect((await put(t, 'ws', 'versioned.txt', 'version one\n')).status).toBe(202);
+    await settled(t, 'ws');
+    // A PDF whose extraction runs into the 2 s cap: pending for a while, then error.
+    expect((await put(t, 'ws', 'versioned.txt', makeXObjectBombPdf(40, 2))).status).toBe(202);
+    const during = (await listAll(t, 'ws')).find((f) => f.path === '/versioned.txt')!;
+    expect(during.status).toBe('pending');
+    expect((await cat('ws', 'versioned.txt')).text).toBe('     1\tversion one\n');
+    const after = (await settled(t, 'ws')).find((f) => f.path === '/versioned.txt')!;
+    expect(after.status).toBe('error');
+    expect(after.errorDetail).toMatch(/time limit/);
+    expect((await put(t, 'ws', 'versioned.txt', 'version three\n')).status).toBe(202);
+    await settled(t, 'ws');
+    expect((await cat('ws', 'versioned.txt')).text).toBe('     1\tversion three\n');
+  });
+});
+
+describe('limits', () => {
+  let key: string;
+  beforeAll(async () => {
+    key = await t.newAccount('limited');
+    await setAccountLimits(t.service.db, 'limited', { limits: { maxFileBytes: 1000, maxFiles: 3, maxStorageBytes: 2500 } });
+    expect((await t.call('POST', '/v1/workspaces', { key, body: { name: 'small' } })).status).toBe(201);
+    // The limits reach the service's cache by NOTIFY.
+    await new Promise((r) => setTimeout(r, 200));
+  });
+
+  const up = (path: string, bytes: number) =>
+    t.call('PUT', `/v1/workspaces/small/files/${path}`, { key, body: Buffer.alloc(bytes, 0x61) });
+
+  it('accepts a file of exactly the per-file limit, refuses one byte over with 413 and keeps nothing', async () => {
+    const before = await blobFiles();
+    expect((await up('under.txt', 999)).status).toBe(202);
+    expect((await up('exact.txt', 1000)).status).toBe(202);
+    const over = await up('over.txt', 1001);
+    expect(over.status).toBe(413);
+    expect(over.json.error).toMatch(/1000 bytes/);
+    // Without Content-Length the limit is enforced while streaming.
+    const chunked = await fetch(`${t.url}/v1/workspaces/small/files/streamed.txt`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${key}` },
+      body: new ReadableStream({
+        start(c) {
+          for (let i = 0; i < 11; i++) c.enqueue(new Uint8Array(100).fill(0x62));
+          c.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
+    const after = await blobFiles();
+    expect(after.filter((f) => !before.includes(f))).toHaveLength(2);
+    expect(after.some((f) => f.includes('/blobs/tmp/'))).toBe(false);
+    const paths = (await listAll(t, 'small', key)).map((f) => f.path);
+    expect(paths).toEqual(['/exact.txt', '/under.txt']);
+  });
+
+  it('refuses past the storage limit with 403', async () => {
+    const r = await up('third.txt', 600);
+    expect(r.status).toBe(403);
+    expect(r.json.error).toMatch(/storage/);
+  });
+
+  it('refuses past the file-count limit with 403, but replacing a file is fine', async () => {
+    expect((await up('third.txt', 10)).status).toBe(202);
+    const r = await up('fourth.txt', 10);
+    expect(r.status).toBe(403);
+    expect(r.json.error).toMatch(/file-count/);
+    expect((await up('third.txt', 20)).status).toBe(202);
+    expect((await listAll(t, 'small', key)).map((f) => f.path)).toEqual(['/exact.txt', '/third.txt', '/under.txt']);
+  });
+});
+
+describe('paths', () => {
+  it.each([
+    ['a/%2e%2e/b.txt', /\.\./],
+    ['a/./b.txt', /"\."/],
+    ['a//b.txt', /empty segment/],
+    ['a%00b.txt', /control character/],
+    ['a%5Cb.txt', /backslash/],
+    ['%E0%A4%A', /percent-encoding/],
+    ['%C0%AE%C0%AE/x', /percent-encoding/],
+    ['x'.repeat(256), /255 bytes/],
+    [Array.from({ length: 206 }, () => 'abcd').join('/'), /1024 bytes/],
+  ])('%s -> 400', async (path, message) => {
+    // A raw request: fetch would resolve "." and ".." segments before sending.
+    const r = await rawRequest(t.url, 'PUT', `/v1/workspaces/ws/files/${path}`, t.key, 'x');
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.body).error).toMatch(message);
+  });
+
+  it('stores NFC and answers with a leading slash', async () => {
+    const r = await t.call('PUT', `/v1/workspaces/ws/files/${encodeURIComponent('cafe\u0301.txt')}`, { body: 'x\n' });
+    expect(r.json).toEqual({ path: '/caf\u00e9.txt', status: 'pending' });
+  });
+
+  it('refuses a malformed visibility', async () => {
+    const r = await t.call('PUT', '/v1/workspaces/ws/files/v.txt?visibility=team', { body: 'x' });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatch(/visibility/);
+  });
+});
+
+describe('delete', () => {
+  it('removes the file from the listing, the shard and the blob store', async () => {
+    const body = 'unique content for the delete test\n';
+    expect((await put(t, 'ws', 'doomed.txt', body)).status).toBe(202);
+    await settled(t, 'ws');
+    const blobsBefore = await blobFiles();
+    const del = await t.call('DELETE', '/v1/workspaces/ws/files/doomed.txt');
+    expect(del.status).toBe(204);
+    expect((await listAll(t, 'ws')).some((f) => f.path === '/doomed.txt')).toBe(false);
+    expect((await cat('ws', 'doomed.txt')).status).toBe(404);
+    expect((await blobFiles()).length).toBe(blobsBefore.length - 1);
+    expect((await t.call('DELETE', '/v1/workspaces/ws/files/doomed.txt')).status).toBe(404);
+  });
+
+  it('moves the workspace version once per change', async () => {
+    const version = async () => (await t.call('GET', '/v1/workspaces')).json.workspaces.find((w: { name: string }) => w.name === 'ws').version as number;
+    const v0 = await version();
+    expect((await put(t, 'ws', 'counted.txt', 'x\n')).status).toBe(202);
+    await settled(t, 'ws');
+    expect(await version()).toBe(v0 + 1);
+    expect((await t.call('DELETE', '/v1/workspaces/ws/files/counted.txt')).status).toBe(204);
+    expect(await version()).toBe(v0 + 2);
+  });
+
+  it('deleting the workspace removes its shard', async () => {
+    expect((await t.call('POST', '/v1/workspaces', { body: { name: 'gone' } })).status).toBe(201);
+    expect((await put(t, 'gone', 'a.txt', 'a\n')).status).toBe(202);
+    await settled(t, 'gone');
+    const shards = join(t.dataDir, 'shards');
+    const before = await readdir(shards);
+    expect((await t.call('DELETE', '/v1/workspaces/gone')).status).toBe(204);
+    expect((await readdir(shards)).length).toBe(before.length - 1);
+  });
+});
+
+describe('listing', () => {
+  it('pages through many files with status filters', async () => {
+    expect((await t.call('POST', '/v1/workspaces', { body: { name: 'many' } })).status).toBe(201);
+    await Promise.all(Array.from({ length: 120 }, (_, i) => put(t, 'many', `dir${i % 7}/f${String(i).padStart(3, '0')}.txt`, `line ${i}\n`)));
+    expect((await put(t, 'many', 'bad.bin', Buffer.from([0, 0, 0]))).status).toBe(202);
+    await settled(t, 'many');
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const r = await t.call('GET', `/v1/workspaces/many/files?limit=50&status=ready${cursor === null ? '' : `&cursor=${cursor}`}`);
+      seen.push(...r.json.files.map((f: { path: string }) => f.path));
+      cursor = r.json.nextCursor;
+    } while (cursor !== null);
+    expect(seen).toHaveLength(120);
+    expect(seen).toEqual([...seen].sort());
+    const errors = await t.call('GET', '/v1/workspaces/many/files?status=error');
+    expect(errors.json.files.map((f: { path: string }) => f.path)).toEqual(['/bad.bin']);
+    const ls = await t.call('GET', '/v1/workspaces/many/ls');
+    expect(ls.text.split('\n').filter((l) => l.endsWith('/'))).toHaveLength(7);
+  });
+});
+
+/** An HTTP request whose path is sent exactly as given. */
+function rawRequest(base: string, method: string, path: string, key: string, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(base + '/', { method, path, headers: { authorization: `Bearer ${key}` } }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
