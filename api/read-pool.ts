@@ -53,10 +53,11 @@ export class ReadPool {
     port1.on('message', (message: ReadMessage) => {
       if (message.type === 'chunk') sink(message.data, release);
       else if (message.type === 'end') settle({ ok: true, resultCount: message.resultCount });
+      else if (message.type === 'cancelled') settle({ ok: false, status: 0, message: 'cancelled' });
       else settle({ ok: false, status: message.status, message: message.message });
     });
-    // The worker closes its end after its last message (or when cancelled).
-    port1.on('close', () => settle({ ok: false, status: 0, message: 'cancelled' }));
+    // The worker closes its end after its last message; a close without one means it died.
+    port1.on('close', () => settle({ ok: false, status: 500, message: 'the read worker stopped without an answer' }));
     this.piscina.run({ tool, shardDir, request, port: port2, control: shared }, { transferList: [port2] }).then(
       () => {},
       (error: unknown) => settle({ ok: false, status: 500, message: String(error) }),

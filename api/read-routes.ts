@@ -236,12 +236,16 @@ function nonEmpty(q: URLSearchParams, name: string): string | undefined {
   return value;
 }
 
-/** The query as received, as a JSON object of strings, long values cut. */
+/**
+ * The query as received, as a JSON object of strings: long values cut, and NUL
+ * (which PostgreSQL's jsonb cannot store) shown as U+FFFD.
+ */
 function auditParams(q: URLSearchParams): Record<string, string> {
+  const clean = (text: string): string => (text.length > MAX_AUDIT_VALUE ? text.slice(0, MAX_AUDIT_VALUE) : text).replaceAll('\u0000', '\uFFFD');
   const out: Record<string, string> = {};
   for (const [key, value] of q) {
-    if (Object.hasOwn(out, key)) continue;
-    out[key.slice(0, MAX_AUDIT_VALUE)] = value.length > MAX_AUDIT_VALUE ? value.slice(0, MAX_AUDIT_VALUE) : value;
+    const name = clean(key);
+    if (!Object.hasOwn(out, name)) out[name] = clean(value);
   }
   return out;
 }

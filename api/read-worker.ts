@@ -35,6 +35,7 @@ export interface ReadTask {
 export type ReadMessage =
   | { type: 'chunk'; data: Uint8Array }
   | { type: 'end'; resultCount: number }
+  | { type: 'cancelled' }
   | { type: 'error'; status: number; message: string };
 
 /** Runs one tool, streaming its output over `task.port`. */
@@ -50,7 +51,10 @@ export default function runReadTask(task: ReadTask): void {
     const output = tool(reader, task.request);
     try {
       for (;;) {
-        if (Atomics.load(control, CANCELLED) === 1) return;
+        if (Atomics.load(control, CANCELLED) === 1) {
+          port.postMessage({ type: 'cancelled' } satisfies ReadMessage);
+          return;
+        }
         const step = output.next();
         if (step.done === true) {
           port.postMessage({ type: 'end', resultCount: step.value.resultCount } satisfies ReadMessage);
