@@ -108,7 +108,7 @@ export function send(
   ctx: RequestContext,
   status: number,
   contentType: string | null,
-  body: string | Buffer,
+  body: string | Uint8Array,
   headers: Record<string, string> = {},
   closeConnection = false,
 ): void {
@@ -129,6 +129,6 @@ export function sendJson(ctx: RequestContext, status: number, body: unknown, hea
 }
 
 /** Sends a plain-text body (read tools). */
-export function sendText(ctx: RequestContext, status: number, body: string, headers: Record<string, string> = {}): void {
+export function sendText(ctx: RequestContext, status: number, body: string | Uint8Array, headers: Record<string, string> = {}): void {
   send(ctx, status, 'text/plain; charset=utf-8', body, headers);
 }

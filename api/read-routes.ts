@@ -39,6 +39,8 @@ const MAX = Number.MAX_SAFE_INTEGER;
 const MAX_PATTERN_BYTES = 16 * 1024;
 const MAX_AUDIT_VALUE = 1024;
 const TEXT = 'text/plain; charset=utf-8';
+/** Output up to this size is sent whole; beyond it, streamed. */
+const INLINE_BYTES = 256 * 1024;
 
 type Tool = 'ls' | 'find' | 'cat' | 'grep';
 
@@ -127,17 +129,18 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
     return;
   }
 
+  // Output is held until it passes INLINE_BYTES: most answers are sent whole, with a
+  // Content-Length, once their audit event is committed; larger ones stream (chunked) with
+  // backpressure, and only their end waits for the audit commit.
+  let held: Uint8Array[] | null = [];
+  let heldBytes = 0;
   let headersSent = false;
   const writeHead = (): void => {
     headersSent = true;
     ctx.res.writeStatus(statusLine(200));
     ctx.res.writeHeader('content-type', TEXT);
   };
-  const call = deps.readPool.run(tool, deps.shardDir(workspaceId), request, (data, release) => {
-    if (ctx.aborted) {
-      release();
-      return;
-    }
+  const stream = (data: Uint8Array, release: () => void): void => {
     let ok = true;
     ctx.res.cork(() => {
       if (!headersSent) writeHead();
@@ -150,6 +153,23 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
         release();
         return true;
       });
+  };
+  const call = deps.readPool.run(tool, deps.shardDir(workspaceId), request, (data, release) => {
+    if (ctx.aborted) {
+      release();
+      return;
+    }
+    if (held !== null) {
+      held.push(data);
+      heldBytes += data.length;
+      release();
+      if (heldBytes <= INLINE_BYTES) return;
+      const flush = held;
+      held = null;
+      for (const chunk of flush) stream(chunk, () => {});
+      return;
+    }
+    stream(data, release);
   });
   ctx.onAbort.push(() => call.cancel());
 
@@ -165,11 +185,12 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
       return;
     }
     if (ctx.aborted) return;
+    if (held !== null) {
+      sendText(ctx, 200, held.length === 1 ? held[0] : Buffer.concat(held));
+      return;
+    }
     ctx.aborted = true;
-    ctx.res.cork(() => {
-      if (!headersSent) writeHead();
-      ctx.res.end();
-    });
+    ctx.res.cork(() => ctx.res.end());
     return;
   }
   if (outcome.status === 0) {
