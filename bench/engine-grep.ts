@@ -1,13 +1,14 @@
 /**
  * Micro benchmark of the engine against ripgrep on the same files.
  *
- *   node --import tsx bench/engine-grep.ts <dir> [shard-dir] [--parallel N] [--pattern P ...]
+ *   node --import tsx bench/engine-grep.ts <dir> [shard-dir] [--parallel N] [--batch-mb M] [--pattern P ...]
  *
  * Loads every regular file under <dir> (UTF-8 text; files with a NUL byte in their first
  * 8 KiB are skipped, as ripgrep skips binary files) into a fresh shard (in a temp dir unless
  * shard-dir is given and already holds one), reporting ingest speed and shard size. Then, for
  * each pattern, times `grep` (count mode, the sorted-mode path, and content mode) over the
- * shard and `rg --count` over the same files, and prints the ratio. With `--parallel N` the
+ * shard and `rg --count` over the same files, and prints the ratio (median of three runs each).
+ * Documents are written in batches of M MiB of text (default 32). With `--parallel N` the
  * count search also runs as N partitions in N worker threads, as the service's read pool
  * would.
  */
@@ -31,22 +32,31 @@ import {
 } from '../engine/index.js';
 
 const DEFAULT_PATTERNS = ['PTHREAD_MUTEX_INITIALIZER', 'struct \\w+_operations', 'EXPORT_SYMBOL\\(\\w+\\)', '(?i)copyright', '[0-9]{5}', 'x.y.z'];
-const BATCH_BYTES = 32 << 20;
 
-function parseArgs(argv: string[]): { source: string; shardDir: string | undefined; parallel: number; patterns: string[] } {
+interface Args {
+  source: string;
+  shardDir: string | undefined;
+  parallel: number;
+  batchBytes: number;
+  patterns: string[];
+}
+
+function parseArgs(argv: string[]): Args {
   const positional: string[] = [];
   const patterns: string[] = [];
   let parallel = 0;
+  let batchBytes = 32 << 20;
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--parallel') parallel = Number(argv[++i]);
+    else if (argv[i] === '--batch-mb') batchBytes = Number(argv[++i]) * (1 << 20);
     else if (argv[i] === '--pattern') patterns.push(argv[++i]);
     else positional.push(argv[i]);
   }
   if (positional.length < 1) {
-    console.error('usage: node --import tsx bench/engine-grep.ts <dir> [shard-dir] [--parallel N] [--pattern P ...]');
+    console.error('usage: node --import tsx bench/engine-grep.ts <dir> [shard-dir] [--parallel N] [--batch-mb M] [--pattern P ...]');
     process.exit(2);
   }
-  return { source: positional[0], shardDir: positional[1], parallel, patterns: patterns.length > 0 ? patterns : DEFAULT_PATTERNS };
+  return { source: positional[0], shardDir: positional[1], parallel, batchBytes, patterns: patterns.length > 0 ? patterns : DEFAULT_PATTERNS };
 }
 
 function* walk(dir: string): Generator<string> {
@@ -62,7 +72,7 @@ function isBinary(data: Buffer): boolean {
   return data.subarray(0, 8192).includes(0);
 }
 
-async function load(source: string, shardDir: string): Promise<{ files: number; bytes: number; ms: number }> {
+async function load(source: string, shardDir: string, batchLimit: number): Promise<{ files: number; bytes: number; ms: number }> {
   const writer = openShardWriter(shardDir);
   const started = performance.now();
   let batch: DocInput[] = [];
@@ -82,13 +92,14 @@ async function load(source: string, shardDir: string): Promise<{ files: number; 
     batchBytes += data.length;
     files++;
     bytes += data.length;
-    if (batchBytes >= BATCH_BYTES) {
+    if (batchBytes >= batchLimit) {
       await writer.writeBatch(batch);
       batch = [];
       batchBytes = 0;
     }
   }
   if (batch.length > 0) await writer.writeBatch(batch);
+  await writer.flush();
   const ms = performance.now() - started;
   await writer.close();
   return { files, bytes, ms };
@@ -103,6 +114,8 @@ function drain(gen: Generator<Buffer, unknown>): { bytes: number; value: unknown
   }
 }
 
+const RUNS = 3;
+
 /** Median wall time of RUNS runs of `fn`. */
 function time<T>(fn: () => T): { ms: number; value: T } {
   const times: number[] = [];
@@ -115,8 +128,6 @@ function time<T>(fn: () => T): { ms: number; value: T } {
   times.sort((a, b) => a - b);
   return { ms: times[RUNS >> 1], value };
 }
-
-const RUNS = 3;
 
 function rgCount(source: string, pattern: string): { ms: number; files: number } {
   const run = time(() => spawnSync('rg', ['--no-config', '--hidden', '--no-ignore', '--count', '--no-messages', '-e', pattern, '.'], { cwd: source, maxBuffer: 1 << 30 }));
@@ -137,15 +148,35 @@ import('tsx/esm/api').then(({ tsImport }) => tsImport(workerData.engine, workerD
 });
 `;
 
+/** Median wall time of a count search split into one partition per worker, merged here. */
+async function timeParallel(workers: Worker[], request: GrepRequest): Promise<number> {
+  const times: number[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    const t = performance.now();
+    const parts = await Promise.all(
+      workers.map(
+        (w, index) =>
+          new Promise<GrepCollection>((resolve) => {
+            w.once('message', resolve);
+            w.postMessage({ ...request, partition: { index, count: workers.length } });
+          }),
+      ),
+    );
+    drain(emitGrepCounts(request, parts));
+    times.push(performance.now() - t);
+  }
+  return times.sort((a, b) => a - b)[RUNS >> 1];
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const temp = args.shardDir === undefined;
   const shardDir = args.shardDir ?? mkdtempSync(join(tmpdir(), 'engine-bench-'));
   if (!existsSync(join(shardDir, 'data.mdb'))) {
-    const l = await load(args.source, shardDir);
+    const l = await load(args.source, shardDir, args.batchBytes);
     const size = statSync(join(shardDir, 'data.mdb')).size;
     console.log(
-      `ingest: ${l.files} files, ${(l.bytes / 1e6).toFixed(1)} MB in ${(l.ms / 1000).toFixed(1)} s = ${(l.bytes / 1e6 / (l.ms / 1000)).toFixed(1)} MB/s; ` +
+      `ingest (${args.batchBytes >> 20} MiB batches): ${l.files} files, ${(l.bytes / 1e6).toFixed(1)} MB in ${(l.ms / 1000).toFixed(1)} s = ${(l.bytes / 1e6 / (l.ms / 1000)).toFixed(1)} MB/s; ` +
         `shard ${(size / 1e6).toFixed(1)} MB = ${(size / l.bytes).toFixed(2)}x text`,
     );
   }
@@ -159,7 +190,7 @@ async function main(): Promise<void> {
   // Warm the page cache for both sides.
   rgCount(args.source, 'zzzzqqqq');
   drain(grep(reader, { claims: null, pattern: 'zzzzqqqq[0-9]?', outputMode: 'count' }));
-  console.log('pattern | engine count ms | engine content ms | rg --count ms | ratio (count/rg) | files engine/rg' + (args.parallel > 0 ? ` | parallel(${args.parallel}) ms | ratio` : ''));
+  console.log('pattern | engine count ms | engine content (head_limit 1000) ms | rg --count ms | ratio (count/rg) | files engine/rg' + (args.parallel > 0 ? ` | parallel(${args.parallel}) ms | ratio` : ''));
   for (const pattern of args.patterns) {
     const request: GrepRequest = { claims: null, pattern, outputMode: 'count' };
     const count = time(() => drain(grep(reader, request)));
@@ -168,22 +199,7 @@ async function main(): Promise<void> {
     const files = (count.value.value as { resultCount: number }).resultCount;
     let parallel = '';
     if (workers.length > 0) {
-      const times: number[] = [];
-      for (let run = 0; run < RUNS; run++) {
-      const t = performance.now();
-      const parts = await Promise.all(
-        workers.map(
-          (w, index) =>
-            new Promise<GrepCollection>((resolve) => {
-              w.once('message', resolve);
-              w.postMessage({ ...request, partition: { index, count: workers.length } });
-            }),
-        ),
-      );
-      drain(emitGrepCounts(request, parts));
-      times.push(performance.now() - t);
-      }
-      const ms = times.sort((a, b) => a - b)[RUNS >> 1];
+      const ms = await timeParallel(workers, request);
       parallel = ` | ${ms.toFixed(0)} | ${(ms / rg.ms).toFixed(2)}`;
     }
     console.log(

@@ -68,8 +68,9 @@ export function lineStartsOf(value: Uint8Array, textBytes: number, lines: number
       ? new Uint16Array(value.buffer, byteOffset, lines)
       : new Uint32Array(value.buffer, byteOffset, lines);
   }
-  const copy = Uint8Array.prototype.slice.call(value, offset, offset + lines * width);
-  return width === 2 ? new Uint16Array(copy.buffer, 0, lines) : new Uint32Array(copy.buffer, 0, lines);
+  const copy = width === 2 ? new Uint16Array(lines) : new Uint32Array(lines);
+  new Uint8Array(copy.buffer).set(value.subarray(offset, offset + lines * width));
+  return copy;
 }
 
 /** The 0-based line containing byte `pos` (a `\n` belongs to the line it ends). */

@@ -14,6 +14,7 @@ export {
   grep,
   collectGrepCounts,
   emitGrepCounts,
+  grepScansEverything,
   type GrepRequest,
   type GrepOutputMode,
   type GrepPartition,

@@ -131,12 +131,6 @@ export class LineMatcher {
     this.starts = starts;
   }
 
-  /** Whether the document has any matching line (one RE2 call when it has none). */
-  any(text: Buffer): boolean {
-    this.re.lastIndex = 0;
-    return this.re.test(text);
-  }
-
   /** Advances to the next matching line(s); false when the document has no more. */
   next(): boolean {
     if (this.multiline) return this.nextMultiline();

@@ -27,19 +27,83 @@ export function writeVarint(out: Uint8Array, pos: number, value: number): number
   return pos;
 }
 
+/** Bytes of the block encoding `ids[from..to)`. */
+export function blockSize(ids: Uint32Array, from: number, to: number): number {
+  let size = BLOCK_HEADER_BYTES + varintSize(ids[from]);
+  for (let i = from + 1; i < to; i++) size += varintSize(ids[i] - ids[i - 1]);
+  return size;
+}
+
+/** Writes the block of `ids[from..to)` at `pos` of `out`; returns the position after it. */
+export function encodeBlockInto(out: Buffer, pos: number, ids: Uint32Array, from: number, to: number): number {
+  out.writeUInt32LE(to - from, pos);
+  out.writeUInt32LE(ids[to - 1], pos + 4);
+  pos = writeVarint(out, pos + BLOCK_HEADER_BYTES, ids[from]);
+  for (let i = from + 1; i < to; i++) pos = writeVarint(out, pos, ids[i] - ids[i - 1]);
+  return pos;
+}
+
 /**
  * Encodes `ids[from..to)` (strictly ascending) as a complete block: header, then the first id
  * and the gaps.
  */
 export function encodeBlock(ids: Uint32Array, from: number, to: number): Buffer {
-  let size = BLOCK_HEADER_BYTES + varintSize(ids[from]);
-  for (let i = from + 1; i < to; i++) size += varintSize(ids[i] - ids[i - 1]);
-  const out = Buffer.allocUnsafe(size);
-  out.writeUInt32LE(to - from, 0);
-  out.writeUInt32LE(ids[to - 1], 4);
-  let pos = writeVarint(out, BLOCK_HEADER_BYTES, ids[from]);
-  for (let i = from + 1; i < to; i++) pos = writeVarint(out, pos, ids[i] - ids[i - 1]);
+  const out = Buffer.allocUnsafe(blockSize(ids, from, to));
+  encodeBlockInto(out, 0, ids, from, to);
   return out;
+}
+
+/**
+ * Level-0 group value: the blocks of up to 256 trigrams that share their first two bytes, for
+ * one write batch. n (u16 LE) ‖ the n third bytes, ascending ‖ n block ends (u32 LE, relative
+ * to the start of the blocks) ‖ the n blocks.
+ */
+export function encodeGroup(trigrams: Uint32Array, ends: Uint32Array, ids: Uint32Array, first: number, last: number): Buffer {
+  const n = last - first;
+  let size = 2 + n * 5;
+  for (let k = first; k < last; k++) size += blockSize(ids, k === 0 ? 0 : ends[k - 1], ends[k]);
+  const out = Buffer.allocUnsafe(size);
+  out.writeUInt16LE(n, 0);
+  const data = 2 + n * 5;
+  let pos = data;
+  for (let k = first; k < last; k++) {
+    out[2 + (k - first)] = trigrams[k] & 0xff;
+    pos = encodeBlockInto(out, pos, ids, k === 0 ? 0 : ends[k - 1], ends[k]);
+    out.writeUInt32LE(pos - data, 2 + n + (k - first) * 4);
+  }
+  return out;
+}
+
+/** The block of the trigram whose third byte is `low` inside a group value, or undefined. */
+export function findInGroup(group: Buffer, low: number): Buffer | undefined {
+  const n = group.readUInt16LE(0);
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (group[2 + mid] < low) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo === n || group[2 + lo] !== low) return undefined;
+  const data = 2 + n * 5;
+  const start = lo === 0 ? 0 : group.readUInt32LE(2 + n + (lo - 1) * 4);
+  return group.subarray(data + start, data + group.readUInt32LE(2 + n + lo * 4));
+}
+
+/** The number of trigrams in a group value. */
+export function groupSize(group: Uint8Array): number {
+  return group[0] | (group[1] << 8);
+}
+
+/** Where the blocks of a group value with `n` trigrams begin. */
+export function groupData(n: number): number {
+  return 2 + n * 5;
+}
+
+/** The end of the i-th block of a group value with `n` trigrams, relative to its data. */
+export function groupEnd(group: Uint8Array, n: number, i: number): number {
+  const at = 2 + n + i * 4;
+  return (group[at] | (group[at + 1] << 8) | (group[at + 2] << 16) | (group[at + 3] << 24)) >>> 0;
 }
 
 /**
@@ -69,14 +133,24 @@ export function appendToBlock(block: Uint8Array, ids: Uint32Array, from: number,
 
 /** The number of ids a block holds, read from its header. */
 export function blockCount(block: Uint8Array): number {
-  return (block[0] | (block[1] << 8) | (block[2] << 16) | (block[3] << 24)) >>> 0;
+  return blockCountAt(block, 0);
+}
+
+/** The number of ids of the block stored at `buf[pos]`. */
+export function blockCountAt(buf: Uint8Array, pos: number): number {
+  return (buf[pos] | (buf[pos + 1] << 8) | (buf[pos + 2] << 16) | (buf[pos + 3] << 24)) >>> 0;
 }
 
 /** Decodes the ids of `block` into `out` starting at `outPos`; returns the position after them. */
 export function decodeBlock(block: Uint8Array, out: Uint32Array, outPos: number): number {
-  const end = block.byteLength;
-  let pos = BLOCK_HEADER_BYTES;
+  return decodeBlockAt(block, 0, block.byteLength, out, outPos);
+}
+
+/** Like decodeBlock, for the block stored at buf[start, end). */
+export function decodeBlockAt(buf: Uint8Array, start: number, end: number, out: Uint32Array, outPos: number): number {
+  let pos = start + BLOCK_HEADER_BYTES;
   let id = 0;
+  const block = buf;
   while (pos < end) {
     let b = block[pos++];
     let value = b & 0x7f;

@@ -6,10 +6,17 @@
  *
  * A batch is indexed before its transaction starts: line starts, the distinct trigrams of each
  * new document, then, per trigram, the sorted list of the batch's doc ids (a counting sort over
- * all 2^24 trigrams). Inside the transaction each trigram gets its ids appended to its tail
- * block; a tail that would grow past TAIL_BLOCK_BYTES is sealed into blocks keyed by their
- * first id. So a batch costs one read and one or two writes per distinct trigram of the batch,
- * not one write per (trigram, document) pair: large batches are much cheaper per byte.
+ * all 2^24 trigrams). The transaction stores the texts and appends the lists as one new
+ * segment of `recent` (level 0): one write per distinct two-byte trigram prefix, all at the end
+ * of the B-tree, so no existing page is copied, however small the batch.
+ *
+ * Once MAX_RECENT_SEGMENTS segments or MAX_RECENT_BYTES of blocks accumulate, the next write
+ * first merges them into `postings` (level 1) in one transaction: each trigram's ids are
+ * appended to its tail block, and a tail that would grow past TAIL_BLOCK_BYTES is sealed into
+ * page-sized blocks keyed by their first id. A merge costs one read and one or two writes per
+ * distinct trigram of everything merged, so merging many batches at once keeps the cost per
+ * byte low. Measured on the Linux 6.1 source (1.3 GB) on 2 cores: 2 MiB batches write 29 MB/s
+ * (4.9 MB/s when every batch updated `postings` directly), 32 MiB batches 39 MB/s.
  *
  * The CPU work is synchronous; the ingest layer should run the writer off the HTTP thread.
  */
@@ -17,10 +24,26 @@
 import { checkFilePath } from '../core/paths.js';
 import { VfsError } from '../core/errors.js';
 import { countLines, encodeDocValue } from './doc-text.js';
-import { appendToBlock, BLOCK_HEADER_BYTES, decodeBlock, blockCount, encodeBlock, varintSize } from './posting-block.js';
+import {
+  appendToBlock,
+  BLOCK_HEADER_BYTES,
+  blockCount,
+  blockCountAt,
+  decodeBlock,
+  decodeBlockAt,
+  encodeBlock,
+  encodeGroup,
+  groupData,
+  groupEnd,
+  groupSize,
+  varintSize,
+} from './posting-block.js';
 import {
   acquireShardEnv,
   FORMAT_VERSION,
+  readFast,
+  recentKey,
+  withDefaults,
   fromRecord,
   postingKey,
   releaseShardEnv,
@@ -66,13 +89,23 @@ export interface CompactResult {
   deadIdsDropped: number;
 }
 
-/** A tail block is rewritten on every batch that touches its trigram; past this it is sealed. */
-export const TAIL_BLOCK_BYTES = 1024;
-/** Largest sealed block that stays inside a 4 KiB B-tree page (LMDB's node limit is ~2 KiB). */
-const INLINE_BLOCK_BYTES = 2000;
 const PAGE_BYTES = 4096;
-/** Large sealed blocks fill four overflow pages exactly (16-byte page header). */
+/**
+ * A tail block is rewritten on every batch that touches its trigram; past this size it is
+ * sealed. One LMDB overflow page holds exactly this much (4 KiB minus the 16-byte page header),
+ * and rewriting a tail costs about one page, as dirtying the leaf page of a small tail does.
+ */
+export const TAIL_BLOCK_BYTES = PAGE_BYTES - 16;
+/**
+ * Sealed blocks fill whole overflow pages: SEALED_BLOCK_BYTES (four pages) while enough ids
+ * remain, else as many whole pages as they fill. So sealed blocks waste almost no space and
+ * the B-tree leaves hold only small tails and 8-byte overflow references.
+ */
 export const SEALED_BLOCK_BYTES = 4 * PAGE_BYTES - 16;
+/** Level-0 segments (write batches) kept before they are merged into `postings`. */
+export const MAX_RECENT_SEGMENTS = 64;
+/** Level-0 block bytes kept before they are merged into `postings`. */
+export const MAX_RECENT_BYTES = 16 << 20;
 /** Trigram range handled per compaction transaction (2^24 / 64 ranges). */
 const COMPACT_RANGE = 1 << 18;
 
@@ -135,6 +168,66 @@ function buildPostings(docs: NewDoc[]): BatchPostings {
   return { trigrams: sorted, ends, ids };
 }
 
+/**
+ * The per-trigram id lists of level-0 group values (in segment order, so each list comes out
+ * ascending), by the same counting sort as buildPostings.
+ */
+function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
+  const counts = (trigramCounts ??= new Uint32Array(1 << 24));
+  let touched = new Uint32Array(1 << 16);
+  let distinct = 0;
+  let total = 0;
+  for (let g = 0; g < groups.length; g++) {
+    const group = groups[g];
+    const n = groupSize(group);
+    const data = groupData(n);
+    let start = 0;
+    for (let i = 0; i < n; i++) {
+      const t = prefixes[g] | group[2 + i];
+      const c = blockCountAt(group, data + start);
+      if (counts[t] === 0) {
+        if (distinct === touched.length) {
+          const grown = new Uint32Array(touched.length * 2);
+          grown.set(touched);
+          touched = grown;
+        }
+        touched[distinct++] = t;
+      }
+      counts[t] += c;
+      total += c;
+      start = groupEnd(group, n, i);
+    }
+  }
+  const trigrams = touched.slice(0, distinct).sort();
+  let offset = 0;
+  for (let k = 0; k < distinct; k++) {
+    const t = trigrams[k];
+    const c = counts[t];
+    counts[t] = offset;
+    offset += c;
+  }
+  const ids = new Uint32Array(total);
+  for (let g = 0; g < groups.length; g++) {
+    const group = groups[g];
+    const n = groupSize(group);
+    const data = groupData(n);
+    let start = 0;
+    for (let i = 0; i < n; i++) {
+      const t = prefixes[g] | group[2 + i];
+      const end = groupEnd(group, n, i);
+      counts[t] = decodeBlockAt(group, data + start, data + end, ids, counts[t]);
+      start = end;
+    }
+  }
+  const ends = new Uint32Array(distinct);
+  for (let k = 0; k < distinct; k++) {
+    const t = trigrams[k];
+    ends[k] = counts[t];
+    counts[t] = 0;
+  }
+  return { trigrams, ends, ids };
+}
+
 function sameMeta(a: DocMeta, b: DocMeta): boolean {
   if (a.sizeBytes !== b.sizeBytes || a.contentType !== b.contentType || a.updatedAt !== b.updatedAt) return false;
   if (a.claims === null || b.claims === null) return a.claims === b.claims;
@@ -167,7 +260,7 @@ export class ShardWriter {
 
   /** The bookkeeping record as last committed. */
   state(): ShardState {
-    return (this.shard.info.get('state') as ShardState | undefined) ?? { nextDocId: 1, liveDocs: 0, deadIds: 0, textBytes: 0 };
+    return withDefaults(this.shard.info.get('state') as Partial<ShardState> | undefined);
   }
 
   /** True when enough ids died since the last compaction that `compact()` is worth its cost. */
@@ -184,7 +277,11 @@ export class ShardWriter {
    * the pages one transaction may dirty.
    */
   writeBatch(docs: readonly DocInput[]): Promise<BatchResult> {
-    for (const doc of docs) checkInput(doc);
+    try {
+      for (const doc of docs) checkInput(doc);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.enqueue(() => this.doWriteBatch(docs));
   }
 
@@ -209,11 +306,20 @@ export class ShardWriter {
   }
 
   /**
-   * Rewrites the postings without dead ids and merges small sealed blocks, one trigram range per
-   * transaction (readers never see a trigram half rewritten). Writes queued meanwhile wait.
+   * Merges level 0, then rewrites the blocks of every trigram that lists dead ids, without them,
+   * one trigram range per transaction (readers never see a trigram half rewritten). Writes
+   * queued meanwhile wait.
    */
   compact(): Promise<CompactResult> {
     return this.enqueue(() => this.doCompact());
+  }
+
+  /**
+   * Merges the level-0 segments into `postings` now (writes do it when enough accumulate); worth
+   * calling when ingest goes idle, so readers look up fewer segments.
+   */
+  flush(): Promise<void> {
+    return this.enqueue(() => this.doMerge());
   }
 
   /** Runs `compact()` if `needsCompaction()`; resolves to null when it did nothing. */
@@ -250,6 +356,10 @@ export class ShardWriter {
   }
 
   private async doWriteBatch(input: readonly DocInput[]): Promise<BatchResult> {
+    const before = this.state();
+    if (before.segNext - before.segFirst >= MAX_RECENT_SEGMENTS || before.recentBytes >= MAX_RECENT_BYTES) {
+      await this.doMerge();
+    }
     const byPath = new Map<string, DocInput>();
     for (const doc of input) {
       byPath.delete(doc.path); // keep the last occurrence, at its position
@@ -288,6 +398,7 @@ export class ShardWriter {
         replaces: existing,
       });
     }
+    if (fresh.length === 0 && metaUpdates.length === 0) return { indexed: 0, unchanged: byPath.size };
     const postings = buildPostings(fresh);
     for (const doc of fresh) doc.trigrams = EMPTY; // free memory before the transaction
 
@@ -298,6 +409,10 @@ export class ShardWriter {
       }
       for (const doc of fresh) {
         const { meta, replaces } = doc;
+        const current = this.shard.paths.get(meta.path);
+        if ((current === undefined ? undefined : current[0]) !== replaces?.id) {
+          throw new Error(`shard ${this.shard.dir}: ${meta.path} changed under this writer: one ShardWriter per shard`);
+        }
         if (replaces !== undefined) {
           this.shard.docs.remove(replaces.id);
           this.shard.text.remove(replaces.id);
@@ -317,7 +432,7 @@ export class ShardWriter {
         this.shard.docs.put(meta.id, record);
         this.shard.paths.put(meta.path, record);
       }
-      this.appendPostings(postings);
+      this.writeSegment(postings, state);
       state.nextDocId = nextId;
       this.shard.info.put('state', state);
       if (this.shard.info.get('format') === undefined) this.shard.info.put('format', FORMAT_VERSION);
@@ -325,7 +440,44 @@ export class ShardWriter {
     return { indexed: fresh.length, unchanged: byPath.size - fresh.length };
   }
 
-  /** Inside a write transaction: appends each trigram's new ids to its blocks. */
+  /** Inside a write transaction: stores a batch's lists as the next level-0 segment. */
+  private writeSegment(batch: BatchPostings, state: ShardState): void {
+    const { trigrams, ends, ids } = batch;
+    if (trigrams.length === 0) return;
+    const segment = state.segNext++;
+    // One value per two-byte prefix: several times fewer writes than one per trigram.
+    for (let first = 0; first < trigrams.length; ) {
+      const prefix = trigrams[first] >>> 8;
+      let last = first + 1;
+      while (last < trigrams.length && trigrams[last] >>> 8 === prefix) last++;
+      const group = encodeGroup(trigrams, ends, ids, first, last);
+      // Keys grow (segment, then prefix): MDB_APPEND fills pages and touches no old page.
+      this.shard.recent.putSync(recentKey(segment, prefix), group, { append: true });
+      state.recentBytes += group.length;
+      first = last;
+    }
+  }
+
+  /** Merges every level-0 segment into `postings` and empties `recent`, in one transaction. */
+  private async doMerge(): Promise<void> {
+    if (this.state().segNext === this.state().segFirst) return;
+    await this.atomically(() => {
+      const state = this.readState();
+      const prefixes: number[] = [];
+      const groups: Buffer[] = [];
+      for (const { key, value } of this.shard.recent.getRange({ start: recentKey(state.segFirst, 0), end: recentKey(state.segNext, 0) })) {
+        prefixes.push(key.readUInt16BE(4) << 8);
+        groups.push(value); // binary values from a range are copies
+      }
+      this.appendPostings(mergeGroups(prefixes, groups));
+      this.shard.recent.clearSync(); // inside this transaction: frees the pages, no per-key copy
+      state.segFirst = state.segNext;
+      state.recentBytes = 0;
+      this.shard.info.put('state', state);
+    });
+  }
+
+  /** Inside a write transaction: appends each trigram's new ids to its level-1 blocks. */
   private appendPostings(batch: BatchPostings): void {
     const { trigrams, ends, ids } = batch;
     const db = this.shard.postings;
@@ -334,12 +486,12 @@ export class ShardWriter {
       const trigram = trigrams[k];
       const to = ends[k];
       const tailKey = postingKey(trigram, TAIL_BLOCK_ID);
-      const raw = (db.getBinaryFast as (key: Buffer) => Uint8Array | undefined).call(db, tailKey);
+      const raw = readFast(db, tailKey);
       if (raw === undefined) {
         this.writeBlocks(trigram, ids, from, to, tailKey);
       } else {
         // The read buffer is reused by the next read: copy what we need first.
-        const tail = Uint8Array.prototype.slice.call(raw, 0, (raw as { length: number }).length);
+        const tail = Buffer.from(raw);
         const last = (tail[4] | (tail[5] << 8) | (tail[6] << 16) | (tail[7] << 24)) >>> 0;
         let added = 0;
         for (let i = from, prev = last; i < to; i++) {
@@ -370,14 +522,8 @@ export class ShardWriter {
     let pos = from;
     while (pos < to && BLOCK_HEADER_BYTES + varintSize(ids[pos]) + gaps > TAIL_BLOCK_BYTES) {
       const remaining = BLOCK_HEADER_BYTES + varintSize(ids[pos]) + gaps;
-      // Big blocks fill whole overflow pages (page size minus the 16-byte page header); what is
-      // left when less than a page remains goes into blocks small enough to stay in a leaf page.
-      const limit =
-        remaining >= SEALED_BLOCK_BYTES
-          ? SEALED_BLOCK_BYTES
-          : remaining >= PAGE_BYTES - 16
-            ? Math.floor((remaining + 16) / PAGE_BYTES) * PAGE_BYTES - 16
-            : INLINE_BLOCK_BYTES;
+      // More than a tail remains, so at least one whole page can be filled.
+      const limit = remaining >= SEALED_BLOCK_BYTES ? SEALED_BLOCK_BYTES : Math.floor((remaining + 16) / PAGE_BYTES) * PAGE_BYTES - 16;
       let size = BLOCK_HEADER_BYTES + varintSize(ids[pos]);
       let end = pos + 1;
       while (end < to) {
@@ -396,6 +542,7 @@ export class ShardWriter {
   }
 
   private async doCompact(): Promise<CompactResult> {
+    await this.doMerge();
     // Live ids as of now; no write interleaves (the queue), so this stays exact.
     const state = this.state();
     const live = new Uint8Array(state.nextDocId);
@@ -415,11 +562,8 @@ export class ShardWriter {
           const trigram = (entries[i].key[0] << 16) | (entries[i].key[1] << 8) | entries[i].key[2];
           let j = i;
           let count = 0;
-          let smallSealed = 0;
           while (j < entries.length && ((entries[j].key[0] << 16) | (entries[j].key[1] << 8) | entries[j].key[2]) === trigram) {
             count += blockCount(entries[j].value);
-            const firstId = entries[j].key.readUInt32BE(3);
-            if (firstId !== TAIL_BLOCK_ID && entries[j].value.byteLength < PAGE_BYTES - 16) smallSealed++;
             j++;
           }
           const ids = new Uint32Array(count);
@@ -430,7 +574,7 @@ export class ShardWriter {
             const id = ids[k];
             if (id >= live.length || live[id] === 1) ids[kept++] = id;
           }
-          if (kept < n || smallSealed > 1) {
+          if (kept < n) {
             for (let k = i; k < j; k++) db.remove(entries[k].key);
             if (kept > 0) this.writeBlocks(trigram, ids, 0, kept, postingKey(trigram, TAIL_BLOCK_ID));
             trigramsRewritten++;

@@ -122,7 +122,6 @@ interface GrepPlan {
   pattern: string;
   caseInsensitive: boolean;
   multiline: boolean;
-  mode: GrepOutputMode;
   before: number;
   after: number;
   lineNumbers: boolean;
@@ -147,7 +146,6 @@ function plan(request: GrepRequest): GrepPlan {
     pattern: request.pattern,
     caseInsensitive,
     multiline,
-    mode: request.outputMode ?? 'files_with_matches',
     before: request.before ?? request.context ?? 0,
     after: request.after ?? request.context ?? 0,
     lineNumbers: request.lineNumbers ?? true,
@@ -273,6 +271,14 @@ export function* emitGrepCounts(request: GrepRequest, collections: readonly Grep
   if (notes.length > 0) out.write(`[${notes.join('; ')}]\n`);
   yield* out.drain(true);
   return { resultCount: Math.max(0, end - offset) };
+}
+
+/**
+ * True when the pattern gives the index nothing to narrow with (its trigram query is `all`), so
+ * grep reads every file under the root: the case worth splitting into partitions.
+ */
+export function grepScansEverything(request: Pick<GrepRequest, 'pattern' | 'caseInsensitive' | 'multiline'>): boolean {
+  return regexQuery(request.pattern, { caseInsensitive: request.caseInsensitive === true, multiline: request.multiline === true }).op === 'all';
 }
 
 /** Runs `grep`. Throws INVALID_PARAMETER for a bad pattern/glob/type, NO_SUCH_FILE for a missing path. */

@@ -9,16 +9,17 @@
  */
 
 const TRIGRAM_SPACE = 1 << 24;
-const seen = new Uint32Array(TRIGRAM_SPACE >>> 5);
-let scratch = new Uint32Array(1 << 16);
+// Allocated on first use: threads that only read never pay for them.
+let seen: Uint32Array | null = null;
+let scratch = new Uint32Array(0);
 
 /** The distinct trigrams of `text`, in order of first occurrence. */
 export function distinctTrigrams(text: Uint8Array): Uint32Array {
   const length = text.byteLength;
   const needed = Math.min(length, TRIGRAM_SPACE);
-  if (scratch.length < needed) scratch = new Uint32Array(Math.max(needed, scratch.length * 2));
+  if (scratch.length < needed) scratch = new Uint32Array(Math.max(needed, scratch.length * 2, 1 << 16));
   const list = scratch;
-  const bits = seen;
+  const bits = (seen ??= new Uint32Array(TRIGRAM_SPACE >>> 5));
   let count = 0;
   let trigram = 0;
   let run = 0;

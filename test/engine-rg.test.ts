@@ -1,0 +1,342 @@
+/**
+ * The engine against ripgrep (and `cat -n`) on the same corpus: files_with_matches sets,
+ * count values and content lines (per file, with context separators) must equal what `rg`
+ * reports for the same files.
+ *
+ * RE2's `\w \d \s \b` are ASCII while ripgrep's are Unicode, so ripgrep gets those escapes as
+ * explicit ASCII classes (rgPattern): the comparison is about line matching, not dialects.
+ */
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import picomatch from 'picomatch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cat, find, grep, type GrepRequest } from '../engine/index.js';
+import { comparePaths, formatLine } from '../engine/tool-output.js';
+import { makeCorpus, writeCorpus, type CorpusFile } from './helpers/engine-corpus.js';
+import { buildShard, output, type TestShard } from './helpers/engine-shard.js';
+
+const RG = '/usr/bin/rg';
+
+interface Case {
+  pattern: string;
+  i?: boolean;
+  multiline?: boolean;
+  A?: number;
+  B?: number;
+  C?: number;
+  glob?: string;
+  path?: string; // relative to the corpus root
+  type?: string;
+}
+
+const CASES: Case[] = [
+  // literals
+  { pattern: 'foo' },
+  { pattern: 'mutex_lock' },
+  { pattern: 'EXPORT_SYMBOL' },
+  { pattern: 'café' },
+  { pattern: '日本語' },
+  { pattern: 'emoji😀' },
+  { pattern: 'http://example.org/path' },
+  { pattern: 'foo bar' },
+  { pattern: '0x1F' },
+  { pattern: '#include <stdio.h>' },
+  { pattern: 'zzz_not_there' },
+  { pattern: 'var v899=foo' },
+  // classes
+  { pattern: '[0-9]{3}' },
+  { pattern: '[A-Z]{4,}' },
+  { pattern: '[a-z]+_[a-z]+' },
+  { pattern: 'mutex_(un)?lock' },
+  { pattern: '\\d+\\.\\d+' },
+  { pattern: '[^a-z ]{5}' },
+  { pattern: '[[:upper:]]{3}' },
+  // alternations
+  { pattern: 'foo|bar' },
+  { pattern: 'printk|kfree|kmalloc' },
+  { pattern: '(TODO|FIXME|XXX):?' },
+  { pattern: 'café|naïve|résumé' },
+  { pattern: 'Москва|東京' },
+  // anchors and boundaries
+  { pattern: '^int' },
+  { pattern: '^\\s*$' },
+  { pattern: ';$' },
+  { pattern: '^$' },
+  { pattern: '^' },
+  { pattern: '$' },
+  { pattern: '^[ \\t]+return' },
+  { pattern: '\\bint\\b' },
+  { pattern: '\\bfoo' },
+  { pattern: 'bar\\b' },
+  { pattern: '\\Bar' },
+  { pattern: '^\\S+$' },
+  // repetitions
+  { pattern: 'o{2,}' },
+  { pattern: '(foo){2}' },
+  { pattern: 'ba+z?' },
+  { pattern: 'x*' },
+  { pattern: 'a.*b' },
+  { pattern: 'f.o' },
+  { pattern: '.{80,}' },
+  // case-insensitive
+  { pattern: 'error', i: true },
+  { pattern: 'STRASSE', i: true },
+  { pattern: 'ΕΛΛΗΝΙΚΆ', i: true },
+  { pattern: 'kelvin', i: true },
+  { pattern: 'k', i: true },
+  { pattern: 'foo|BAR', i: true },
+  // unicode classes
+  { pattern: '\\pL{4}' },
+  { pattern: '\\p{Greek}+' },
+  { pattern: '\\p{Han}' },
+  { pattern: '[\\p{Cyrillic}]{3}' },
+  { pattern: '\\PL{3}' },
+  // no usable trigram
+  { pattern: 'a1' },
+  { pattern: '\\d' },
+  { pattern: '[xyz]' },
+  { pattern: '..' },
+  { pattern: '\\s{2}' },
+  { pattern: '\\t' },
+  { pattern: '\\r$' },
+  { pattern: '\\r' },
+  // patterns that could match a newline in a whole-buffer search
+  { pattern: '[^x]*foo' },
+  { pattern: 'foo\\s+bar' },
+  { pattern: 'o\\W+b' },
+  { pattern: '\\D{3}foo' },
+  { pattern: 'bar[\\s\\S]*baz' },
+  { pattern: '\\s$' },
+  // context
+  { pattern: 'foo', C: 2 },
+  { pattern: 'TODO', A: 1 },
+  { pattern: 'return', B: 3 },
+  { pattern: 'kfree', A: 2, B: 1 },
+  { pattern: '^$', C: 1 },
+  { pattern: 'foo|bar', C: 5 },
+  // glob, path, type
+  { pattern: 'foo', glob: '*.c' },
+  { pattern: 'foo', glob: '!*.md' },
+  { pattern: 'foo', glob: 'src/**' },
+  { pattern: 'foo', glob: '!vendor' },
+  { pattern: 'foo', glob: '*.{c,h}' },
+  { pattern: 'foo', glob: '.*' },
+  { pattern: 'int', path: 'src' },
+  { pattern: 'int', path: 'src/net', glob: '*.c' },
+  { pattern: 'foo', path: 'données' },
+  { pattern: 'foo', path: 'src', glob: 'net/**' },
+  { pattern: 'foo', path: 'long/wide.txt' },
+  { pattern: 'foo', type: 'py' },
+  { pattern: 'foo', type: 'md' },
+  { pattern: 'int', type: 'c' },
+  { pattern: 'foo', type: 'sh' },
+  // multiline
+  { pattern: 'foo\\nbar', multiline: true },
+  { pattern: 'int.*\\n.*return', multiline: true },
+  { pattern: '\\{[^}]*\\}', multiline: true },
+  { pattern: '^$\\n^$', multiline: true },
+];
+
+// RE2's ASCII classes spelled as Unicode-mode classes for ripgrep (a `(?-u:\D)` would match
+// single bytes of multi-byte characters); RE2's `\s` is [\t\n\f\r ].
+const RG_CLASSES: Record<string, string> = {
+  d: '[0-9]',
+  D: '[^0-9]',
+  w: '[0-9A-Za-z_]',
+  W: '[^0-9A-Za-z_]',
+  s: '[\\t\\n\\f\\r ]',
+  S: '[^\\t\\n\\f\\r ]',
+  b: '(?-u:\\b)',
+  B: '(?-u:\\B)',
+};
+
+/** RE2's ASCII `\w \d \s \b` (and negations) as ripgrep spells them, outside classes. */
+function rgPattern(pattern: string): string {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    if (ch === '\\') {
+      const next = pattern[i + 1];
+      out += !inClass && Object.hasOwn(RG_CLASSES, next) ? RG_CLASSES[next] : ch + next;
+      i++;
+      continue;
+    }
+    if (ch === '[') inClass = true;
+    else if (ch === ']') inClass = false;
+    out += ch;
+  }
+  return out;
+}
+
+let root: string;
+let corpus: CorpusFile[];
+let shard: TestShard;
+let known: string[]; // '/'-prefixed paths, longest first
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), 'engine-rg-'));
+  corpus = makeCorpus();
+  writeCorpus(root, corpus);
+  shard = await buildShard(corpus.map((f) => ({ path: '/' + f.rel, text: f.text })));
+  known = corpus.map((f) => '/' + f.rel).sort((a, b) => b.length - a.length);
+});
+afterAll(async () => {
+  await shard.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+type Mode = 'files' | 'count' | 'content';
+
+/** Runs rg for a case; returns its stdout with paths rewritten to the engine's `/`-form. */
+function rg(c: Case, mode: Mode): string[] {
+  const args = ['--no-config', '--hidden', '--no-ignore', '--no-messages', '--color', 'never', '--with-filename'];
+  if (c.i) args.push('-i');
+  if (c.multiline) args.push('-U', '--multiline-dotall');
+  if (c.glob !== undefined) args.push('--glob', c.glob);
+  if (c.type !== undefined) args.push('-t', c.type);
+  if (mode === 'files') args.push('-l');
+  if (mode === 'count') args.push('--count');
+  if (mode === 'content') {
+    args.push('-n', '--no-heading');
+    if (c.A !== undefined) args.push('-A', String(c.A));
+    if (c.B !== undefined) args.push('-B', String(c.B));
+    if (c.C !== undefined) args.push('-C', String(c.C));
+  }
+  const isFile = c.path !== undefined && statSync(join(root, c.path)).isFile();
+  const cwd = c.path === undefined || isFile ? root : join(root, c.path);
+  args.push('-e', rgPattern(c.pattern), isFile ? c.path! : '.');
+  const r = spawnSync(RG, args, { cwd, maxBuffer: 1 << 28 });
+  if (r.status === 2) throw new Error(`rg failed: ${r.stderr.toString()}`);
+  const base = c.path === undefined || isFile ? '/' : `/${c.path}/`;
+  return r.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => (l === '--' ? l : l.startsWith('./') ? base + l.slice(2) : '/' + l));
+}
+
+function engine(c: Case, mode: Mode): string[] {
+  const request: GrepRequest = {
+    claims: null,
+    pattern: c.pattern,
+    caseInsensitive: c.i,
+    multiline: c.multiline,
+    glob: c.glob,
+    type: c.type,
+    path: c.path,
+    outputMode: mode === 'files' ? 'files_with_matches' : mode === 'count' ? 'count' : 'content',
+    after: c.A,
+    before: c.B,
+    context: c.C,
+  };
+  return output(grep(shard.reader, request))
+    .split('\n')
+    .filter((l) => l !== '');
+}
+
+/** Splits `path<sep>rest` using the known paths (names may contain `-` and `:`). */
+function splitPath(line: string): [string, string] {
+  for (const p of known) {
+    if (line.startsWith(p) && (line[p.length] === ':' || line[p.length] === '-')) return [p, line.slice(p.length)];
+  }
+  throw new Error(`no known path in ${JSON.stringify(line)}`);
+}
+
+/** Content output → per file: its lines (`:N:text` / `-N-text`) and `--` between its groups. */
+function perFile(lines: string[], cutLongLines: boolean): Map<string, string[]> {
+  const files = new Map<string, string[]>();
+  let previous = '';
+  let separator = false;
+  for (const line of lines) {
+    if (line === '--') {
+      separator = true;
+      continue;
+    }
+    let [path, rest] = splitPath(line);
+    if (cutLongLines) {
+      const m = /^([:-]\d+[:-])(.*)$/s.exec(rest)!;
+      const text = Buffer.from(m[2], 'utf8');
+      rest = m[1] + formatLine(text, 0, text.length);
+    }
+    const list = files.get(path) ?? [];
+    if (separator && previous === path) list.push('--');
+    list.push(rest);
+    files.set(path, list);
+    previous = path;
+    separator = false;
+  }
+  return files;
+}
+
+function label(c: Case): string {
+  const flags = Object.entries(c)
+    .filter(([k]) => k !== 'pattern')
+    .map(([k, v]) => `${k}=${String(v)}`)
+    .join(' ');
+  return `${JSON.stringify(c.pattern)} ${flags}`;
+}
+
+describe('grep equals ripgrep', () => {
+  it('has the corpus and ripgrep', () => {
+    expect(existsSync(RG)).toBe(true);
+    expect(corpus.length).toBeGreaterThanOrEqual(400);
+    expect(CASES.length).toBeGreaterThanOrEqual(60);
+  });
+
+  it.each(CASES.map((c) => [label(c), c] as const))('%s', (_, c) => {
+    const files = engine(c, 'files');
+    expect([...files].sort()).toEqual(rg(c, 'files').sort());
+    if (!c.multiline) {
+      // ripgrep -U counts differently (per match group); the engine counts matching lines.
+      const count = engine(c, 'count');
+      expect(new Set(count)).toEqual(new Set(rg(c, 'count')));
+      // Densest first: counts ÷ lines never increase down the list.
+      expect(count.map((l) => l.slice(0, l.lastIndexOf(':')))).toEqual(files);
+    }
+    const content = engine(c, 'content');
+    expect(perFile(content, false)).toEqual(perFile(rg(c, 'content'), true));
+    const order = [...perFile(content, false).keys()];
+    expect(order).toEqual([...order].sort(comparePaths));
+  });
+});
+
+describe('find and cat on the corpus', () => {
+  const all = (): string[] => corpus.map((f) => '/' + f.rel);
+  // glob → an independent predicate over paths relative to the root
+  const cases: [string, (rel: string) => boolean][] = [
+    ['**/*.md', (r) => r.endsWith('.md')],
+    ['*.md', (r) => !r.includes('/') && r.endsWith('.md')],
+    ['src/**', (r) => r.startsWith('src/')],
+    ['**/.*', (r) => r.split('/').pop()!.startsWith('.')],
+    ['**/*main*', (r) => r.split('/').pop()!.includes('main')],
+    ['données/**/*.c', (r) => r.startsWith('données/') && r.endsWith('.c')],
+    ['**/README.md', (r) => r === 'README.md' || r.endsWith('/README.md')],
+  ];
+  it.each(cases)('find %s', (pattern, predicate) => {
+    // The shard was written in one batch, in corpus order: updatedAt grows with the index.
+    const order = new Map(all().map((p, i) => [p, i]));
+    const expected = all()
+      .filter((p) => predicate(p.slice(1)))
+      .sort((a, b) => order.get(b)! - order.get(a)! || comparePaths(a, b));
+    const got = output(find(shard.reader, { claims: null, pattern, headLimit: 1000 })).split('\n').filter((l) => l);
+    expect(got).toEqual(expected);
+    expect(expected.every((p) => picomatch(pattern, { dot: true })(p.slice(1)))).toBe(true);
+  });
+
+  it('cat equals cat -n for files with ordinary lines', () => {
+    let compared = 0;
+    for (const f of corpus) {
+      const lines = f.text.split('\n');
+      if (f.text === '' || lines.length > 2000 || lines.some((l) => [...l].length > 2000)) continue;
+      const expected = spawnSync('cat', ['-n', f.rel], { cwd: root }).stdout.toString('utf8');
+      const got = output(cat(shard.reader, { claims: null, path: f.rel }));
+      expect(got).toBe(expected.endsWith('\n') ? expected : expected + '\n');
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(300);
+  });
+});

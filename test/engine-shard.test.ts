@@ -1,0 +1,301 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { countLines, encodeDocValue, lineEndOf, lineStartsOf } from '../engine/doc-text.js';
+import { appendToBlock, decodeBlock, encodeBlock, encodeGroup, findInGroup } from '../engine/posting-block.js';
+import { distinctTrigrams } from '../engine/trigram-extract.js';
+import { cat, openShardWriter } from '../engine/index.js';
+import { SEALED_BLOCK_BYTES, TAIL_BLOCK_BYTES } from '../engine/shard-writer.js';
+import { acquireShardEnv, releaseShardEnv, TAIL_BLOCK_ID, trigramRange } from '../engine/shard-reader.js';
+import { buildShard, output, toInput, type TestShard } from './helpers/engine-shard.js';
+
+const open: TestShard[] = [];
+async function shard(...args: Parameters<typeof buildShard>): Promise<TestShard> {
+  const s = await buildShard(...args);
+  open.push(s);
+  return s;
+}
+afterEach(async () => {
+  while (open.length > 0) await open.pop()!.close();
+});
+
+function tri(s: string): number {
+  const b = Buffer.from(s, 'utf8');
+  return (b[0] << 16) | (b[1] << 8) | b[2];
+}
+
+describe('line splitting', () => {
+  // text → the lines ripgrep would report (without their `\n`)
+  const cases: [string, string[]][] = [
+    ['', []],
+    ['a', ['a']],
+    ['a\n', ['a']],
+    ['a\nb', ['a', 'b']],
+    ['a\nb\n', ['a', 'b']],
+    ['\n', ['']],
+    ['\n\n', ['', '']],
+    ['a\r\nb\r\n', ['a\r', 'b\r']],
+    ['x\n\ny', ['x', '', 'y']],
+    ['日本\n語', ['日本', '語']],
+  ];
+  it.each(cases)('%j', (text, lines) => {
+    const bytes = Buffer.from(text, 'utf8');
+    const n = countLines(bytes);
+    expect(n).toBe(lines.length);
+    const value = encodeDocValue(bytes, n);
+    const starts = lineStartsOf(value, bytes.length, n);
+    const got = Array.from({ length: n }, (_, i) => bytes.toString('utf8', starts[i], lineEndOf(bytes, starts, i)));
+    expect(got).toEqual(lines);
+  });
+
+  it('uses u32 starts from 64 KiB on', () => {
+    const text = Buffer.from('x'.repeat(70_000) + '\nyy\n');
+    const value = encodeDocValue(text, 2);
+    const starts = lineStartsOf(value, text.length, 2);
+    expect(starts).toBeInstanceOf(Uint32Array);
+    expect([...starts]).toEqual([0, 70_001]);
+  });
+});
+
+describe('trigrams', () => {
+  it('are distinct and never contain a newline', () => {
+    const got = [...distinctTrigrams(Buffer.from('abcabc\nabd\nab'))].sort((a, b) => a - b);
+    expect(got).toEqual([tri('abc'), tri('bca'), tri('cab'), tri('abd')].sort((a, b) => a - b));
+  });
+});
+
+describe('postings blocks', () => {
+  it('group values find each trigram of a prefix', () => {
+    // trigrams 0x616201, 0x616205, 0x6162ff with ids [1,2], [3], [4,5,6]
+    const trigrams = Uint32Array.from([0x616201, 0x616205, 0x6162ff]);
+    const ends = Uint32Array.from([2, 3, 6]);
+    const ids = Uint32Array.from([1, 2, 3, 4, 5, 6]);
+    const group = encodeGroup(trigrams, ends, ids, 0, 3);
+    const decode = (block: Buffer | undefined): number[] => {
+      if (block === undefined) return [];
+      const out = new Uint32Array(8);
+      return [...out.subarray(0, decodeBlock(block, out, 0))];
+    };
+    expect(decode(findInGroup(group, 0x01))).toEqual([1, 2]);
+    expect(decode(findInGroup(group, 0x05))).toEqual([3]);
+    expect(decode(findInGroup(group, 0xff))).toEqual([4, 5, 6]);
+    expect(findInGroup(group, 0x02)).toBeUndefined();
+    expect(findInGroup(group, 0x00)).toBeUndefined();
+  });
+
+  it('round-trip and append without decoding', () => {
+    const ids = Uint32Array.from([1, 2, 300, 70_000, 4_000_000_000]);
+    const block = encodeBlock(ids, 0, 3);
+    const grown = appendToBlock(block, ids, 3, 5);
+    const out = new Uint32Array(5);
+    expect(decodeBlock(grown, out, 0)).toBe(5);
+    expect([...out]).toEqual([...ids]);
+  });
+});
+
+describe('shard writer and reader', () => {
+  it('stores text, metadata and postings', async () => {
+    const s = await shard([
+      { path: '/a.txt', text: 'hello world\n', claims: ['user:1'], contentType: 'text/markdown', sizeBytes: 99 },
+      { path: '/dir/b.txt', text: 'another hello\nline two' },
+    ]);
+    const snap = s.reader.snapshot();
+    try {
+      const a = snap.docByPath('/a.txt')!;
+      expect(a).toMatchObject({ path: '/a.txt', textBytes: 12, sizeBytes: 99, lines: 1, contentType: 'text/markdown', claims: ['user:1'] });
+      expect(snap.docById(a.id)).toEqual(a);
+      const b = snap.docByPath('/dir/b.txt')!;
+      expect(b.lines).toBe(2);
+      expect([...snap.postings(tri('hel'))]).toEqual([a.id, b.id]);
+      expect([...snap.postings(tri('wor'))]).toEqual([a.id]);
+      expect([...snap.postings(tri('zzz'))]).toEqual([]);
+      expect([...snap.pathsInRange('/', '0')]).toEqual(['/a.txt', '/dir/b.txt']);
+      expect(snap.state()).toMatchObject({ liveDocs: 2, deadIds: 0, nextDocId: 3 });
+    } finally {
+      snap.done();
+    }
+  });
+
+  it('replaces a re-uploaded path atomically: an older snapshot keeps the old text', async () => {
+    const s = await shard([{ path: '/f.txt', text: 'old text\n' }]);
+    const before = s.reader.snapshot();
+    await s.write([{ path: '/f.txt', text: 'new text\n' }]);
+    const after = s.reader.snapshot();
+    try {
+      const oldMeta = before.docByPath('/f.txt')!;
+      const newMeta = after.docByPath('/f.txt')!;
+      expect(newMeta.id).not.toBe(oldMeta.id);
+      expect(before.docValue(oldMeta).subarray(0, oldMeta.textBytes).toString()).toBe('old text\n');
+      expect(after.docValue(newMeta).subarray(0, newMeta.textBytes).toString()).toBe('new text\n');
+      expect(after.docById(oldMeta.id)).toBeUndefined();
+      // The old id stays in postings but is dead.
+      expect([...after.postings(tri('old'))]).toEqual([oldMeta.id]);
+      expect(after.state()).toMatchObject({ liveDocs: 1, deadIds: 1 });
+    } finally {
+      before.done();
+      after.done();
+    }
+    expect(output(cat(s.reader, { claims: null, path: '/f.txt' }))).toBe('     1\tnew text\n');
+  });
+
+  it('is idempotent: the same path and version again changes nothing', async () => {
+    const s = await shard([{ path: '/same.txt', text: 'same\n', updatedAt: 5 }]);
+    const first = s.writer.lookup('/same.txt')!;
+    const result = await s.writer.writeBatch([toInput({ path: '/same.txt', text: 'same\n', updatedAt: 5 })]);
+    expect(result).toEqual({ indexed: 0, unchanged: 1 });
+    expect(s.writer.lookup('/same.txt')).toEqual(first);
+    expect(s.writer.state()).toMatchObject({ liveDocs: 1, deadIds: 0, nextDocId: 2 });
+  });
+
+  it('rewrites only metadata when the version is unchanged but visibility changes', async () => {
+    const s = await shard([{ path: '/v.txt', text: 'secret\n', claims: ['user:1'] }]);
+    const first = s.writer.lookup('/v.txt')!;
+    await s.write([{ path: '/v.txt', text: 'secret\n', claims: ['user:2'] }]);
+    const second = s.writer.lookup('/v.txt')!;
+    expect(second.id).toBe(first.id);
+    expect(second.claims).toEqual(['user:2']);
+    const snap = s.reader.snapshot();
+    expect(snap.docById(first.id)!.claims).toEqual(['user:2']);
+    snap.done();
+  });
+
+  it('keeps the last of repeated paths in one batch', async () => {
+    const s = await shard([
+      { path: '/r.txt', text: 'first\n' },
+      { path: '/r.txt', text: 'second\n' },
+    ]);
+    expect(output(cat(s.reader, { claims: null, path: '/r.txt' }))).toBe('     1\tsecond\n');
+    expect(s.writer.state().liveDocs).toBe(1);
+  });
+
+  it('deletes a document', async () => {
+    const s = await shard([{ path: '/gone.txt', text: 'bye\n' }, { path: '/stay.txt', text: 'hi\n' }]);
+    expect(await s.writer.deleteDocument('/gone.txt')).toBe(true);
+    expect(await s.writer.deleteDocument('/gone.txt')).toBe(false);
+    expect(s.writer.lookup('/gone.txt')).toBeUndefined();
+    expect(s.writer.state()).toMatchObject({ liveDocs: 1, deadIds: 1 });
+  });
+
+  it('rejects non-canonical paths and empty claim lists', async () => {
+    const s = await shard();
+    await expect(s.writer.writeBatch([toInput({ path: 'no-slash.txt', text: 'x' })])).rejects.toThrow(/canonical/);
+    await expect(s.writer.writeBatch([toInput({ path: '/a/../b', text: 'x' })])).rejects.toThrow(/segment/);
+    await expect(s.writer.writeBatch([toInput({ path: '/e.txt', text: 'x', claims: [] })])).rejects.toThrow(/empty list/);
+    expect(s.writer.state().liveDocs).toBe(0);
+  });
+
+  it('rolls a failed batch back entirely (a second writer on the same shard is refused)', async () => {
+    const s = await shard([{ path: '/base.txt', text: 'base\n' }]);
+    const other = openShardWriter(s.dir);
+    try {
+      // Both prepare against nextDocId 2; whichever commits second must fail without a trace.
+      const results = await Promise.allSettled([
+        s.writer.writeBatch([toInput({ path: '/one.txt', text: 'one\n' }), toInput({ path: '/base.txt', text: 'changed\n' })]),
+        other.writeBatch([toInput({ path: '/two.txt', text: 'two\n' })]),
+      ]);
+      expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+      const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      expect(String(failed.reason)).toMatch(/another writer/);
+      const snap = s.reader.snapshot();
+      const paths = [...snap.pathsInRange('/', '0')];
+      const state = snap.state();
+      snap.done();
+      if (results[0].status === 'fulfilled') {
+        expect(paths).toEqual(['/base.txt', '/one.txt']);
+        expect(state).toMatchObject({ liveDocs: 2, deadIds: 1, nextDocId: 4 });
+      } else {
+        expect(paths).toEqual(['/base.txt', '/two.txt']);
+        expect(state).toMatchObject({ liveDocs: 2, deadIds: 0, nextDocId: 3 });
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('seals tail blocks across many batches and keeps postings sorted; compaction drops dead ids', async () => {
+    const s = await shard();
+    const ids: number[] = [];
+    // 150 single-document batches sharing the trigram "com": the tail seals several times.
+    for (let i = 0; i < 150; i++) {
+      await s.write([{ path: `/f${String(i).padStart(3, '0')}.txt`, text: `common text ${i} ${'x'.repeat(i % 7)}\n` }]);
+      ids.push(s.writer.lookup(`/f${String(i).padStart(3, '0')}.txt`)!.id);
+    }
+    // Replace a third of them: their old ids die.
+    await s.write(Array.from({ length: 50 }, (_, i) => ({ path: `/f${String(i * 3).padStart(3, '0')}.txt`, text: `common again ${i}\n` })));
+    let snap = s.reader.snapshot();
+    const list = [...snap.postings(tri('com'))];
+    snap.done();
+    expect(list.length).toBe(200);
+    expect(list).toEqual([...list].sort((a, b) => a - b));
+    expect(list.slice(0, 150)).toEqual(ids);
+    const result = await s.writer.compact();
+    expect(result.deadIdsDropped).toBeGreaterThanOrEqual(50);
+    snap = s.reader.snapshot();
+    const compacted = [...snap.postings(tri('com'))];
+    const live = [...snap.pathsInRange('/', '0')].map((p) => snap.docByPath(p)!.id).sort((a, b) => a - b);
+    snap.done();
+    expect(compacted).toEqual(live);
+    expect(s.writer.state().deadIds).toBe(0);
+  });
+
+  it('keeps postings exact across a merge of level 0, for old and new snapshots', async () => {
+    const s = await shard([{ path: '/1.txt', text: 'merge me\n' }]);
+    await s.write([{ path: '/2.txt', text: 'merge you\n' }]);
+    const before = s.reader.snapshot();
+    await s.writer.flush();
+    await s.write([{ path: '/3.txt', text: 'merge all\n' }]);
+    const after = s.reader.snapshot();
+    try {
+      expect([...before.postings(tri('mer'))]).toEqual([1, 2]);
+      expect([...after.postings(tri('mer'))]).toEqual([1, 2, 3]);
+      expect(after.state()).toMatchObject({ segFirst: 2, segNext: 3 });
+    } finally {
+      before.done();
+      after.done();
+    }
+  });
+
+  it('writes a large batch as page-sized sealed blocks plus a tail', async () => {
+    const docs = Array.from({ length: 12_000 }, (_, i) => ({ path: `/many/${i}.txt`, text: `shared words ${i}\n` }));
+    const s = await shard(docs);
+    const snap = s.reader.snapshot();
+    const list = snap.postings(tri('sha'));
+    snap.done();
+    expect(list.length).toBe(12_000);
+    for (let i = 1; i < list.length; i++) expect(list[i]).toBeGreaterThan(list[i - 1]);
+    // The batch is one level-0 segment until merged into level 1.
+    expect(s.writer.state()).toMatchObject({ segFirst: 0, segNext: 1 });
+    await s.writer.flush();
+    expect(s.writer.state()).toMatchObject({ segFirst: 1, segNext: 1, recentBytes: 0 });
+    const after = s.reader.snapshot();
+    expect([...after.postings(tri('sha'))]).toEqual([...list]);
+    after.done();
+    const env = acquireShardEnv(s.dir);
+    try {
+      const blocks = [...env.postings.getRange(trigramRange(tri('sha')))].map(({ key, value }) => ({ first: key.readUInt32BE(3), bytes: value.length }));
+      const sealed = blocks.filter((b) => b.first !== TAIL_BLOCK_ID);
+      expect(sealed.length).toBeGreaterThan(0);
+      for (const b of sealed) {
+        // Whole overflow pages (16-byte page header), filled up to less than one varint.
+        expect(b.bytes).toBeLessThanOrEqual(SEALED_BLOCK_BYTES);
+        expect((4096 - ((b.bytes + 16) % 4096)) % 4096).toBeLessThan(5);
+      }
+      expect(blocks.at(-1)!.first).toBe(TAIL_BLOCK_ID);
+      expect(blocks.at(-1)!.bytes).toBeLessThanOrEqual(TAIL_BLOCK_BYTES);
+      expect([...env.recent.getKeys()]).toEqual([]);
+    } finally {
+      await releaseShardEnv(env);
+    }
+  });
+});
+
+describe('line starts in a misaligned buffer', () => {
+  it.each([1, 2, 3])('are copied when the value starts at byte offset %i', (shift) => {
+    for (const text of [Buffer.from('ab\ncd\n'), Buffer.from('x'.repeat(70_000) + '\nyy')]) {
+      const lines = countLines(text);
+      const value = encodeDocValue(text, lines);
+      const host = Buffer.alloc(value.length + 8);
+      value.copy(host, shift);
+      const starts = lineStartsOf(host.subarray(shift, shift + value.length), text.length, lines);
+      expect([...starts]).toEqual([...lineStartsOf(value, text.length, lines)]);
+    }
+  });
+});

@@ -1,0 +1,319 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cat, find, grep, grepScansEverything, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest } from '../engine/index.js';
+import { buildShard, output, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
+
+const MGMT: Claims = null;
+
+describe('tools on a small workspace', () => {
+  let s: TestShard;
+  beforeAll(async () => {
+    s = await buildShard([
+      { path: '/README.md', text: '# Title\nhello world\n', updatedAt: 30 },
+      { path: '/src/main.c', text: 'int main() {\n  return helper(1);\n}\n', updatedAt: 50 },
+      { path: '/src/helper.c', text: 'int helper(int x) {\n  return x + 1;\n}\n', updatedAt: 40 },
+      { path: '/src/a-b/x.h', text: '#define X 1\n', updatedAt: 20 },
+      { path: '/src/a/deep/y.h', text: '#define Y 2\n', updatedAt: 10 },
+      { path: '/docs/guide.md', text: 'See main.c\r\nand helper.c\r\n', updatedAt: 60 },
+      { path: '/.hidden/conf', text: 'key=value', updatedAt: 5 },
+      { path: '/empty.txt', text: '', updatedAt: 1 },
+      { path: '/x[1].c', text: 'odd name\n', updatedAt: 2 },
+    ]);
+  });
+  afterAll(() => s.close());
+
+  describe('ls', () => {
+    const cases: [string | undefined, string][] = [
+      [undefined, '.hidden/\ndocs/\nsrc/\nREADME.md\t20\nempty.txt\t0\nx[1].c\t9\n'],
+      ['/', '.hidden/\ndocs/\nsrc/\nREADME.md\t20\nempty.txt\t0\nx[1].c\t9\n'],
+      ['src', 'a/\na-b/\nhelper.c\t38\nmain.c\t35\n'],
+      ['/src/', 'a/\na-b/\nhelper.c\t38\nmain.c\t35\n'],
+      ['/src/a', 'deep/\n'],
+      ['/src/main.c', 'main.c\t35\n'],
+    ];
+    it.each(cases)('ls %s', (path, expected) => {
+      expect(output(ls(s.reader, { claims: MGMT, path }))).toBe(expected);
+    });
+
+    it.each(['/nope', '/src/mai', '/src/main.c/x'])('ls %s is NO_SUCH_FILE', (path) => {
+      expect(toolError(ls(s.reader, { claims: MGMT, path }))?.code).toBe('NO_SUCH_FILE');
+    });
+
+    it('rejects an invalid path', () => {
+      expect(toolError(ls(s.reader, { claims: MGMT, path: '/a/../b' }))?.code).toBe('INVALID_PARAMETER');
+    });
+  });
+
+  describe('find', () => {
+    const cases: [string, string | undefined, string][] = [
+      ['**/*.c', undefined, '/src/main.c\n/src/helper.c\n/x[1].c\n'],
+      ['**/*.md', undefined, '/docs/guide.md\n/README.md\n'],
+      ['*.md', undefined, '/README.md\n'],
+      ['README.md', undefined, '/README.md\n'],
+      ['main.c', undefined, ''],
+      ['main.c', '/src', '/src/main.c\n'],
+      ['**/*.h', '/src', '/src/a-b/x.h\n/src/a/deep/y.h\n'],
+      ['**/conf', undefined, '/.hidden/conf\n'],
+      ['**/*main*', undefined, '/src/main.c\n'],
+      ['x[1].c', undefined, '/x[1].c\n'],
+      ['/src/*.c', undefined, '/src/main.c\n/src/helper.c\n'],
+      ['*.{c,md}', undefined, '/README.md\n/x[1].c\n'],
+    ];
+    it.each(cases)('find %s under %s', (pattern, path, expected) => {
+      expect(output(find(s.reader, { claims: MGMT, pattern, path }))).toBe(expected);
+    });
+
+    it('cuts at head_limit with a footer', () => {
+      const r = run(find(s.reader, { claims: MGMT, pattern: '**', headLimit: 2 }));
+      expect(r.text).toBe('/docs/guide.md\n/src/main.c\n[7 more matching files not shown (9 in total); raise head_limit (at most 1000) or narrow the pattern or path]\n');
+      expect(r.resultCount).toBe(2);
+    });
+
+    it('missing directory is NO_SUCH_FILE', () => {
+      expect(toolError(find(s.reader, { claims: MGMT, pattern: '*', path: '/nope' }))?.code).toBe('NO_SUCH_FILE');
+    });
+  });
+
+  describe('cat', () => {
+    const cases: [string, number | undefined, number | undefined, string][] = [
+      ['/src/main.c', undefined, undefined, '     1\tint main() {\n     2\t  return helper(1);\n     3\t}\n'],
+      ['src/main.c', 2, 1, '     2\t  return helper(1);\n[... 1 more lines (the file has 3); continue with offset=3]\n'],
+      ['/src/main.c', 3, 10, '     3\t}\n'],
+      ['/src/main.c', 4, undefined, '[offset 4 is past the end of the file: it has 3 lines]\n'],
+      ['/docs/guide.md', undefined, undefined, '     1\tSee main.c\r\n     2\tand helper.c\r\n'],
+      ['/.hidden/conf', undefined, undefined, '     1\tkey=value\n'],
+      ['/empty.txt', undefined, undefined, '[the file is empty: 0 lines]\n'],
+    ];
+    it.each(cases)('cat %s offset=%s limit=%s', (path, offset, limit, expected) => {
+      expect(output(cat(s.reader, { claims: MGMT, path, offset, limit }))).toBe(expected);
+    });
+
+    it.each(['/nope.c', '/src'])('cat %s is NO_SUCH_FILE', (path) => {
+      const error = toolError(cat(s.reader, { claims: MGMT, path }));
+      expect(error?.code).toBe('NO_SUCH_FILE');
+      expect(error?.message).toContain(path);
+    });
+  });
+
+  describe('grep', () => {
+    const cases: [string, Partial<GrepRequest>, string][] = [
+      ['files, densest first', { pattern: 'helper' }, '/docs/guide.md\n/src/helper.c\n/src/main.c\n'],
+      ['count', { pattern: 'return', outputMode: 'count' }, '/src/helper.c:1\n/src/main.c:1\n'],
+      ['content', { pattern: 'return', outputMode: 'content' }, '/src/helper.c:2:  return x + 1;\n/src/main.c:2:  return helper(1);\n'],
+      ['content without -n', { pattern: 'return', outputMode: 'content', lineNumbers: false }, '/src/helper.c:  return x + 1;\n/src/main.c:  return helper(1);\n'],
+      [
+        'context -C1 with separators between files',
+        { pattern: 'return', outputMode: 'content', context: 1 },
+        '/src/helper.c-1-int helper(int x) {\n/src/helper.c:2:  return x + 1;\n/src/helper.c-3-}\n--\n/src/main.c-1-int main() {\n/src/main.c:2:  return helper(1);\n/src/main.c-3-}\n',
+      ],
+      ['-A1', { pattern: '^int', outputMode: 'content', after: 1, path: '/src' }, '/src/helper.c:1:int helper(int x) {\n/src/helper.c-2-  return x + 1;\n--\n/src/main.c:1:int main() {\n/src/main.c-2-  return helper(1);\n'],
+      ['-C sets both unless -B is given', { pattern: 'return', outputMode: 'content', context: 1, before: 0, path: '/src/main.c' }, '/src/main.c:2:  return helper(1);\n/src/main.c-3-}\n'],
+      ['-i', { pattern: 'TITLE', caseInsensitive: true }, '/README.md\n'],
+      ['path is a directory', { pattern: 'int', path: '/src' }, '/src/helper.c\n/src/main.c\n'],
+      ['path is a file', { pattern: 'int', path: '/src/main.c' }, '/src/main.c\n'],
+      ['glob by name', { pattern: 'e', glob: '*.md' }, '/README.md\n/docs/guide.md\n'],
+      ['negated glob excludes a directory', { pattern: 'define', glob: '!a-b' }, '/src/a/deep/y.h\n'],
+      ['glob with a slash is relative to the root', { pattern: 'define', glob: 'a/**', path: '/src' }, '/src/a/deep/y.h\n'],
+      ['type', { pattern: 'e', type: 'c', outputMode: 'count' }, '/src/a-b/x.h:1\n/src/a/deep/y.h:1\n/x[1].c:1\n/src/helper.c:2\n/src/main.c:1\n'],
+      ['type md', { pattern: 'e', type: 'md' }, '/README.md\n/docs/guide.md\n'],
+      ['no trigram pattern', { pattern: '[XY] [12]', outputMode: 'content' }, '/src/a-b/x.h:1:#define X 1\n/src/a/deep/y.h:1:#define Y 2\n'],
+      ['anchors', { pattern: '^}$', outputMode: 'count' }, '/src/helper.c:1\n/src/main.c:1\n'],
+      ['CR stays in the line', { pattern: 'c\\r$', outputMode: 'content' }, '/docs/guide.md:1:See main.c\r\n/docs/guide.md:2:and helper.c\r\n'],
+      ['last line without newline', { pattern: 'value$', outputMode: 'content' }, '/.hidden/conf:1:key=value\n'],
+      ['multiline', { pattern: '\\{\\n\\s+return', multiline: true, outputMode: 'content' }, '/src/helper.c:1:int helper(int x) {\n/src/helper.c:2:  return x + 1;\n/src/main.c:1:int main() {\n/src/main.c:2:  return helper(1);\n'],
+      ['no match', { pattern: 'zzzqqq' }, ''],
+    ];
+    it.each(cases)('%s', (_, request, expected) => {
+      expect(output(grep(s.reader, { claims: MGMT, pattern: '', ...request }))).toBe(expected);
+    });
+
+    it('head_limit and offset in content mode', () => {
+      const base: GrepRequest = { claims: MGMT, pattern: '.', outputMode: 'content' };
+      const all = output(grep(s.reader, base)).split('\n').filter((l) => l !== '');
+      const page = run(grep(s.reader, { ...base, offset: 2, headLimit: 3 }));
+      const lines = page.text.split('\n').filter((l) => l !== '');
+      expect(lines.slice(0, 3)).toEqual(all.slice(2, 5));
+      expect(lines[3]).toBe('[output cut at head_limit=3; more lines follow: raise head_limit or continue with offset=5]');
+      expect(lines).toHaveLength(4);
+      expect(page.resultCount).toBe(3);
+      // Exactly at the end: no footer.
+      expect(output(grep(s.reader, { ...base, offset: all.length - 2, headLimit: 2 }))).toBe(all.slice(-2).join('\n') + '\n');
+    });
+
+    it('head_limit and offset in the sorted modes', () => {
+      const r = run(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'count', headLimit: 2, offset: 1 }));
+      const all = output(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'count' })).split('\n').filter((l) => l);
+      expect(r.text.split('\n').slice(0, 2)).toEqual(all.slice(1, 3));
+      expect(r.text.split('\n')[2]).toBe(`[${all.length - 3} more files not shown (${all.length} in total); raise head_limit or continue with offset=3]`);
+      expect(r.resultCount).toBe(2);
+    });
+
+    it.each([
+      ['(unclosed', 'pattern'],
+      ['a)', 'pattern'],
+      ['x{2,1}', 'pattern'],
+      ['(?<=a)b', 'pattern'],
+    ])('invalid regex %s is INVALID_PARAMETER naming pattern', (pattern, name) => {
+      const error = toolError(grep(s.reader, { claims: MGMT, pattern }));
+      expect(error?.code).toBe('INVALID_PARAMETER');
+      expect(error?.message).toMatch(new RegExp(`^invalid ${name}: `));
+    });
+
+    it('unknown type is INVALID_PARAMETER naming type', () => {
+      const error = toolError(grep(s.reader, { claims: MGMT, pattern: 'x', type: 'nosuchtype' }));
+      expect(error?.code).toBe('INVALID_PARAMETER');
+      expect(error?.message).toMatch(/^invalid type: /);
+    });
+
+    it('missing path is NO_SUCH_FILE', () => {
+      expect(toolError(grep(s.reader, { claims: MGMT, pattern: 'x', path: '/nope' }))?.code).toBe('NO_SUCH_FILE');
+    });
+
+    it('partitions merge to the unpartitioned result', () => {
+      const request: GrepRequest = { claims: MGMT, pattern: 'e', outputMode: 'count' };
+      const parts: GrepCollection[] = [0, 1, 2].map((index) => {
+        const gen = collectGrepCounts(s.reader, { ...request, partition: { index, count: 3 } });
+        let r = gen.next();
+        while (r.done !== true) r = gen.next();
+        return r.value;
+      });
+      expect(output(emitGrepCounts(request, parts))).toBe(output(grep(s.reader, request)));
+    });
+
+    it.each([
+      ['[0-9]{5}', true],
+      ['x.y', true],
+      ['helper', false],
+      ['(?i)title', false],
+    ] as const)('grepScansEverything(%s) = %s', (pattern, expected) => {
+      expect(grepScansEverything({ pattern })).toBe(expected);
+    });
+
+    it('content mode over given paths keeps path order', () => {
+      const text = output(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'content', paths: ['/src/main.c', '/README.md'] }));
+      expect(text).toBe('/README.md:1:# Title\n/README.md:2:hello world\n/src/main.c:2:  return helper(1);\n');
+    });
+  });
+});
+
+describe('visibility', () => {
+  let s: TestShard;
+  // file → claims
+  const files: [string, string[] | null][] = [
+    ['/pub/open.txt', null],
+    ['/team/a.txt', ['group:a']],
+    ['/team/ab.txt', ['group:a', 'group:b']],
+    ['/private/u1.txt', ['user:1']],
+  ];
+  // token claims → the files it sees
+  const tokens: [string, Claims, string[]][] = [
+    ['management key', null, ['/pub/open.txt', '/team/a.txt', '/team/ab.txt', '/private/u1.txt']],
+    ['star', ['*'], ['/pub/open.txt', '/team/a.txt', '/team/ab.txt', '/private/u1.txt']],
+    ['group:a', ['group:a'], ['/pub/open.txt', '/team/a.txt', '/team/ab.txt']],
+    ['group:b', ['group:b'], ['/pub/open.txt', '/team/ab.txt']],
+    ['user:1 + group:b', ['user:1', 'group:b'], ['/pub/open.txt', '/team/ab.txt', '/private/u1.txt']],
+    ['unrelated', ['user:9'], ['/pub/open.txt']],
+  ];
+  beforeAll(async () => {
+    s = await buildShard(files.map(([path, claims]): DocSpec => ({ path, text: `marker in ${path}\n`, claims })));
+  });
+  afterAll(() => s.close());
+
+  describe.each(tokens)('%s', (_, claims, visible) => {
+    const sorted = [...visible].sort();
+    it('grep sees exactly its files', () => {
+      const got = output(grep(s.reader, { claims, pattern: 'marker' })).split('\n').filter((l) => l);
+      expect(got.sort()).toEqual(sorted);
+      const scan = output(grep(s.reader, { claims, pattern: 'ma.ker', outputMode: 'count' })).split('\n').filter((l) => l);
+      expect(scan.map((l) => l.split(':')[0]).sort()).toEqual(sorted);
+    });
+    it('find sees exactly its files', () => {
+      expect(output(find(s.reader, { claims, pattern: '**' })).split('\n').filter((l) => l).sort()).toEqual(sorted);
+    });
+    it('ls shows only directories with a visible file', () => {
+      const dirs = [...new Set(visible.map((p) => p.split('/')[1] + '/'))].sort();
+      expect(output(ls(s.reader, { claims, path: '/' })).split('\n').filter((l) => l)).toEqual(dirs);
+    });
+    it.each(files.map(([p]) => p))('cat, ls, grep path of %s', (path) => {
+      const dir = path.slice(0, path.lastIndexOf('/'));
+      if (visible.includes(path)) {
+        expect(output(cat(s.reader, { claims, path }))).toBe(`     1\tmarker in ${path}\n`);
+        expect(output(ls(s.reader, { claims, path }))).toContain('\t');
+        expect(output(grep(s.reader, { claims, pattern: 'marker', path }))).toBe(path + '\n');
+      } else {
+        // Indistinguishable from a missing file: same code, same message shape.
+        const missing = toolError(cat(s.reader, { claims, path: path + '.missing' }));
+        const hidden = toolError(cat(s.reader, { claims, path }));
+        expect(hidden?.code).toBe('NO_SUCH_FILE');
+        expect(hidden?.message).toBe(missing?.message.replace('.missing', ''));
+        expect(toolError(ls(s.reader, { claims, path }))?.code).toBe('NO_SUCH_FILE');
+        expect(toolError(grep(s.reader, { claims, pattern: 'marker', path }))?.code).toBe('NO_SUCH_FILE');
+        if (!visible.some((p) => p.startsWith(dir + '/'))) {
+          expect(toolError(ls(s.reader, { claims, path: dir }))?.code).toBe('NO_SUCH_FILE');
+          expect(toolError(find(s.reader, { claims, pattern: '*', path: dir }))?.code).toBe('NO_SUCH_FILE');
+        }
+      }
+    });
+  });
+});
+
+describe('footers on truncation', () => {
+  let s: TestShard;
+  beforeAll(async () => {
+    const docs: DocSpec[] = Array.from({ length: 1203 }, (_, i) => ({ path: `/big/f${String(i).padStart(4, '0')}.txt`, text: `n ${i}\n` }));
+    docs.push({ path: '/big/sub/x.txt', text: 'x\n' });
+    docs.push({ path: '/long.txt', text: Array.from({ length: 5000 }, (_, i) => `line ${i + 1}`).join('\n') + '\n' });
+    docs.push({ path: '/wide.txt', text: 'é'.repeat(2500) + '\nshort\n' + 'x'.repeat(300) + '\n' });
+    docs.push({ path: '/heavy.txt', text: Array.from({ length: 300 }, () => 'y'.repeat(1990)).join('\n') + '\n' });
+    s = await buildShard(docs);
+  });
+  afterAll(() => s.close());
+
+  it('ls shows 1000 entries, directories first, then one footer', () => {
+    const r = run(ls(s.reader, { claims: MGMT, path: '/big' }));
+    const lines = r.text.split('\n').filter((l) => l);
+    expect(lines).toHaveLength(1001);
+    expect(lines[0]).toBe('sub/');
+    expect(lines[1]).toBe('f0000.txt\t4');
+    expect(lines[1000]).toBe('[204 more entries not shown (1204 in total); narrow with find]');
+    expect(lines.filter((l) => l.startsWith('['))).toHaveLength(1);
+    expect(r.resultCount).toBe(1000);
+    expect(r.chunks).toBe(1);
+  });
+
+  it('cat stops at the default limit and tells where to continue', () => {
+    const r = run(cat(s.reader, { claims: MGMT, path: '/long.txt' }));
+    const lines = r.text.split('\n').filter((l) => l);
+    expect(lines).toHaveLength(2001);
+    expect(lines[1999]).toBe('  2000\tline 2000');
+    expect(lines[2000]).toBe('[... 3000 more lines (the file has 5000); continue with offset=2001]');
+    expect(output(cat(s.reader, { claims: MGMT, path: '/long.txt', offset: 4999 }))).toBe('  4999\tline 4999\n  5000\tline 5000\n');
+  });
+
+  it('cat cuts long lines with a marker', () => {
+    const text = output(cat(s.reader, { claims: MGMT, path: '/wide.txt' }));
+    expect(text).toBe(`     1\t${'é'.repeat(2000)}… [line truncated: 2500 characters]\n     2\tshort\n     3\t${'x'.repeat(300)}\n`);
+  });
+
+  it('cat cuts output over 256 KiB at a line boundary', () => {
+    const r = run(cat(s.reader, { claims: MGMT, path: '/heavy.txt' }));
+    const lines = r.text.split('\n').filter((l) => l);
+    const footer = lines.pop()!;
+    expect(Buffer.byteLength(r.text)).toBeLessThan(256 * 1024 + 200);
+    expect(lines.length).toBeGreaterThan(100);
+    expect(footer).toBe(`[... ${300 - lines.length} more lines (the file has 300); continue with offset=${lines.length + 1}]`);
+    expect(r.chunks).toBeGreaterThan(1);
+    for (const l of lines) expect(l).toMatch(/^ +\d+\ty{1990}$/);
+  });
+
+  it('grep content streams in chunks without a limit', () => {
+    const r = run(grep(s.reader, { claims: MGMT, pattern: 'line \\d+', outputMode: 'content' }));
+    expect(r.resultCount).toBe(5000);
+    expect(r.chunks).toBeGreaterThan(1);
+    expect(r.text.endsWith('/long.txt:5000:line 5000\n')).toBe(true);
+  });
+
+  it('grep reports the time limit', () => {
+    const text = output(grep(s.reader, { claims: MGMT, pattern: 'n \\d', deadline: Date.now() - 1 }));
+    expect(text).toMatch(/^\[search stopped at the time limit after 0 of \d+ files/);
+  });
+});
