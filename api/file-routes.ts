@@ -9,7 +9,8 @@ import { checkFilePath } from '../core/paths.js';
 import type { Database } from '../db/database.js';
 import type { BlobUpload } from '../ingest/blob-store.js';
 import type { Uploads } from '../ingest/uploads.js';
-import type { Authenticator } from './auth.js';
+import type { Principal } from './auth.js';
+import type { Guard } from './guard.js';
 import { BodyStream } from './body-stream.js';
 import type { Lookups } from './lookups.js';
 import { type RequestContext, send, sendJson, snapshot } from './http.js';
@@ -20,7 +21,7 @@ import { type ErrorLog, toVfsError } from './respond.js';
 /** What the file routes need. */
 export interface FileRouteDeps {
   db: Database;
-  auth: Authenticator;
+  guard: Guard;
   uploads: Uploads;
   lookups: Lookups;
   log: ErrorLog;
@@ -40,7 +41,7 @@ export function registerFileRoutes(app: TemplatedApp, deps: FileRouteDeps): void
     const ctx = snapshot(res, req, 1);
     void (async () => {
       try {
-        const accountId = requireManagementKey(await deps.auth.authenticate(ctx.authorization));
+        const accountId = requireManagementKey(await admitted(ctx, deps));
         const name = workspaceParam(ctx.params[0]);
         const path = filePathFromUrl(ctx.url);
         onlyParams(ctx.query, []);
@@ -57,7 +58,7 @@ export function registerFileRoutes(app: TemplatedApp, deps: FileRouteDeps): void
 async function upload(ctx: RequestContext, body: BodyStream, deps: FileRouteDeps): Promise<void> {
   let blob: BlobUpload | null = null;
   try {
-    const accountId = requireManagementKey(await deps.auth.authenticate(ctx.authorization));
+    const accountId = requireManagementKey(await admitted(ctx, deps));
     const name = workspaceParam(ctx.params[0]);
     const path = filePathFromUrl(ctx.url);
     onlyParams(ctx.query, ['visibility']);
@@ -87,6 +88,12 @@ async function upload(ctx: RequestContext, body: BodyStream, deps: FileRouteDeps
     // A refused upload may still be sending: answer, then close, rather than read what we will not keep.
     fail(ctx, error, deps.log, !body.complete);
   }
+}
+
+async function admitted(ctx: RequestContext, deps: FileRouteDeps): Promise<Principal> {
+  const principal = await deps.guard.principal(ctx);
+  deps.guard.admitManagement(principal);
+  return principal;
 }
 
 function fail(ctx: RequestContext, error: unknown, log: ErrorLog, closeConnection: boolean): void {

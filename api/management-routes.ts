@@ -12,6 +12,7 @@ import { accountLimits } from '../db/limits.js';
 import { mintToken, revokeToken } from '../db/tokens.js';
 import { createWorkspace, deleteWorkspace, listWorkspaces, requireWorkspace } from '../db/workspaces.js';
 import type { Authenticator, Principal } from './auth.js';
+import type { Guard } from './guard.js';
 import { type RequestContext, readBody, sendJson, snapshot } from './http.js';
 import { enumParam, intParam, onlyParams, single, WORKSPACE_NAME } from './params.js';
 import { type ErrorLog, sendJsonError } from './respond.js';
@@ -20,6 +21,7 @@ import { type ErrorLog, sendJsonError } from './respond.js';
 export interface ManagementDeps {
   db: Database;
   auth: Authenticator;
+  guard: Guard;
   log: ErrorLog;
   /** Largest JSON body accepted. */
   maxJsonBytes: number;
@@ -76,7 +78,8 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
       raw?.catch(() => {}); // read below; avoid an unhandled rejection if auth fails first
       void (async () => {
         try {
-          const principal = await deps.auth.authenticate(ctx.authorization);
+          const principal = await deps.guard.principal(ctx);
+          deps.guard.admitManagement(principal);
           const accountId = requireManagementKey(principal);
           const parsed = raw === null ? undefined : parseJson(await raw, body === 'required');
           const reply = await handler(ctx, accountId, parsed);

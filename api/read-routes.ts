@@ -12,7 +12,8 @@ import type { Database } from '../db/database.js';
 import { fileState } from '../db/files.js';
 import { checkFilePath } from '../core/paths.js';
 import { type CatRequest, type FindRequest, type GrepRequest, type LsRequest, Visibility } from '../engine/index.js';
-import type { Authenticator, Principal } from './auth.js';
+import type { Principal } from './auth.js';
+import type { Guard } from './guard.js';
 import { type RequestContext, sendText, snapshot, statusLine } from './http.js';
 import type { Lookups } from './lookups.js';
 import { workspaceParam } from './management-routes.js';
@@ -23,7 +24,7 @@ import { type ErrorLog, toVfsError } from './respond.js';
 /** What the read routes need. */
 export interface ReadRouteDeps {
   db: Database;
-  auth: Authenticator;
+  guard: Guard;
   readPool: ReadPool;
   audit: AuditLog;
   log: ErrorLog;
@@ -97,11 +98,12 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
   let principal: Principal;
   let workspaceId: string;
   try {
-    principal = await deps.auth.authenticate(ctx.authorization);
+    principal = await deps.guard.principal(ctx);
     const name = workspaceParam(ctx.params[0]);
     workspaceId = await deps.lookups.workspaceId(principal.accountId, name);
     // SECURITY: a token is pinned to one workspace; any other answers as if it did not exist.
     if (principal.kind === 'token' && principal.workspaceId !== workspaceId) throw new VfsError('NO_SUCH_WORKSPACE', { name });
+    await deps.guard.admitRead(principal);
   } catch (error) {
     // Not audited: no authenticated caller, or no workspace to record against.
     const e = toVfsError(error, deps.log, ctx);

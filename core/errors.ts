@@ -22,7 +22,7 @@ export const ERRORS = {
   WORKSPACE_EXISTS: { status: 409, template: 'workspace already exists: {name}' },
   FILE_TOO_LARGE: { status: 413, template: 'file exceeds the per-file limit of {limit} bytes' },
   BODY_TOO_LARGE: { status: 413, template: 'request body exceeds {limit} bytes' },
-  RATE_LIMITED: { status: 429, template: 'read rate limit reached for the {scope}; retry after {retryAfter} s' },
+  RATE_LIMITED: { status: 429, template: 'rate limit reached for the {scope}; retry after {retryAfter} s' },
   AUTH_LOCKED: { status: 429, template: 'too many failed authentication attempts from this address; retry after {retryAfter} s' },
   UNAVAILABLE: { status: 503, template: '{what} is unavailable; retry' },
   INTERNAL: { status: 500, template: 'internal error' },

@@ -23,6 +23,10 @@ const schema = z
     VFS_DEFAULT_PLAN: z.string().min(1).default('default'),
     VFS_AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(30),
     VFS_MAX_JSON_BYTES: positiveInt.default(65536),
+    VFS_TRUST_PROXY: z.enum(['true', 'false', '1', '0']).default('false'),
+    VFS_AUTH_FAILURES: positiveInt.max(1_000_000).default(20),
+    VFS_AUTH_FAILURE_WINDOW_SECONDS: positiveInt.max(86_400).default(60),
+    VFS_MANAGEMENT_RATE: positiveInt.max(1_000_000).default(1000),
     VFS_READ_THREADS: positiveInt.max(64).default(2),
     VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
     VFS_INGEST_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
@@ -54,6 +58,14 @@ export interface Config {
   authCacheMs: number;
   /** Largest JSON request body. */
   maxJsonBytes: number;
+  /** Trust X-Forwarded-For (right-most entry) as the client address. */
+  trustProxy: boolean;
+  /** Failed authentications from one address that lock it for the rest of the window. */
+  authFailures: number;
+  /** The failed-authentication window. */
+  authFailureWindowMs: number;
+  /** Management-plane requests per second per credential. */
+  managementRate: number;
   /** Read-tool worker threads. */
   readThreads: number;
   /** Longest a grep searches before answering with what it found. */
@@ -87,6 +99,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     defaultPlan: e.VFS_DEFAULT_PLAN,
     authCacheMs: e.VFS_AUTH_CACHE_SECONDS * 1000,
     maxJsonBytes: e.VFS_MAX_JSON_BYTES,
+    trustProxy: e.VFS_TRUST_PROXY === 'true' || e.VFS_TRUST_PROXY === '1',
+    authFailures: e.VFS_AUTH_FAILURES,
+    authFailureWindowMs: e.VFS_AUTH_FAILURE_WINDOW_SECONDS * 1000,
+    managementRate: e.VFS_MANAGEMENT_RATE,
     readThreads: e.VFS_READ_THREADS,
     grepTimeoutMs: e.VFS_GREP_TIMEOUT_SECONDS * 1000,
     ingestLeaseSeconds: e.VFS_INGEST_LEASE_SECONDS,

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { Authenticator } from '../api/auth.js';
 import { ReadPool } from '../api/read-pool.js';
+import { Guard } from '../api/guard.js';
 import { Lookups } from '../api/lookups.js';
 import { startServer } from '../api/server.js';
 import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
@@ -103,6 +104,12 @@ export async function startWithDatabase(
     {
       db,
       auth,
+      guard: new Guard(auth, lookups, {
+        trustProxy: config.trustProxy,
+        authFailures: config.authFailures,
+        authFailureWindowMs: config.authFailureWindowMs,
+        managementRate: config.managementRate,
+      }),
       uploads,
       log: (message, error) => log.error(message, error),
       maxJsonBytes: config.maxJsonBytes,

@@ -49,17 +49,25 @@ export interface Reply {
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-/** Starts a service for one test file. */
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+/**
+ * Starts a service for one test file. Unless `realLimits` is set, the rate
+ * limits are lifted (plans and env), so that suites which are not about rate
+ * limiting can call as fast as they like.
+ */
+export async function startTestService(env: Record<string, string> = {}, options: { realLimits?: boolean } = {}): Promise<TestService> {
   const superuserAddress = inject('pgSuperuser');
   const id = randomBytes(5).toString('hex');
   const names = { database: `t_${id}`, ownerRole: `t_${id}_owner`, appRole: `t_${id}_app` };
   const targets = await provisionDatabase(superuserAddress, names);
   const dataDir = await mkdtemp(join(tmpdir(), 'vfs-test-data-'));
-  const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...env });
+  const lifted = options.realLimits === true ? {} : { VFS_AUTH_FAILURES: '1000000', VFS_MANAGEMENT_RATE: '1000000' };
+  const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...lifted, ...env });
   const quiet = { info: () => {}, error: () => {} };
   const service = await startWithDatabase(config, quiet, targets, names.appRole);
   const key = service.createdKey!;
+  if (options.realLimits !== true) {
+    await service.db.owner.query('UPDATE plans SET read_rate_per_credential = 1000000, read_rate_per_account = 1000000');
+  }
   const call = async (method: string, path: string, options: CallOptions = {}): Promise<Reply> => {
     const headers: Record<string, string> = { ...options.headers };
     const credential = options.key === undefined ? key : options.key;

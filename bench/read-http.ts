@@ -1,0 +1,91 @@
+/**
+ * Read-tool throughput under autocannon, against nginx serving the same text
+ * over HTTP in the same run.
+ *
+ *   node --import tsx bench/read-http.ts [seconds=10] [connections=64] [pipelining=4]
+ *
+ * The service gets one workspace with a 100-line file plus a few hundred
+ * others; nginx (Debian package, started here on a private config) serves the
+ * 100-line file as a static file. Each scenario reports requests/s, latency
+ * and the server's CPU seconds per 1,000 requests (from /proc), and the ratio
+ * to nginx's requests/s.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { call, startBenchService } from './lib.js';
+
+const [secondsArg, connectionsArg, pipeliningArg] = process.argv.slice(2);
+const duration = Number(secondsArg ?? 10);
+const connections = Number(connectionsArg ?? 64);
+const pipelining = Number(pipeliningArg ?? 4);
+
+const HUNDRED_LINES = Array.from({ length: 100 }, (_, i) => `line ${i + 1}: the quick brown fox jumps over the lazy dog`).join('\n') + '\n';
+
+/** CPU seconds (user + system) used so far by a process and its threads. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
+  return (Number(stat[11]) + Number(stat[12])) / 100;
+}
+
+async function run(label: string, url: string, headers: Record<string, string>, pids: number[]) {
+  const before = await Promise.all(pids.map(cpuSeconds));
+  const result = await autocannon({ url, headers, connections, pipelining, duration });
+  const after = await Promise.all(pids.map(cpuSeconds));
+  const cpu = after.reduce((s, v, i) => s + v - before[i], 0);
+  const non2xx = result.non2xx + result.errors;
+  const rps = result.requests.average;
+  return { label, rps: Math.round(rps), p50ms: result.latency.p50, p99ms: result.latency.p99, serverCpuPer1kReq: +((cpu / result.requests.total) * 1000).toFixed(3), serverCpuCores: +(cpu / duration).toFixed(2), non2xx };
+}
+
+// nginx on a private config: two workers (Debian's `auto` on this machine), access log off.
+const nginxDir = await mkdtemp(join(tmpdir(), 'vfs-nginx-'));
+await writeFile(join(nginxDir, 'file.txt'), HUNDRED_LINES);
+await writeFile(
+  join(nginxDir, 'nginx.conf'),
+  `worker_processes auto;
+pid ${nginxDir}/nginx.pid;
+error_log ${nginxDir}/error.log;
+daemon off;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${nginxDir};
+  server { listen 127.0.0.1:18999; location / { root ${nginxDir}; default_type text/plain; } }
+}
+`,
+);
+const nginx = spawn('nginx', ['-c', join(nginxDir, 'nginx.conf'), '-p', nginxDir], { stdio: 'inherit' });
+await new Promise((r) => setTimeout(r, 500));
+const nginxPids = async (): Promise<number[]> => {
+  const { execFileSync } = await import('node:child_process');
+  return execFileSync('pgrep', ['-f', join(nginxDir, 'nginx.conf')]).toString().trim().split('\n').map(Number);
+};
+
+const service = await startBenchService({ VFS_READ_THREADS: '2' });
+try {
+  const auth = { authorization: `Bearer ${service.key}` };
+  await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
+  await call(service.url, 'PUT', '/v1/workspaces/bench/files/docs/hundred.txt', service.key, HUNDRED_LINES);
+  for (let i = 0; i < 300; i++) await call(service.url, 'PUT', `/v1/workspaces/bench/files/src/dir${i % 10}/file${i}.ts`, service.key, `export const v${i} = ${i};\n`);
+  for (;;) {
+    const r = await call(service.url, 'GET', '/v1/workspaces/bench/files?status=pending&limit=1', service.key);
+    if ((JSON.parse(r.body.toString()) as { files: unknown[] }).files.length === 0) break;
+    await new Promise((res) => setTimeout(res, 200));
+  }
+  const servicePid = service.child.pid!;
+  const results = [];
+  results.push(await run('nginx static file', 'http://127.0.0.1:18999/file.txt', {}, await nginxPids()));
+  results.push(await run('cat 100 lines', `${service.url}/v1/workspaces/bench/cat?path=/docs/hundred.txt`, auth, [servicePid]));
+  results.push(await run('ls /src/dir3', `${service.url}/v1/workspaces/bench/ls?path=/src/dir3`, auth, [servicePid]));
+  results.push(await run('find **/file1*.ts', `${service.url}/v1/workspaces/bench/find?pattern=${encodeURIComponent('**/file1*.ts')}`, auth, [servicePid]));
+  const nginxRps = results[0].rps;
+  for (const r of results) Object.assign(r, { vsNginx: +(r.rps / nginxRps).toFixed(2) });
+  process.stdout.write(JSON.stringify({ duration, connections, pipelining, results }, null, 2) + '\n');
+} finally {
+  nginx.kill('SIGTERM');
+  await service.stop();
+  await rm(nginxDir, { recursive: true, force: true });
+}
