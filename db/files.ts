@@ -69,56 +69,86 @@ export interface UploadLimits {
   maxStorageBytes: number;
 }
 
-/**
- * Records an upload and enqueues its ingest job in the caller's transaction,
- * which must have the account's limits set (`uploadSettings`). Calls
- * `publish` (which moves the blob into place) under a lock on the blob, so a
- * concurrent cleanup cannot remove it before this commits; then writes the row
- * and the job in one statement, during which the usage trigger checks the
- * file-count and storage limits (403). Returns the blob the path referenced
- * before, if it was a different one.
- */
-export async function recordUpload(
-  tx: Tx,
-  up: UploadRecord,
-  limits: UploadLimits,
-  publish: () => Promise<void>,
-): Promise<{ replacedBlob: string | null }> {
-  const existing = await tx.query<{ old: string | null }>(
-    `SELECT pg_advisory_xact_lock(hashtextextended($3, 1)),
-            (SELECT blob_sha256 FROM files WHERE workspace_id = $1 AND path = $2) AS old`,
-    [up.workspaceId, up.path, `${up.accountId}/${up.blobSha256}`],
-  );
-  await publish();
-  // From the file row's usage update to the commit, the account's usage row is locked: one
-  // statement and the commit, so concurrent uploads of an account wait as little as possible.
-  try {
-    await tx.query(
-      `WITH f AS (
-         INSERT INTO files (workspace_id, account_id, path, status, size_bytes, content_type, visibility, blob_sha256)
-         VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7)
-         ON CONFLICT (workspace_id, path) DO UPDATE SET status = 'pending', size_bytes = excluded.size_bytes,
-           content_type = excluded.content_type, visibility = excluded.visibility, blob_sha256 = excluded.blob_sha256,
-           generation = files.generation + 1, error_detail = NULL, updated_at = now()
-         RETURNING generation)
-       INSERT INTO ingest_jobs (account_id, workspace_id, path, generation) SELECT $2, $1, $3, generation FROM f
-       ON CONFLICT (workspace_id, path) DO UPDATE SET generation = excluded.generation, attempts = 0,
-         run_after = now(), lease_until = NULL, last_error = NULL`,
-      [up.workspaceId, up.accountId, up.path, up.sizeBytes, up.contentType, up.visibility, up.blobSha256],
-    );
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === 'VQ001') throw new VfsError('FILE_QUOTA', { limit: limits.maxFiles });
-    if (code === 'VQ002') throw new VfsError('STORAGE_QUOTA', { limit: limits.maxStorageBytes });
-    throw error;
-  }
-  const old = existing.rows[0].old;
-  return { replacedBlob: old !== null && old !== up.blobSha256 ? old : null };
-}
+/** How one upload of a batch ended: recorded (with the blob it replaced, if another), or refused. */
+export type UploadOutcome = { ok: true; replacedBlob: string | null } | { ok: false; error: VfsError };
 
-/** The transaction settings an upload needs: the limits the usage trigger enforces. */
-export function uploadSettings(limits: UploadLimits): Record<string, string> {
-  return { 'app.max_files': String(limits.maxFiles), 'app.max_storage_bytes': String(limits.maxStorageBytes) };
+/**
+ * Records a batch of one account's uploads, with their ingest jobs, in the
+ * caller's transaction (group commit: one lock on the account's usage and one
+ * WAL flush for the whole batch). Uploads are decided in order against the
+ * file-count and storage limits, a replaced file's old size counting back;
+ * refused ones get FILE_QUOTA or STORAGE_QUOTA (403) and are not written. For
+ * the accepted ones, `publish` moves each blob into place under its blob lock
+ * (so a concurrent cleanup cannot remove it before this commits), then the
+ * rows and jobs are written in one statement. A batch names each path at most
+ * once.
+ */
+export async function recordUploads(
+  tx: Tx,
+  accountId: string,
+  uploads: readonly UploadRecord[],
+  limits: UploadLimits,
+  publish: (index: number) => Promise<void>,
+): Promise<UploadOutcome[]> {
+  await tx.query('INSERT INTO account_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING', [accountId]);
+  const usage = await tx.query<{ files: string; bytes: string }>('SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE', [
+    accountId,
+  ]);
+  const existing = await tx.query<{ workspace_id: string; path: string; size_bytes: string; blob_sha256: string }>(
+    `SELECT f.workspace_id, f.path, f.size_bytes, f.blob_sha256
+       FROM files f JOIN unnest($1::uuid[], $2::text[]) AS u(ws, path) ON f.workspace_id = u.ws AND f.path = u.path`,
+    [uploads.map((u) => u.workspaceId), uploads.map((u) => u.path)],
+  );
+  const old = new Map(existing.rows.map((r) => [`${r.workspace_id}/${r.path}`, r]));
+  let files = Number(usage.rows[0].files);
+  let bytes = Number(usage.rows[0].bytes);
+  const outcomes: UploadOutcome[] = [];
+  const accepted: number[] = [];
+  uploads.forEach((up, i) => {
+    const before = old.get(`${up.workspaceId}/${up.path}`);
+    const nextFiles = files + (before === undefined ? 1 : 0);
+    const nextBytes = bytes - Number(before?.size_bytes ?? 0) + up.sizeBytes;
+    if (nextFiles > limits.maxFiles) outcomes.push({ ok: false, error: new VfsError('FILE_QUOTA', { limit: limits.maxFiles }) });
+    else if (nextBytes > limits.maxStorageBytes) outcomes.push({ ok: false, error: new VfsError('STORAGE_QUOTA', { limit: limits.maxStorageBytes }) });
+    else {
+      files = nextFiles;
+      bytes = nextBytes;
+      accepted.push(i);
+      outcomes.push({ ok: true, replacedBlob: before !== undefined && before.blob_sha256 !== up.blobSha256 ? before.blob_sha256 : null });
+    }
+  });
+  if (accepted.length === 0) return outcomes;
+  const rows = accepted.map((i) => uploads[i]);
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k', [
+    [...new Set(rows.map((up) => `${accountId}/${up.blobSha256}`))],
+  ]);
+  await Promise.all(accepted.map((i) => publish(i)));
+  await tx.query(
+    `WITH u AS (
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+         AS u(ws, path, size, content_type, visibility, blob)),
+     f AS (
+       INSERT INTO files (workspace_id, account_id, path, status, size_bytes, content_type, visibility, blob_sha256)
+       SELECT ws, $7, path, 'pending', size, content_type, string_to_array(visibility, ','), blob FROM u
+       ON CONFLICT (workspace_id, path) DO UPDATE SET status = 'pending', size_bytes = excluded.size_bytes,
+         content_type = excluded.content_type, visibility = excluded.visibility, blob_sha256 = excluded.blob_sha256,
+         generation = files.generation + 1, error_detail = NULL, updated_at = now()
+       RETURNING workspace_id, path, generation)
+     INSERT INTO ingest_jobs (account_id, workspace_id, path, generation) SELECT $7, workspace_id, path, generation FROM f
+     ON CONFLICT (workspace_id, path) DO UPDATE SET generation = excluded.generation, attempts = 0,
+       run_after = now(), lease_until = NULL, last_error = NULL`,
+    [
+      rows.map((up) => up.workspaceId),
+      rows.map((up) => up.path),
+      rows.map((up) => up.sizeBytes),
+      rows.map((up) => up.contentType),
+      // Claims never contain a comma (their shape is checked at upload), so they travel joined; NULL stays NULL.
+      rows.map((up) => (up.visibility === null ? null : up.visibility.join(','))),
+      rows.map((up) => up.blobSha256),
+      accountId,
+    ],
+  );
+  return outcomes;
 }
 
 /** A file's ingest status and visibility, or null when there is no such file. */

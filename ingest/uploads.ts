@@ -1,12 +1,12 @@
 /**
  * Accepting and deleting files: the blob store and the file rows move
  * together. An upload's blob is durable and its row and ingest job committed
- * (one transaction) before the caller answers 202; a blob no row references
- * any more is removed under the same per-blob lock uploads publish under.
+ * before the caller answers 202; a blob no row references any more is removed
+ * under the same per-blob lock uploads publish under.
  */
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
-import { deleteFile, lockBlob, recordUpload, referencedBlobs, type UploadLimits, type UploadRecord, uploadSettings } from '../db/files.js';
+import { deleteFile, lockBlob, recordUploads, referencedBlobs, type UploadLimits, type UploadOutcome, type UploadRecord } from '../db/files.js';
 import type { BlobStore, BlobUpload } from './blob-store.js';
 
 /** What the upload path tells the rest of ingest. */
@@ -17,8 +17,23 @@ export interface UploadEvents {
   deleted(workspaceId: string, path: string): Promise<void>;
 }
 
+/** An upload waiting for its batch. */
+interface PendingUpload {
+  upload: BlobUpload;
+  record: UploadRecord;
+  limits: UploadLimits;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** Most uploads committed in one transaction. */
+const MAX_BATCH = 256;
+
 /** Uploads and deletions of files. */
 export class Uploads {
+  private readonly queue: PendingUpload[] = [];
+  private flushing = false;
+
   constructor(
     private readonly db: Database,
     private readonly blobs: BlobStore,
@@ -35,8 +50,11 @@ export class Uploads {
   }
 
   /**
-   * Seals the received blob and records the upload. On any failure the blob
-   * is discarded unless a committed row already references it.
+   * Seals the received blob and records the upload; resolves once its row and
+   * job are committed. Uploads that arrive while a batch is being committed
+   * form the next batch (group commit), so concurrent uploads of an account
+   * share one lock on its usage and one WAL flush. On any failure the blob is
+   * discarded unless a committed row already references it.
    */
   async accept(upload: BlobUpload, record: Omit<UploadRecord, 'blobSha256' | 'sizeBytes'>, limits: UploadLimits): Promise<void> {
     let sha: string;
@@ -46,29 +64,72 @@ export class Uploads {
       await upload.discard();
       throw new VfsError('UNAVAILABLE', { what: 'blob storage' });
     }
-    let published = false;
-    let replacedBlob: string | null;
+    await new Promise<void>((resolve, reject) => {
+      this.queue.push({ upload, record: { ...record, sizeBytes: upload.size, blobSha256: sha }, limits, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
     try {
-      ({ replacedBlob } = await this.db.inAccount(
-        record.accountId,
-        (tx) =>
-          recordUpload(tx, { ...record, sizeBytes: upload.size, blobSha256: sha }, limits, async () => {
+      while (this.queue.length > 0) {
+        // A batch names each path once: a second upload of a path waits for the next batch.
+        const batch: PendingUpload[] = [];
+        const paths = new Set<string>();
+        while (this.queue.length > 0 && batch.length < MAX_BATCH) {
+          const key = `${this.queue[0].record.workspaceId}/${this.queue[0].record.path}`;
+          if (paths.has(key)) break;
+          paths.add(key);
+          batch.push(this.queue.shift()!);
+        }
+        const byAccount = new Map<string, PendingUpload[]>();
+        for (const p of batch) byAccount.set(p.record.accountId, [...(byAccount.get(p.record.accountId) ?? []), p]);
+        await Promise.all([...byAccount].map(([accountId, items]) => this.commit(accountId, items)));
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async commit(accountId: string, items: PendingUpload[]): Promise<void> {
+    const published = new Set<number>();
+    let outcomes: UploadOutcome[];
+    try {
+      outcomes = await this.db.inAccount(accountId, (tx) =>
+        recordUploads(
+          tx,
+          accountId,
+          items.map((p) => p.record),
+          items[items.length - 1].limits,
+          async (i) => {
             try {
-              await upload.publish(record.accountId);
-              published = true;
+              await items[i].upload.publish(accountId);
+              published.add(i);
             } catch {
               throw new VfsError('UNAVAILABLE', { what: 'blob storage' });
             }
-          }),
-        uploadSettings(limits),
-      ));
+          },
+        ),
+      );
     } catch (error) {
-      if (published) await this.collect(record.accountId, sha);
-      else await upload.discard();
-      throw error;
+      await Promise.all(items.map((p, i) => (published.has(i) ? this.collect(accountId, p.record.blobSha256) : p.upload.discard())));
+      for (const p of items) p.reject(error);
+      return;
     }
     this.events.enqueued();
-    if (replacedBlob !== null) await this.collect(record.accountId, replacedBlob);
+    await Promise.all(
+      items.map(async (p, i) => {
+        const outcome = outcomes[i];
+        if (outcome.ok) {
+          p.resolve();
+          if (outcome.replacedBlob !== null) await this.collect(accountId, outcome.replacedBlob);
+        } else {
+          await p.upload.discard();
+          p.reject(outcome.error);
+        }
+      }),
+    );
   }
 
   /** Deletes a file: its row and job, then its shard entry and (if unreferenced) its blob. False when absent. */

@@ -1,10 +1,8 @@
 -- Uploads and the ingest queue.
 
--- Per-account usage, kept exact by a trigger on files (cascades included). An
--- upload sets its account's limits for the transaction (app.max_files,
--- app.max_storage_bytes); the trigger refuses a row that takes usage past
--- them (SQLSTATE VQ001 files, VQ002 bytes), so the check and the update are
--- one step under the usage row's lock. Shrinking usage is never refused.
+-- Per-account usage, kept exact by a trigger on files (cascades included).
+-- Uploads lock the account's row while they check the file-count and storage
+-- limits against it (one batch of uploads at a time per account).
 CREATE TABLE account_usage (
   account_id uuid PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
   files bigint NOT NULL DEFAULT 0,
@@ -21,20 +19,11 @@ CREATE FUNCTION files_track_usage() RETURNS trigger
   DECLARE
     df bigint := 0;
     db bigint := 0;
-    acct uuid := coalesce(NEW.account_id, OLD.account_id);
-    u account_usage%ROWTYPE;
   BEGIN
     IF TG_OP IN ('UPDATE', 'DELETE') THEN df := df - 1; db := db - OLD.size_bytes; END IF;
     IF TG_OP IN ('UPDATE', 'INSERT') THEN df := df + 1; db := db + NEW.size_bytes; END IF;
-    INSERT INTO account_usage AS a (account_id, files, bytes) VALUES (acct, df, db)
-      ON CONFLICT (account_id) DO UPDATE SET files = a.files + df, bytes = a.bytes + db
-      RETURNING * INTO u;
-    IF df > 0 AND u.files > nullif(current_setting('app.max_files', true), '')::bigint THEN
-      RAISE EXCEPTION 'file-count limit reached' USING ERRCODE = 'VQ001';
-    END IF;
-    IF db > 0 AND u.bytes > nullif(current_setting('app.max_storage_bytes', true), '')::bigint THEN
-      RAISE EXCEPTION 'account storage limit reached' USING ERRCODE = 'VQ002';
-    END IF;
+    INSERT INTO account_usage AS a (account_id, files, bytes) VALUES (coalesce(NEW.account_id, OLD.account_id), df, db)
+      ON CONFLICT (account_id) DO UPDATE SET files = a.files + df, bytes = a.bytes + db;
     RETURN NULL;
   END $$;
 CREATE TRIGGER files_track_usage AFTER INSERT OR DELETE OR UPDATE OF size_bytes ON files
