@@ -6,6 +6,7 @@
  */
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { emitGrepCounts, type GrepCollection, type GrepRequest, grepScansEverything, type ToolSummary } from '../engine/index.js';
 import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask } from './read-worker.js';
 
 /** How a read ended. */
@@ -19,6 +20,15 @@ export interface ReadCall {
   cancel(): void;
 }
 
+/** How one task ended: its generator's return value, or a failure. */
+type TaskOutcome = { ok: true; result: unknown } | { ok: false; status: number; message: string };
+
+/** One task in progress. */
+interface TaskCall {
+  outcome: Promise<TaskOutcome>;
+  cancel(): void;
+}
+
 /** Receives a chunk; calls `release` once the chunk no longer occupies memory (written to the socket). */
 export type ChunkSink = (data: Uint8Array, release: () => void) => void;
 
@@ -26,7 +36,7 @@ export type ChunkSink = (data: Uint8Array, release: () => void) => void;
 export class ReadPool {
   private readonly piscina: Piscina<ReadTask, void>;
 
-  constructor(threads: number) {
+  constructor(private readonly threads: number) {
     const needsTsx = !process.execArgv.some((a) => a.includes('tsx'));
     this.piscina = new Piscina<ReadTask, void>({
       filename: new URL('./read-worker.ts', import.meta.url).href,
@@ -41,6 +51,58 @@ export class ReadPool {
 
   /** Runs a tool; chunks go to `sink` in order, then `outcome` settles. */
   run(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink): ReadCall {
+    if (tool === 'grep' && this.threads > 1 && grepScansEverything(request as GrepRequest)) {
+      return this.parallelGrep(shardDir, request as GrepRequest, sink);
+    }
+    const call = this.task(tool, shardDir, request, sink);
+    return {
+      outcome: call.outcome.then((o) => (o.ok ? { ok: true, resultCount: (o.result as ToolSummary).resultCount } : o)),
+      cancel: call.cancel,
+    };
+  }
+
+  /**
+   * A grep with no usable trigram reads every document: split it into one
+   * share per thread (documents by id modulo the thread count), then merge.
+   * Counts and file lists are merged and formatted here; content mode runs a
+   * second pass over just the matching files, which keeps path order.
+   */
+  private parallelGrep(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
+    const shares = Array.from({ length: this.threads }, (_, index) =>
+      this.task('grepShare', shardDir, { ...request, partition: { index, count: this.threads } }, () => {}),
+    );
+    let second: TaskCall | null = null;
+    let cancelled = false;
+    const outcome = (async (): Promise<ReadOutcome> => {
+      const results = await Promise.all(shares.map((s) => s.outcome));
+      const failed = results.find((r) => !r.ok);
+      if (failed !== undefined && !failed.ok) return failed;
+      const collections = results.map((r) => (r as { ok: true; result: GrepCollection }).result);
+      if ((request.outputMode ?? 'files_with_matches') !== 'content') {
+        const output = emitGrepCounts(request, collections);
+        for (let step = output.next(); ; step = output.next()) {
+          if (step.done === true) return { ok: true, resultCount: step.value.resultCount };
+          if (step.value.length > 0) sink(new Uint8Array(step.value), () => {});
+        }
+      }
+      if (cancelled) return { ok: false, status: 0, message: 'cancelled' };
+      const paths = collections.flatMap((c) => c.files.map((f) => f.path));
+      second = this.task('grep', shardDir, { ...request, paths }, sink);
+      const last = await second.outcome;
+      return last.ok ? { ok: true, resultCount: (last.result as ToolSummary).resultCount } : last;
+    })();
+    return {
+      outcome,
+      cancel: () => {
+        cancelled = true;
+        for (const s of shares) s.cancel();
+        second?.cancel();
+      },
+    };
+  }
+
+  /** Runs one task on a thread; its port delivers chunks, then its result. */
+  private task(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink): TaskCall {
     const { port1, port2 } = new MessageChannel();
     const shared = new SharedArrayBuffer(8);
     const control = new Int32Array(shared);
@@ -48,11 +110,11 @@ export class ReadPool {
       Atomics.sub(control, IN_FLIGHT, 1);
       Atomics.notify(control, IN_FLIGHT);
     };
-    let settle!: (outcome: ReadOutcome) => void;
-    const outcome = new Promise<ReadOutcome>((resolve) => (settle = resolve));
+    let settle!: (outcome: TaskOutcome) => void;
+    const outcome = new Promise<TaskOutcome>((resolve) => (settle = resolve));
     port1.on('message', (message: ReadMessage) => {
       if (message.type === 'chunk') sink(message.data, release);
-      else if (message.type === 'end') settle({ ok: true, resultCount: message.resultCount });
+      else if (message.type === 'end') settle({ ok: true, result: message.result });
       else if (message.type === 'cancelled') settle({ ok: false, status: 0, message: 'cancelled' });
       else settle({ ok: false, status: message.status, message: message.message });
     });

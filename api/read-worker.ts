@@ -4,13 +4,14 @@
  * directory and the validated request, never file bytes.
  *
  * Output goes back over the task's MessagePort, in order: `chunk` messages,
- * then one `end` (with the result count) or `error`. Flow control is a shared
+ * then one `end` (with the generator's return value: a ToolSummary, or a
+ * GrepCollection for a `grepShare`), `cancelled` or `error`. Flow control is a shared
  * Int32Array: [0] counts chunks sent but not yet written to the socket (the
  * worker waits while it reaches WINDOW), [1] is set to 1 to cancel (client gone).
  */
 import type { MessagePort } from 'node:worker_threads';
 import { VfsError } from '../core/errors.js';
-import { cat, find, grep, ls, openShardReader, type ToolSummary } from '../engine/index.js';
+import { cat, collectGrepCounts, find, grep, ls, openShardReader } from '../engine/index.js';
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
 export const WINDOW = 4;
@@ -19,8 +20,8 @@ export const IN_FLIGHT = 0;
 /** Index of the cancel flag in the control array. */
 export const CANCELLED = 1;
 
-/** The four tools, by name. */
-const TOOLS = { ls, find, cat, grep } as const;
+/** The four tools, by name, and one share of a full-scan grep (see read-pool.ts). */
+const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts } as const;
 
 /** A read task. */
 export interface ReadTask {
@@ -34,7 +35,7 @@ export interface ReadTask {
 /** Messages on the task's port. */
 export type ReadMessage =
   | { type: 'chunk'; data: Uint8Array }
-  | { type: 'end'; resultCount: number }
+  | { type: 'end'; result: unknown }
   | { type: 'cancelled' }
   | { type: 'error'; status: number; message: string };
 
@@ -47,7 +48,7 @@ export default function runReadTask(task: ReadTask): void {
     // lmdb-js renews its cached read transaction on a timer, and piscina may run tasks back to
     // back without turning the event loop: start every task from the latest commit explicitly.
     reader.shard.env.resetReadTxn();
-    const tool = TOOLS[task.tool] as (r: typeof reader, q: unknown) => Generator<Buffer, ToolSummary>;
+    const tool = TOOLS[task.tool] as (r: typeof reader, q: unknown) => Generator<Buffer, unknown>;
     const output = tool(reader, task.request);
     try {
       for (;;) {
@@ -57,7 +58,7 @@ export default function runReadTask(task: ReadTask): void {
         }
         const step = output.next();
         if (step.done === true) {
-          port.postMessage({ type: 'end', resultCount: step.value.resultCount } satisfies ReadMessage);
+          port.postMessage({ type: 'end', result: step.value } satisfies ReadMessage);
           return;
         }
         if (step.value.length === 0) continue; // heartbeat: a cancellation point only

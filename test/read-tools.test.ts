@@ -291,3 +291,31 @@ describe('cancellation', () => {
     ]);
   });
 });
+
+describe('full-scan grep split across threads', () => {
+  it('answers exactly as a single thread does', async () => {
+    const t2 = await startTestService({ VFS_READ_THREADS: '2' });
+    try {
+      const files = Array.from({ length: 60 }, (_, i) => [`d${i % 4}/f${i}.txt`, Array.from({ length: 30 }, (_, j) => `${j % 7 === 0 ? 'ab' : 'x'}${i * j} ${j}`).join('\n') + '\n'] as const);
+      for (const svc of [t, t2]) {
+        expect((await svc.call('POST', '/v1/workspaces', { body: { name: 'scan' } })).status).toBe(201);
+        await Promise.all(files.map(([path, body]) => put(svc, 'scan', path, body)));
+        await settled(svc, 'scan');
+      }
+      for (const query of [
+        'pattern=[0-9]{3}',
+        'pattern=[0-9]{3}&output_mode=count',
+        'pattern=[0-9]{3}&output_mode=content&-C=1',
+        'pattern=\\w\\d\\d&output_mode=content&head_limit=50&offset=7',
+        'pattern=.b&path=/d2&output_mode=count',
+      ]) {
+        const one = await t.call('GET', `/v1/workspaces/scan/grep?${query}`);
+        const two = await t2.call('GET', `/v1/workspaces/scan/grep?${query}`);
+        expect([query, two.status, two.text]).toEqual([query, 200, one.text]);
+        expect(one.text.length).toBeGreaterThan(0);
+      }
+    } finally {
+      await t2.stop();
+    }
+  });
+});
