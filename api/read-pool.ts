@@ -20,6 +20,17 @@ export interface ReadCall {
   cancel(): void;
 }
 
+/**
+ * Whether a grep is worth splitting across threads: the sorted modes must see
+ * every match anyway, and so must content without `head_limit` when the
+ * pattern has no usable trigram. A content search with `head_limit` runs
+ * whole in one thread, which stops as soon as it has enough lines.
+ */
+function splitPays(request: GrepRequest): boolean {
+  if ((request.outputMode ?? 'files_with_matches') !== 'content') return true;
+  return request.headLimit === undefined && grepScansEverything(request);
+}
+
 /** How one task ended: its generator's return value, or a failure. */
 type TaskOutcome = { ok: true; result: unknown } | { ok: false; status: number; message: string };
 
@@ -51,7 +62,7 @@ export class ReadPool {
 
   /** Runs a tool; chunks go to `sink` in order, then `outcome` settles. */
   run(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink): ReadCall {
-    if (tool === 'grep' && this.threads > 1 && grepScansEverything(request as GrepRequest)) {
+    if (tool === 'grep' && this.threads > 1 && splitPays(request as GrepRequest)) {
       return this.parallelGrep(shardDir, request as GrepRequest, sink);
     }
     const call = this.task(tool, shardDir, request, sink);
@@ -62,8 +73,8 @@ export class ReadPool {
   }
 
   /**
-   * A grep with no usable trigram reads every document: split it into one
-   * share per thread (documents by id modulo the thread count), then merge.
+   * Splits a grep into one share per thread (documents by id modulo the
+   * thread count), then merges.
    * Counts and file lists are merged and formatted here; content mode runs a
    * second pass over just the matching files, which keeps path order.
    */

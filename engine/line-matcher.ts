@@ -35,6 +35,39 @@ const SAFE_PROPERTIES = new Set([
 // Escapes that never match a newline: ASCII classes that exclude it, empty-width assertions.
 const SAFE_LETTER_ESCAPES = new Set(['d', 'w', 'S', 'b', 'B', 'A', 'z']);
 
+const META = new Set(['.', '^', '$', '*', '+', '?', '(', ')', '[', ']', '{', '}', '|', '\\']);
+
+/**
+ * The alternatives of a pattern that is only literal text, or literal texts
+ * joined by `|` (punctuation may be escaped, e.g. `\(`); null for anything
+ * else, including an empty alternative (which matches every line).
+ */
+export function literalAlternatives(pattern: string): string[] | null {
+  const out: string[] = [];
+  let current = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    if (ch === '|') {
+      if (current === '') return null;
+      out.push(current);
+      current = '';
+    } else if (ch === '\\') {
+      const next = pattern[i + 1];
+      // Only escaped punctuation is a literal; \w, \d, \x41, \Q... and the like are not handled here.
+      if (next === undefined || /[A-Za-z0-9\s]/.test(next) || next.charCodeAt(0) > 0x7e) return null;
+      current += next;
+      i++;
+    } else if (META.has(ch) || ch.charCodeAt(0) < 0x20) {
+      return null;
+    } else {
+      current += ch;
+    }
+  }
+  if (current === '') return null;
+  out.push(current);
+  return out;
+}
+
 /**
  * True when `pattern` (without the `s` flag) certainly cannot match a string containing `\n`.
  * Conservative: false for anything it is not sure about (negated or POSIX classes, `\s`, `\D`,
@@ -100,6 +133,9 @@ export class LineMatcher {
 
   private readonly re: RE2;
   private readonly multiline: boolean;
+  /** For a pattern of literal alternatives: their bytes, and where each occurs next (or -1). */
+  private readonly literals: Buffer[] | null;
+  private readonly nextAt: Int32Array;
   private text: Buffer = Buffer.alloc(0);
   private starts: LineStarts = new Uint32Array(0);
   private pos = 0;
@@ -115,6 +151,9 @@ export class LineMatcher {
       throw invalidParameter('pattern', (error as Error).message);
     }
     this.fast = !this.multiline && cannotMatchNewline(pattern);
+    const alternatives = this.multiline || options.caseInsensitive === true ? null : literalAlternatives(pattern);
+    this.literals = alternatives === null ? null : alternatives.map((a) => Buffer.from(a));
+    this.nextAt = new Int32Array(this.literals?.length ?? 0);
   }
 
   /** Starts scanning `text` (one document's text) whose line starts are `starts`. */
@@ -123,6 +162,7 @@ export class LineMatcher {
     this.starts = starts;
     this.pos = 0;
     this.end = starts.length === 0 ? 0 : text.byteLength;
+    this.nextAt.fill(-2); // not searched yet
   }
 
   /** Continues the current scan over a re-read copy of the same document. */
@@ -134,6 +174,7 @@ export class LineMatcher {
   /** Advances to the next matching line(s); false when the document has no more. */
   next(): boolean {
     if (this.multiline) return this.nextMultiline();
+    if (this.literals !== null) return this.nextLiteral(this.literals);
     const re = this.re;
     const text = this.text;
     const starts = this.starts;
@@ -174,6 +215,37 @@ export class LineMatcher {
           }
         }
       }
+      this.first = line;
+      this.last = line;
+      this.pos = line + 1 < starts.length ? starts[line + 1] : len;
+      return true;
+    }
+    this.pos = len;
+    return false;
+  }
+
+  /**
+   * Literal alternatives need no regex: the leftmost occurrence of any of them
+   * is the leftmost match, found with indexOf (memmem), and a document without
+   * any of them is passed over at memory speed. Each literal's next occurrence
+   * is remembered, so a rare one is not searched for again at every hit.
+   */
+  private nextLiteral(literals: Buffer[]): boolean {
+    const text = this.text;
+    const starts = this.starts;
+    const len = this.end;
+    while (this.pos < len) {
+      let best = -1;
+      for (let k = 0; k < literals.length; k++) {
+        let at = this.nextAt[k];
+        if (at !== -1 && at < this.pos) {
+          at = text.indexOf(literals[k], this.pos);
+          this.nextAt[k] = at;
+        }
+        if (at !== -1 && at < len && (best === -1 || at < best)) best = at;
+      }
+      if (best === -1) break;
+      const line = lineIndexAt(starts, best);
       this.first = line;
       this.last = line;
       this.pos = line + 1 < starts.length ? starts[line + 1] : len;

@@ -292,7 +292,7 @@ describe('cancellation', () => {
   });
 });
 
-describe('full-scan grep split across threads', () => {
+describe('grep split across threads', () => {
   it('answers exactly as a single thread does', async () => {
     const t2 = await startTestService({ VFS_READ_THREADS: '2' });
     try {
@@ -308,6 +308,9 @@ describe('full-scan grep split across threads', () => {
         'pattern=[0-9]{3}&output_mode=content&-C=1',
         'pattern=\\w\\d\\d&output_mode=content&head_limit=50&offset=7',
         'pattern=.b&path=/d2&output_mode=count',
+        'pattern=ab1',
+        'pattern=ab2|x3&output_mode=count',
+        'pattern=ab&output_mode=content',
       ]) {
         const one = await t.call('GET', `/v1/workspaces/scan/grep?${query}`);
         const two = await t2.call('GET', `/v1/workspaces/scan/grep?${query}`);
