@@ -27,7 +27,8 @@ export class Authenticator {
   ) {}
 
   /** The principal behind an `Authorization` header, or a 401 naming what was wrong. */
-  async authenticate(header: string): Promise<Principal> {
+  async authenticate(header: string | null): Promise<Principal> {
+    if (header === null) throw unauthenticated('ambiguous credential: more than one Authorization header');
     if (header === '') throw unauthenticated('missing credential: send "Authorization: Bearer <svc_sk_ key or svc_at_ token>"');
     const match = /^Bearer +(\S+) *$/i.exec(header);
     if (match === null) throw unauthenticated('malformed Authorization header: expected "Bearer <credential>"');

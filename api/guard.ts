@@ -49,6 +49,8 @@ export class Guard {
 
   /** Authenticates the request, counting failures per address. */
   async principal(ctx: RequestContext): Promise<Principal> {
+    // Two Content-Length headers can mean two different bodies to two parsers: act on neither.
+    if (ctx.ambiguousLength) throw new VfsError('INVALID_BODY', { reason: 'Content-Length given more than once' });
     const address = this.address(ctx);
     const locked = this.failures.check(address);
     if (!locked.ok) throw tooMany('AUTH_LOCKED', { retryAfter: locked.retryAfter }, locked.retryAfter);

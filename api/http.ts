@@ -10,14 +10,80 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { VfsError } from '../core/errors.js';
 
+/**
+ * Query parameters decoded strictly: `+` is a space and percent-escapes must
+ * form valid UTF-8. A parameter that does not decode is remembered in
+ * `invalid` (and left out), so the route can answer 400 naming it instead of
+ * reading a lossy U+FFFD version of it.
+ */
+export class StrictQuery extends URLSearchParams {
+  /** The first parameter whose name or value is not valid percent-encoded UTF-8, or null. */
+  invalid: string | null = null;
+
+  constructor(raw: string) {
+    super();
+    if (raw === '') return;
+    for (const part of raw.split('&')) {
+      if (part === '') continue;
+      const eq = part.indexOf('=');
+      const rawName = eq < 0 ? part : part.slice(0, eq);
+      const rawValue = eq < 0 ? '' : part.slice(eq + 1);
+      const name = decodeComponent(rawName);
+      const value = decodeComponent(rawValue);
+      if (name === null || value === null) {
+        this.invalid ??= name ?? rawName.slice(0, 100);
+        continue;
+      }
+      this.append(name, value);
+    }
+  }
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * application/x-www-form-urlencoded decoding as WHATWG URLSearchParams does it
+ * (`+` is a space, `%XX` a byte, a `%` not followed by two hex digits stays
+ * itself), except that bytes which are not valid UTF-8 give null rather than
+ * U+FFFD.
+ */
+function decodeComponent(raw: string): string | null {
+  if (!raw.includes('%') && !raw.includes('+')) return raw;
+  const bytes = Buffer.from(raw.replaceAll('+', ' '), 'utf8');
+  const out = Buffer.allocUnsafe(bytes.length);
+  let n = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const h = bytes[i + 1];
+    const l = bytes[i + 2];
+    if (bytes[i] === 0x25 && i + 2 < bytes.length && isHex(h) && isHex(l)) {
+      out[n++] = Number.parseInt(String.fromCharCode(h, l), 16);
+      i += 2;
+    } else out[n++] = bytes[i];
+  }
+  try {
+    return strictUtf8.decode(out.subarray(0, n));
+  } catch {
+    return null;
+  }
+}
+
+function isHex(c: number | undefined): boolean {
+  return c !== undefined && ((c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66));
+}
+
 /** What a handler knows of a request, copied out of uWS's short-lived objects. */
 export interface RequestContext {
   readonly res: HttpResponse;
   readonly method: string;
   /** Raw path, still percent-encoded. */
   readonly url: string;
-  readonly query: URLSearchParams;
-  readonly authorization: string;
+  readonly query: StrictQuery;
+  /** The Authorization header; the empty string when absent, null when given more than once. */
+  readonly authorization: string | null;
+  /** True when the request carries Content-Length more than once (a smuggling attempt): refused. */
+  readonly ambiguousLength: boolean;
+  /** The client asked to close the connection after this response. */
+  readonly wantsClose: boolean;
   readonly contentType: string;
   readonly contentLength: string;
   readonly forwardedFor: string;
@@ -36,12 +102,20 @@ const decoder = new TextDecoder();
 export function snapshot(res: HttpResponse, req: HttpRequest, paramCount: number): RequestContext {
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
+  let authorizations = 0;
+  let lengths = 0;
+  req.forEach((name) => {
+    if (name === 'authorization') authorizations++;
+    else if (name === 'content-length') lengths++;
+  });
   const ctx: RequestContext = {
     res,
     method: req.getMethod().toUpperCase(),
     url: req.getUrl(),
-    query: new URLSearchParams(req.getQuery() ?? ''),
-    authorization: req.getHeader('authorization'),
+    query: new StrictQuery(req.getQuery() ?? ''),
+    authorization: authorizations > 1 ? null : req.getHeader('authorization'),
+    ambiguousLength: lengths > 1,
+    wantsClose: /(?:^|,)\s*close\s*(?:,|$)/i.test(req.getHeader('connection')),
     contentType: req.getHeader('content-type'),
     contentLength: req.getHeader('content-length'),
     forwardedFor: req.getHeader('x-forwarded-for'),
@@ -118,7 +192,13 @@ export function send(
     ctx.res.writeStatus(statusLine(status));
     if (contentType !== null) ctx.res.writeHeader('content-type', contentType);
     for (const [name, value] of Object.entries(headers)) ctx.res.writeHeader(name, value);
-    if (status === 204) ctx.res.endWithoutBody(0, closeConnection);
+    // A HEAD answer describes the body it does not send (RFC 9110 9.3.2). This uWS build does
+    // not close after endWithoutBody() even when told to, so a HEAD whose client asked to
+    // close ends as an empty response, which it does close.
+    const close = closeConnection || ctx.wantsClose;
+    if (status === 204 && !close) ctx.res.endWithoutBody(0, false);
+    else if (ctx.method === 'HEAD' && !close) ctx.res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.length, false);
+    else if (ctx.method === 'HEAD' || status === 204) ctx.res.end('', true);
     else ctx.res.end(body, closeConnection);
   });
 }

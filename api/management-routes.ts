@@ -124,7 +124,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
 
   route('post', '/v1/workspaces/:ws/tokens', 'optional', async (ctx, accountId, body) => {
     const name = workspaceParam(ctx.params[0]);
-    const input = validate(mintTokenBody, body ?? {});
+    const input = validate(mintTokenBody, body === undefined ? {} : body);
     const minted = await db.inAccount(accountId, async (tx) =>
       mintToken(tx, accountId, (await requireWorkspace(tx, name)).id, input.claims ?? ['*'], input.ttlSeconds ?? 3600),
     );
@@ -135,7 +135,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
     const id = decodeURIComponentSafe(ctx.params[0]);
     // SECURITY: a foreign token id is invisible under row level security, so it answers 404 like an unknown one.
     const found = UUID.test(id) && (await db.inAccount(accountId, (tx) => revokeToken(tx, id.toLowerCase())));
-    if (!found) throw new VfsError('NO_SUCH_TOKEN', { id });
+    if (!found) throw new VfsError('NO_SUCH_TOKEN', { id: id.slice(0, 100) });
     deps.auth.clear();
     return { status: 204 };
   });
@@ -202,13 +202,20 @@ function fileCursor(raw: string | undefined): string | undefined {
   return path;
 }
 
+/** The date part names a day that exists (Date would roll 2026-02-30 over to March 2). */
+function realCalendarDay(raw: string): boolean {
+  const [y, m, d] = raw.slice(0, 10).split('-').map(Number);
+  const day = new Date(Date.UTC(y, m - 1, d));
+  return day.getUTCFullYear() === y && day.getUTCMonth() === m - 1 && day.getUTCDate() === d;
+}
+
 // ISO 8601 date-time with a time zone, e.g. 2026-11-21T22:35:02.787Z or 2026-11-21T23:35:02+01:00.
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
 
 function auditAfter(raw: string | undefined): Date | undefined {
   if (raw === undefined) return undefined;
   const date = new Date(raw);
-  if (!ISO_DATE_TIME.test(raw) || Number.isNaN(date.getTime())) {
+  if (!ISO_DATE_TIME.test(raw) || Number.isNaN(date.getTime()) || !realCalendarDay(raw)) {
     throw invalidParameter('after', 'expected an ISO 8601 date-time with a time zone, e.g. 2026-11-21T22:35:02.787Z');
   }
   return date;

@@ -4,6 +4,7 @@
  * plain decimal (no sign, fraction, exponent or leading `+`).
  */
 import { invalidParameter } from '../core/errors.js';
+import { StrictQuery } from './http.js';
 
 /** Workspace names: 1-64 of [a-z0-9_-], starting and ending with a letter or digit. */
 export const WORKSPACE_NAME = /^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$/;
@@ -49,8 +50,12 @@ export function enumParam<T extends string>(query: URLSearchParams, name: string
   return raw as T;
 }
 
-/** Refuses query parameters outside `allowed`, so a misspelled one is not silently ignored. */
+/**
+ * Refuses a parameter that is not valid percent-encoded UTF-8, and parameters
+ * outside `allowed`, so a misspelled one is not silently ignored.
+ */
 export function onlyParams(query: URLSearchParams, allowed: readonly string[]): void {
+  if (query instanceof StrictQuery && query.invalid !== null) throw invalidParameter(query.invalid, 'not valid percent-encoded UTF-8');
   for (const name of query.keys()) {
     if (!allowed.includes(name)) throw invalidParameter(name, `unknown parameter; expected one of ${allowed.join(', ')}`);
   }

@@ -6,7 +6,8 @@
  */
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { emitGrepCounts, type GrepCollection, type GrepRequest, grepScansEverything, type ToolSummary } from '../engine/index.js';
+import { VfsError } from '../core/errors.js';
+import { cat, emitGrepCounts, type GrepCollection, type GrepRequest, grepScansEverything, ls, openShardReader, type ToolSummary } from '../engine/index.js';
 import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask } from './read-worker.js';
 
 /** How a read ended. */
@@ -18,6 +19,29 @@ export interface ReadCall {
   outcome: Promise<ReadOutcome>;
   /** Stops the tool (client gone). */
   cancel(): void;
+}
+
+/**
+ * `ls` and `cat` run on the calling thread. Their work is bounded and small
+ * (one directory's entries; at most 2,000 lines or 256 KiB of one file, read
+ * through stored line offsets), smaller than handing a task to a thread and
+ * its output back: measured with bench/read-http.ts, the hop cost more than
+ * the tool.
+ */
+function runInline(tool: 'ls' | 'cat', shardDir: string, request: unknown, sink: ChunkSink): ReadCall {
+  let outcome: ReadOutcome;
+  try {
+    const reader = openShardReader(shardDir);
+    // lmdb-js renews its cached read transaction lazily: begin from the latest commit.
+    reader.shard.env.resetReadTxn();
+    const output = (tool === 'ls' ? ls : cat)(reader, request as never);
+    let step = output.next();
+    for (; step.done !== true; step = output.next()) if (step.value.length > 0) sink(step.value, () => {});
+    outcome = { ok: true, resultCount: step.value.resultCount };
+  } catch (error) {
+    outcome = error instanceof VfsError ? { ok: false, status: error.status, message: error.message } : { ok: false, status: 500, message: String(error) };
+  }
+  return { outcome: Promise.resolve(outcome), cancel: () => {} };
 }
 
 /**
@@ -62,6 +86,7 @@ export class ReadPool {
 
   /** Runs a tool; chunks go to `sink` in order, then `outcome` settles. */
   run(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink): ReadCall {
+    if (tool === 'ls' || tool === 'cat') return runInline(tool, shardDir, request, sink);
     if (tool === 'grep' && this.threads > 1 && splitPays(request as GrepRequest)) {
       return this.parallelGrep(shardDir, request as GrepRequest, sink);
     }

@@ -38,6 +38,8 @@ export interface ReadRouteDeps {
 
 const MAX = Number.MAX_SAFE_INTEGER;
 const MAX_PATTERN_BYTES = 16 * 1024;
+/** Globs compile to regular expressions; past this they are refused rather than left to fail. */
+const MAX_GLOB_CHARS = 4096;
 const MAX_AUDIT_VALUE = 1024;
 const TEXT = 'text/plain; charset=utf-8';
 /** Output up to this size is sent whole; beyond it, streamed. */
@@ -53,7 +55,7 @@ const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | nul
   },
   find: (q, claims): FindRequest => {
     onlyParams(q, ['pattern', 'path', 'head_limit']);
-    return { claims, pattern: required(q, 'pattern'), path: single(q, 'path'), headLimit: intParam(q, 'head_limit', 1, 1000, 100) };
+    return { claims, pattern: glob(q, 'pattern', true)!, path: single(q, 'path'), headLimit: intParam(q, 'head_limit', 1, 1000, 100) };
   },
   cat: (q, claims): CatRequest => {
     onlyParams(q, ['path', 'offset', 'limit']);
@@ -67,7 +69,7 @@ const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | nul
       claims,
       pattern,
       path: single(q, 'path'),
-      glob: nonEmpty(q, 'glob'),
+      glob: glob(q, 'glob', false),
       type: nonEmpty(q, 'type'),
       outputMode: enumParam(q, 'output_mode', ['files_with_matches', 'content', 'count'] as const),
       caseInsensitive: boolParam(q, '-i', false),
@@ -250,6 +252,12 @@ async function finishWithError(
 function required(q: URLSearchParams, name: string): string {
   const value = single(q, name);
   if (value === undefined || value === '') throw invalidParameter(name, 'required, at least 1 character');
+  return value;
+}
+
+function glob(q: URLSearchParams, name: string, isRequired: boolean): string | undefined {
+  const value = isRequired ? required(q, name) : nonEmpty(q, name);
+  if (value !== undefined && value.length > MAX_GLOB_CHARS) throw invalidParameter(name, `longer than ${MAX_GLOB_CHARS} characters`);
   return value;
 }
 

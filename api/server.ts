@@ -2,7 +2,7 @@
  * The HTTP server: probes, the management plane, the read tools, and a JSON
  * 404 for everything else.
  */
-import type { us_listen_socket } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
 import { sendJson, sendText, snapshot } from './http.js';
@@ -29,15 +29,19 @@ export async function startServer(deps: ServerDeps, host: string, port: number):
   const { uws } = loadUws();
   const app = uws.App();
 
-  app.get('/healthz', (res, req) => sendText(snapshot(res, req, 0), 200, 'ok'));
+  const healthz = (res: HttpResponse, req: HttpRequest): void => sendText(snapshot(res, req, 0), 200, 'ok');
+  app.get('/healthz', healthz);
+  app.head('/healthz', healthz);
 
-  app.get('/readyz', (res, req) => {
+  const readyz = (res: HttpResponse, req: HttpRequest): void => {
     const ctx = snapshot(res, req, 0);
     void deps.db.ping().then(({ owner, app: appRole }) => {
       const ok = owner && appRole;
       sendJson(ctx, ok ? 200 : 503, { ok });
     });
-  });
+  };
+  app.get('/readyz', readyz);
+  app.head('/readyz', readyz);
 
   registerManagementRoutes(app, deps);
   registerFileRoutes(app, deps);

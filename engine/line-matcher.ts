@@ -148,7 +148,8 @@ export class LineMatcher {
     try {
       this.re = new RE2(pattern, flags);
     } catch (error) {
-      throw invalidParameter('pattern', (error as Error).message);
+      // node-re2 shows the pattern with the flags it added, e.g. `(?m)`: show the caller's pattern.
+      throw invalidParameter('pattern', (error as Error).message.replace(/\(\?[ims]+\)/, ''));
     }
     this.fast = !this.multiline && cannotMatchNewline(pattern);
     const alternatives = this.multiline || options.caseInsensitive === true ? null : literalAlternatives(pattern);
