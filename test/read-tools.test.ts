@@ -287,8 +287,8 @@ describe('cancellation', () => {
     }
     // Two calls, two events: the abandoned one without a result count.
     expect(events.map((e) => [e.tool, e.resultCount]).sort()).toEqual([
-      ['grep', 1],
       ['grep', null],
+      ['grep', 1],
     ]);
   });
 });
