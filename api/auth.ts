@@ -33,20 +33,20 @@ export class Authenticator {
     const match = /^Bearer +(\S+) *$/i.exec(header);
     if (match === null) throw unauthenticated('malformed Authorization header: expected "Bearer <credential>"');
     const credential = match[1];
-    const kind = credentialKind(credential);
-    if (kind === null) throw unauthenticated('malformed credential: not a well-formed svc_sk_ key or svc_at_ token');
-    const hash = credentialHash(credential);
-    const cacheKey = hash.toString('base64');
     const now = Date.now();
-    const cached = this.cache.get(cacheKey);
+    // The cache is keyed by the credential itself (it lives only in this process's memory), so
+    // a hit costs no hashing; only verified, well-formed credentials are ever cached.
+    const cached = this.cache.get(credential);
     let principal: Principal;
     if (cached !== undefined && cached.until > now) {
       principal = cached.principal;
     } else {
-      principal = await this.lookup(kind, hash);
+      const kind = credentialKind(credential);
+      if (kind === null) throw unauthenticated('malformed credential: not a well-formed svc_sk_ key or svc_at_ token');
+      principal = await this.lookup(kind, credentialHash(credential));
       if (this.cacheMs > 0) {
         if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
-        this.cache.set(cacheKey, { principal, until: now + this.cacheMs });
+        this.cache.set(credential, { principal, until: now + this.cacheMs });
       }
     }
     // SECURITY: expiry is checked on every request, cached or not.

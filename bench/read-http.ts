@@ -59,9 +59,11 @@ http {
 );
 const nginx = spawn('nginx', ['-c', join(nginxDir, 'nginx.conf'), '-p', nginxDir], { stdio: 'inherit' });
 await new Promise((r) => setTimeout(r, 500));
+// The master and its workers (the workers' command lines do not name the config).
 const nginxPids = async (): Promise<number[]> => {
   const { execFileSync } = await import('node:child_process');
-  return execFileSync('pgrep', ['-f', join(nginxDir, 'nginx.conf')]).toString().trim().split('\n').map(Number);
+  const workers = execFileSync('pgrep', ['-P', String(nginx.pid)]).toString().trim().split('\n').map(Number);
+  return [nginx.pid!, ...workers];
 };
 
 const service = await startBenchService({ VFS_READ_THREADS: '2' });

@@ -73,38 +73,42 @@ interface Pending {
 
 /**
  * Group commit for audit events: `append` resolves once the event is
- * committed. Events that arrive while a batch is being written go into the
+ * committed. Events that arrive while batches are being written go into the
  * next batch, so under load one transaction carries many events, and when idle
- * an event waits for no timer.
+ * an event waits for no timer. Up to `maxInFlight` batches commit at once, so
+ * a batch waiting on its WAL flush does not hold the next one back (and
+ * PostgreSQL can flush them together).
  */
 export class AuditLog {
   private queue: Pending[] = [];
-  private flushing = false;
+  private inFlight = 0;
 
   constructor(
     private readonly db: Database,
     /** Largest batch in one transaction. */
     private readonly maxBatch = 1000,
+    /** Batches committing at once. */
+    private readonly maxInFlight = 4,
   ) {}
 
   /** Records an event; resolves when it is committed. */
   append(record: AuditRecord): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ record, resolve, reject });
-      if (!this.flushing) void this.flush();
+      if (this.inFlight < this.maxInFlight) void this.flush();
     });
   }
 
   /** Resolves when every event appended so far is committed (or failed). */
   async drain(): Promise<void> {
-    while (this.flushing || this.queue.length > 0) {
-      if (!this.flushing) void this.flush();
+    while (this.inFlight > 0 || this.queue.length > 0) {
+      if (this.inFlight === 0) void this.flush();
       await new Promise((r) => setTimeout(r, 5));
     }
   }
 
   private async flush(): Promise<void> {
-    this.flushing = true;
+    this.inFlight++;
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
@@ -116,7 +120,7 @@ export class AuditLog {
         }
       }
     } finally {
-      this.flushing = false;
+      this.inFlight--;
     }
   }
 

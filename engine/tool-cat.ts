@@ -9,7 +9,7 @@
 import { VfsError } from '../core/errors.js';
 import { lineEndOf, lineStartsOf } from './doc-text.js';
 import type { ShardReader } from './shard-reader.js';
-import { ChunkedOutput, formatLine, requestFilePath, type ToolSummary } from './tool-output.js';
+import { ChunkedOutput, formatLine, MAX_LINE_CHARS, requestFilePath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
 /** Parameters of `cat` (already validated by the HTTP layer; undefined means the default). */
@@ -60,10 +60,20 @@ export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer
     const text = value.subarray(0, meta.textBytes);
     const starts = lineStartsOf(value, meta.textBytes, meta.lines);
     while (line <= last) {
-      const s = formatLine(text, starts[line - 1], lineEndOf(text, starts, line - 1));
-      const entry = `${String(line).padStart(6)}\t${s}\n`;
-      if (out.total > 0 && out.total + Buffer.byteLength(entry) > MAX_CAT_BYTES) break;
-      out.write(entry);
+      const start = starts[line - 1];
+      const end = lineEndOf(text, starts, line - 1);
+      const number = `${String(line).padStart(6)}\t`;
+      if (end - start <= MAX_LINE_CHARS) {
+        // No more bytes than the character limit, so no cut: copy the bytes, decode nothing.
+        if (out.total > 0 && out.total + number.length + (end - start) + 1 > MAX_CAT_BYTES) break;
+        out.write(number);
+        out.writeBytes(text, start, end);
+        out.write('\n');
+      } else {
+        const entry = `${number}${formatLine(text, start, end)}\n`;
+        if (out.total > 0 && out.total + Buffer.byteLength(entry) > MAX_CAT_BYTES) break;
+        out.write(entry);
+      }
       line++;
     }
     const printed = line - offset;

@@ -21,6 +21,9 @@ export interface ToolSummary {
 /** Target size of one yielded chunk. */
 export const CHUNK_BYTES = 64 * 1024;
 
+/** First size of an output buffer (it grows to CHUNK_BYTES as needed). */
+const INITIAL_BYTES = 8 * 1024;
+
 /** A chunk without text, yielded during long scans as a cancellation point. */
 export const HEARTBEAT: Buffer = Buffer.alloc(0);
 
@@ -32,7 +35,9 @@ export const MAX_LINE_CHARS = 2000;
  * waiting; the generator then yields `take()`.
  */
 export class ChunkedOutput {
-  private buf = Buffer.allocUnsafe(CHUNK_BYTES);
+  // Starts small and grows to CHUNK_BYTES: most answers are a few KiB, and a 64 KiB buffer per
+  // call is garbage the collector then has to chase.
+  private buf = Buffer.allocUnsafe(INITIAL_BYTES);
   private used = 0;
   private readonly full: Buffer[] = [];
   /** Bytes written so far (all chunks). */
@@ -41,19 +46,35 @@ export class ChunkedOutput {
   /** Appends `text`; true when a chunk is ready to be taken. */
   write(text: string): boolean {
     // Most writes fit; measure exactly only when they might not.
-    let bytes = text.length;
-    if (this.used + bytes * 3 > CHUNK_BYTES) {
-      bytes = Buffer.byteLength(text);
-      if (this.used + bytes > CHUNK_BYTES) {
-        if (this.used > 0) this.full.push(this.buf.subarray(0, this.used));
-        this.buf = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, bytes));
-        this.used = 0;
-      }
-    }
+    if (this.used + text.length * 3 > this.buf.length) this.reserve(Buffer.byteLength(text));
     const written = this.buf.write(text, this.used, 'utf8');
     this.used += written;
     this.total += written;
     return this.full.length > 0;
+  }
+
+  /** Appends bytes `src[start, end)` as they are (already UTF-8); true when a chunk is ready. */
+  writeBytes(src: Uint8Array, start: number, end: number): boolean {
+    const bytes = end - start;
+    if (this.used + bytes > this.buf.length) this.reserve(bytes);
+    this.buf.set(src.subarray(start, end), this.used);
+    this.used += bytes;
+    this.total += bytes;
+    return this.full.length > 0;
+  }
+
+  /** Makes room for `bytes` more: grows the buffer up to CHUNK_BYTES, else starts a new chunk. */
+  private reserve(bytes: number): void {
+    if (this.used + bytes <= this.buf.length) return;
+    if (this.used + bytes <= CHUNK_BYTES) {
+      const grown = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(this.buf.length * 2, this.used + bytes)));
+      this.buf.copy(grown, 0, 0, this.used);
+      this.buf = grown;
+      return;
+    }
+    if (this.used > 0) this.full.push(this.buf.subarray(0, this.used));
+    this.buf = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, bytes));
+    this.used = 0;
   }
 
   /** True when a full chunk is waiting. */
@@ -70,7 +91,7 @@ export class ChunkedOutput {
   flush(): Buffer | null {
     if (this.used === 0) return null;
     const last = this.buf.subarray(0, this.used);
-    this.buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    this.buf = Buffer.allocUnsafe(INITIAL_BYTES);
     this.used = 0;
     return last;
   }
