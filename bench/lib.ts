@@ -44,6 +44,15 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
     });
     child.on('exit', (code) => reject(new Error(`service exited with ${code}`)));
   });
+  // Benchmarks measure speed, not the plan's rate limits: lift them for the default account.
+  const admin = (args: string[]) =>
+    new Promise<void>((resolve, reject) => {
+      const p = spawn(process.execPath, ['--import', 'tsx', 'service/admin.ts', ...args], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir }, stdio: 'ignore' });
+      p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`admin ${args[0]} exited with ${code}`))));
+    });
+  const high = ['--max-workspaces', '1000', '--max-files', '10000000', '--max-storage-bytes', String(1e13), '--max-file-bytes', String(1e10)];
+  await admin(['set-plan', 'bench', ...high, '--read-rate-per-credential', '1000000', '--read-rate-per-account', '1000000']);
+  await admin(['set-limits', 'default', '--plan', 'bench']);
   let peak = 0;
   const sampler = setInterval(() => {
     void readFile(`/proc/${child.pid}/status`, 'utf8')

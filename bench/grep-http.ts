@@ -1,0 +1,71 @@
+/**
+ * grep over HTTP against ripgrep over the same files on disk, in the same run.
+ *
+ *   node --import tsx bench/grep-http.ts <corpus-dir> <data-dir> [runs=5]
+ *
+ * <data-dir> keeps the service's data between runs: on the first run the
+ * corpus is uploaded into workspace `bench` (as bench/ingest.ts does); later
+ * runs reuse it. For each pattern and output mode, reports the median latency
+ * of the service's answer (whole body received) and the median wall time of
+ * `rg` over the corpus (output drained through a pipe), and their ratio.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { call, startBenchService, uploadAll, waitReady, walk } from './lib.js';
+
+const [corpus, dataDir, runsArg] = process.argv.slice(2);
+if (corpus === undefined || dataDir === undefined) {
+  process.stderr.write('usage: node --import tsx bench/grep-http.ts <corpus-dir> <data-dir> [runs]\n');
+  process.exit(2);
+}
+const runs = Number(runsArg ?? 5);
+
+const SELECTIVE = ['sched_clock_register', 'EXPORT_SYMBOL_GPL\\(kmem_cache_alloc', 'kmem_cache_create_usercopy|vmalloc_to_page|copy_from_kernel_nofault', 'static int \\w+_probe\\(struct platform_device'];
+const FULL_SCAN = ['\\w{5}\\s+\\w{5}\\s+\\w{5}', '[0-9]{5}'];
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+function rg(pattern: string, mode: 'files_with_matches' | 'content'): number {
+  const args = ['--no-config', '--no-ignore', '--hidden', '--no-messages', mode === 'content' ? '-n' : '-l', '-e', pattern, corpus];
+  const times: number[] = [];
+  for (let i = 0; i < Math.max(3, Math.ceil(runs / 2)); i++) {
+    const t0 = performance.now();
+    spawnSync('rg', args, { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 30 });
+    times.push(performance.now() - t0);
+  }
+  return median(times);
+}
+
+const fresh = !existsSync(dataDir);
+const service = await startBenchService({ DATA_DIR: dataDir, VFS_READ_THREADS: '2' });
+try {
+  if (fresh) {
+    await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
+    await uploadAll(service, 'bench', await walk(corpus), 48);
+    await waitReady(service, 'bench', 3_600_000);
+  }
+  const rows = [];
+  for (const [kind, patterns] of [['selective', SELECTIVE], ['full scan', FULL_SCAN]] as const) {
+    for (const pattern of patterns) {
+      for (const mode of ['files_with_matches', 'content'] as const) {
+        const path = `/v1/workspaces/bench/grep?pattern=${encodeURIComponent(pattern)}&output_mode=${mode}`;
+        await call(service.url, 'GET', path, service.key); // warm the page cache and the threads
+        const times: number[] = [];
+        let lines = 0;
+        for (let i = 0; i < runs; i++) {
+          const t0 = performance.now();
+          const r = await call(service.url, 'GET', path, service.key);
+          times.push(performance.now() - t0);
+          lines = r.body.toString().split('\n').length - 1;
+        }
+        const serviceMs = median(times);
+        const rgMs = rg(pattern, mode);
+        rows.push({ kind, pattern, mode, lines, serviceMs: +serviceMs.toFixed(1), rgMs: +rgMs.toFixed(1), ratio: +(serviceMs / rgMs).toFixed(3) });
+        process.stderr.write(`${kind}\t${mode}\t${pattern}\t${serviceMs.toFixed(1)} ms\trg ${rgMs.toFixed(1)} ms\n`);
+      }
+    }
+  }
+  process.stdout.write(JSON.stringify({ corpus, runs, rows }, null, 2) + '\n');
+} finally {
+  await service.stop();
+}
