@@ -84,6 +84,26 @@ describe('revocation and expiry', () => {
     expect(r.status).toBe(401);
   });
 
+  it('accepts a token one second before its expiry and refuses it one second after, cached or not', async () => {
+    const minted = await t.call('POST', '/v1/workspaces/main/tokens', { body: { ttlSeconds: 60 } });
+    const client = await t.superuser();
+    let expiresAt: number;
+    try {
+      const { rows } = await client.query("UPDATE tokens SET expires_at = now() + interval '2 seconds' WHERE id = $1 RETURNING expires_at", [minted.json.id]);
+      expiresAt = (rows[0].expires_at as Date).getTime();
+    } finally {
+      await client.end();
+    }
+    // Read tools accept a token: a 200 proves the credential was accepted (and caches it).
+    const untilOneSecondBefore = expiresAt - 1000 - Date.now();
+    if (untilOneSecondBefore > 0) await new Promise((r) => setTimeout(r, untilOneSecondBefore));
+    expect((await t.call('GET', '/v1/workspaces/main/ls', { key: minted.json.token })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, expiresAt + 1000 - Date.now()));
+    const after = await t.call('GET', '/v1/workspaces/main/ls', { key: minted.json.token });
+    expect(after.status).toBe(401);
+    expect(after.text).toMatch(/expired/);
+  });
+
   it('refuses a management key revoked by the operator command, across the auth cache', async () => {
     const { key, id } = await issueManagementKey(t.service.db, 'default');
     expect((await t.call('GET', '/v1/workspaces', { key })).status).toBe(200);
