@@ -216,10 +216,7 @@ export class LineMatcher {
           }
         }
       }
-      this.first = line;
-      this.last = line;
-      this.pos = line + 1 < starts.length ? starts[line + 1] : len;
-      return true;
+      return this.hit(line, len);
     }
     this.pos = len;
     return false;
@@ -247,13 +244,18 @@ export class LineMatcher {
       }
       if (best === -1) break;
       const line = lineIndexAt(starts, best);
-      this.first = line;
-      this.last = line;
-      this.pos = line + 1 < starts.length ? starts[line + 1] : len;
-      return true;
+      return this.hit(line, len);
     }
     this.pos = len;
     return false;
+  }
+
+  /** Reports `line` as the current hit and moves the scan to the next line. */
+  private hit(line: number, len: number): true {
+    this.first = line;
+    this.last = line;
+    this.pos = line + 1 < this.starts.length ? this.starts[line + 1] : len;
+    return true;
   }
 
   private nextMultiline(): boolean {
