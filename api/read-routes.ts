@@ -184,6 +184,11 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
     } catch (error) {
       // The event could not be committed: the response must not complete as if it had been.
       deps.log('audit append failed', error);
+      if (held !== null) {
+        // Nothing sent yet: say so (503) rather than cut the connection.
+        sendText(ctx, 503, 'the audit log is unavailable; retry\n', { 'retry-after': '1' });
+        return;
+      }
       if (!ctx.aborted) ctx.res.cork(() => ctx.res.close());
       ctx.aborted = true;
       return;

@@ -24,9 +24,11 @@ export function toVfsError(error: unknown, log: ErrorLog, ctx: RequestContext): 
 /** True for errors that mean PostgreSQL cannot be reached right now. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
+  const { code, syscall } = error as { code?: unknown; syscall?: unknown };
   if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || code.startsWith('28'))) return true;
-  return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+  // A stopped server's Unix socket is gone: connect fails with ENOENT.
+  if (syscall === 'connect') return true;
+  return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error|Query read timeout/i.test(
     error.message,
   );
 }

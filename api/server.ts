@@ -1,12 +1,14 @@
 /**
  * The HTTP server: probes, the management plane, the read tools, and a JSON
- * 404 for everything else.
+ * 404 for everything else. Requests are counted (in-flight.ts) so that a stop
+ * lets those in flight finish.
  */
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
 import { sendJson, sendText, snapshot } from './http.js';
 import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
+import { InFlight } from './in-flight.js';
 import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
 import { type ReadRouteDeps, registerReadRoutes } from './read-routes.js';
 import { sendJsonError } from './respond.js';
@@ -20,14 +22,19 @@ export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps
 /** A listening server. */
 export interface RunningServer {
   port: number;
-  /** Stops accepting connections. */
-  close(): void;
+  /**
+   * Stops accepting connections, answers 503 to new requests on connections
+   * already open, and resolves once the requests in flight have finished, or
+   * after `graceMs`, to the number still in flight then.
+   */
+  close(graceMs: number): Promise<number>;
 }
 
 /** Starts listening on host:port (port 0 picks a free port). */
 export async function startServer(deps: ServerDeps, host: string, port: number): Promise<RunningServer> {
   const { uws } = loadUws();
-  const app = uws.App();
+  const inFlight = new InFlight();
+  const app = inFlight.wrap(uws.App());
 
   const healthz = (res: HttpResponse, req: HttpRequest): void => sendText(snapshot(res, req, 0), 200, 'ok');
   app.get('/healthz', healthz);
@@ -60,6 +67,9 @@ export async function startServer(deps: ServerDeps, host: string, port: number):
   });
   return {
     port: uws.us_socket_local_port(socket),
-    close: () => uws.us_listen_socket_close(socket),
+    close: (graceMs) => {
+      uws.us_listen_socket_close(socket);
+      return inFlight.drain(graceMs);
+    },
   };
 }

@@ -10,6 +10,14 @@ import { readdir, readFile } from 'node:fs/promises';
 import pg from 'pg';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
+/**
+ * A query not answered within this fails (and its connection is dropped), so
+ * that a hung server or network makes requests fail (503) in bounded time
+ * instead of waiting for ever. Far above any query the service makes.
+ */
+const QUERY_TIMEOUT_MS = 30_000;
+/** How long a pool waits for a new connection. */
+const CONNECT_TIMEOUT_MS = 5_000;
 // Any fixed number: serializes concurrent migrators on one database.
 const MIGRATION_LOCK = 7_261_001;
 
@@ -33,8 +41,9 @@ export class Database {
     private readonly targets: DatabaseTargets,
     onError: (error: Error) => void,
   ) {
-    this.owner = new pg.Pool({ max: 4, connectionTimeoutMillis: 5_000, ...targets.owner });
-    this.app = new pg.Pool({ max: 16, connectionTimeoutMillis: 5_000, ...targets.app });
+    const bounds = { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, query_timeout: QUERY_TIMEOUT_MS };
+    this.owner = new pg.Pool({ max: 4, ...bounds, ...targets.owner });
+    this.app = new pg.Pool({ max: 16, ...bounds, ...targets.app });
     // An idle client that loses its server emits here; the pool replaces it on the next checkout.
     this.owner.on('error', onError);
     this.app.on('error', onError);
@@ -117,6 +126,8 @@ export class Database {
   }
 }
 
+/** The message of pg's error when `query_timeout` passes. */
+const QUERY_TIMEOUT_MESSAGE = 'Query read timeout';
 const SETTING_NAME = /^app\.[a-z_]+$/;
 const SETTING_VALUE = /^(?:[0-9]{1,20}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
@@ -131,19 +142,30 @@ async function transaction<T>(pool: pg.Pool, fn: (tx: Tx) => Promise<T>, setting
   });
   const client = await pool.connect();
   let broken = false;
+  // A checked-out client whose server goes away between two queries emits 'error', and with no
+  // listener that would end the process: note it instead (the next query fails, so does `fn`).
+  const lost = (): void => {
+    broken = true;
+  };
+  client.on('error', lost);
   try {
     await client.query(sets.length === 0 ? 'BEGIN' : `BEGIN; SELECT ${sets.join(', ')}`);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    try {
-      await client.query('ROLLBACK');
-    } catch {
-      broken = true;
+    // After a query timeout the connection still waits for that query's answer: drop it.
+    if (error instanceof Error && error.message === QUERY_TIMEOUT_MESSAGE) broken = true;
+    else if (!broken) {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        broken = true;
+      }
     }
     throw error;
   } finally {
+    client.removeListener('error', lost);
     client.release(broken);
   }
 }
@@ -185,6 +207,6 @@ function grantsFor(app: string): string {
     GRANT SELECT, INSERT ON audit_events TO ${app};
     GRANT USAGE ON SEQUENCE audit_events_id_seq, ingest_jobs_id_seq TO ${app};
     GRANT SELECT, INSERT, UPDATE ON account_usage TO ${app};
-    GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea), claim_ingest_jobs(integer, integer) TO ${app};
+    GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea), claim_ingest_jobs(integer, integer), workspace_shards(boolean) TO ${app};
   `;
 }

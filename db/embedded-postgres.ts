@@ -11,16 +11,28 @@
  * The server runs detached (`pg_ctl start`): if the service is killed, the
  * cluster keeps running and the next start adopts it instead of failing on the
  * lock file; `stop()` shuts it down cleanly.
+ *
+ * Starting survives the states a killed predecessor can leave behind: a
+ * cluster is initialized in a side directory and renamed into place, so
+ * `pg/PG_VERSION` exists only for a complete one (a start killed during initdb
+ * leaves nothing to mistake for a cluster); a server that is still starting up
+ * or shutting down is waited for (adopted once it accepts connections, started
+ * again once it has gone); a failed `pg_ctl start` (a lock file or shared
+ * memory of an exiting server) is retried until START_TIMEOUT_MS.
  */
 import { execFile as execFileCb } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmod, chown, mkdir, stat } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmod, chown, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 
 const execFile = promisify(execFileCb);
 const SOCKET_PORT = 5432;
+/** Longest a start waits for a predecessor's server to finish starting or stopping. */
+const START_TIMEOUT_MS = 120_000;
+const RETRY_MS = 250;
 
 /** Connection settings for the cluster's superuser. */
 export interface ClusterAddress {
@@ -62,27 +74,9 @@ export class EmbeddedCluster {
     await mkdir(root, { recursive: true });
     // The cluster's user must be able to pass through the data directory to reach its own part.
     if (runAs.uid !== undefined) await chmod(root, (await stat(root)).mode | 0o011);
-    for (const dir of [pgData, socketDir]) {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      if (runAs.uid !== undefined) await chown(dir, runAs.uid, runAs.gid!);
-    }
+    await privateDir(socketDir, runAs);
     const cluster = new EmbeddedCluster(pgData, bin, runAs, { host: socketDir, port: SOCKET_PORT, user: 'postgres' });
-    if (!(await exists(join(pgData, 'PG_VERSION')))) {
-      log(`initializing the embedded PostgreSQL cluster in ${pgData}`);
-      await cluster.run(bin.initdb, [
-        `--pgdata=${pgData}`,
-        '--username=postgres',
-        '--auth-local=trust',
-        '--auth-host=reject',
-        '--encoding=UTF8',
-        '--no-locale',
-      ]);
-    }
-    if (await cluster.running()) {
-      log('adopting the embedded PostgreSQL cluster that is already running');
-      cluster.adopted = true;
-      return cluster;
-    }
+    if (!(await exists(join(pgData, 'PG_VERSION')))) await cluster.initialize(root, log);
     const options = [
       "-c listen_addresses=''",
       `-k ${socketDir}`,
@@ -91,9 +85,34 @@ export class EmbeddedCluster {
       '-c max_connections=200',
       '-c shared_buffers=128MB',
     ].join(' ');
-    await cluster.run(bin.pg_ctl, ['start', '-D', pgData, '-w', '-t', '120', '-l', join(pgData, 'server.log'), '-o', options]);
-    log('embedded PostgreSQL started');
-    return cluster;
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    let waited = false;
+    for (;;) {
+      let problem: unknown;
+      if (await cluster.running()) {
+        // Started by another process (a service that was killed, or one still stopping): adopt it
+        // once it answers; while it starts up or shuts down, wait.
+        problem = await cluster.probe();
+        if (problem === null) {
+          log('adopting the embedded PostgreSQL cluster that is already running');
+          cluster.adopted = true;
+          return cluster;
+        }
+      } else {
+        try {
+          await cluster.run(bin.pg_ctl, ['start', '-D', pgData, '-w', '-t', '120', '-l', join(pgData, 'server.log'), '-o', options]);
+          log('embedded PostgreSQL started');
+          return cluster;
+        } catch (error) {
+          // An exiting server's lock file or shared memory: it goes away within moments.
+          problem = error;
+        }
+      }
+      if (Date.now() > deadline) throw new Error(`the embedded PostgreSQL in ${pgData} did not start: ${describe(problem)}`);
+      if (!waited) log(`waiting for the embedded PostgreSQL in ${pgData} (${describe(problem)})`);
+      waited = true;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+    }
   }
 
   /** Stops the cluster (fast shutdown: open sessions are ended, committed work is kept). */
@@ -108,6 +127,45 @@ export class EmbeddedCluster {
     } catch {
       return false;
     }
+  }
+
+  /** Null when the server accepts a connection now, else why not. */
+  private async probe(): Promise<unknown> {
+    const client = new pg.Client({ ...this.address, database: 'postgres', connectionTimeoutMillis: 5_000 });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return null;
+    } catch (error) {
+      return error;
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+
+  /**
+   * Runs initdb in a side directory, then renames it to `pg`: `pg/PG_VERSION` exists only for a
+   * complete cluster. Side directories of starts that were killed are removed first.
+   */
+  private async initialize(root: string, log: (line: string) => void): Promise<void> {
+    for (const name of await readdir(root)) {
+      if (name.startsWith('pg.init-')) await rm(join(root, name), { recursive: true, force: true });
+    }
+    const staging = join(root, `pg.init-${randomBytes(6).toString('hex')}`);
+    await privateDir(staging, this.runAs);
+    log(`initializing the embedded PostgreSQL cluster in ${this.pgData}`);
+    await this.run(this.bin.initdb, [
+      `--pgdata=${staging}`,
+      '--username=postgres',
+      '--auth-local=trust',
+      '--auth-host=reject',
+      '--encoding=UTF8',
+      '--no-locale',
+    ]);
+    // Whatever is at `pg` has no PG_VERSION: an empty directory, or an initdb cut short.
+    await rm(this.pgData, { recursive: true, force: true });
+    await rename(staging, this.pgData);
   }
 
   private async run(file: string, args: string[]): Promise<void> {
@@ -138,6 +196,18 @@ async function systemUser(): Promise<RunAs> {
     await execFile('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']);
     return lookup();
   }
+}
+
+/** Creates a directory only the cluster's user can enter. */
+async function privateDir(dir: string, runAs: RunAs): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  if (runAs.uid !== undefined) await chown(dir, runAs.uid, runAs.gid!);
+}
+
+function describe(error: unknown): string {
+  if (error === null || error === undefined) return 'no answer';
+  const e = error as { stderr?: string; message?: string };
+  return (e.stderr?.trim() || e.message || String(error)).split('\n')[0];
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -119,9 +119,7 @@ export async function recordUploads(
   });
   if (accepted.length === 0) return outcomes;
   const rows = accepted.map((i) => uploads[i]);
-  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k', [
-    [...new Set(rows.map((up) => `${accountId}/${up.blobSha256}`))],
-  ]);
+  await lockBlobs(tx, accountId, rows.map((up) => up.blobSha256));
   await Promise.all(accepted.map((i) => publish(i)));
   await tx.query(
     `WITH u AS (
@@ -181,4 +179,11 @@ export async function referencedBlobs(tx: Tx, shas: string[]): Promise<Set<strin
 /** Serializes publishing and removing one blob of one account until the transaction ends. */
 export async function lockBlob(tx: Tx, accountId: string, sha: string): Promise<void> {
   await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', [`${accountId}/${sha}`]);
+}
+
+/** `lockBlob` for several blobs at once, taken in one order everywhere (no deadlock between takers). */
+export async function lockBlobs(tx: Tx, accountId: string, shas: string[]): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k', [
+    [...new Set(shas.map((sha) => `${accountId}/${sha}`))],
+  ]);
 }

@@ -89,47 +89,57 @@ export class BlobStore {
     return join(this.root, accountId, sha.slice(0, 2), sha);
   }
 
+  /** Removes every temp file: at start, when no upload of this process can own one. */
+  async removeTemp(): Promise<number> {
+    const names = await readdir(join(this.root, 'tmp')).catch(() => [] as string[]);
+    for (const name of names) await rm(join(this.root, 'tmp', name), { force: true });
+    return names.length;
+  }
+
   /** Removes one blob (no error if absent). */
   async remove(accountId: string, sha: string): Promise<void> {
     await rm(this.path(accountId, sha), { force: true });
   }
 
   /**
-   * Removes temp files and blobs no file references, sparing anything touched
-   * in the last `graceMs` (an upload may be between publishing and committing).
-   * Returns how many files were removed.
+   * Removes temp files untouched for `tempGraceMs` (an upload still receiving
+   * touches its file with every chunk), and hands every stored blob, a chunk of
+   * one account's at a time, to `collect`, which removes those no file
+   * references (under the lock uploads publish under) and returns how many.
+   * Returns how many files were removed; stops early once `signal` aborts.
    */
-  async sweep(referenced: (accountId: string, shas: string[]) => Promise<Set<string>>, graceMs: number): Promise<number> {
-    const cutoff = Date.now() - graceMs;
+  async sweep(collect: (accountId: string, shas: string[]) => Promise<number>, tempGraceMs: number, signal?: AbortSignal): Promise<number> {
+    const cutoff = Date.now() - tempGraceMs;
     let removed = 0;
-    const old = async (path: string): Promise<boolean> => (await stat(path).catch(() => null))?.mtimeMs! < cutoff;
     for (const name of await readdir(join(this.root, 'tmp')).catch(() => [] as string[])) {
       const path = join(this.root, 'tmp', name);
-      if (await old(path)) {
+      const mtime = (await stat(path).catch(() => null))?.mtimeMs;
+      if (mtime !== undefined && mtime <= cutoff) {
         await rm(path, { force: true });
         removed++;
       }
     }
     for (const accountId of await readdir(this.root)) {
       if (accountId === 'tmp') continue;
-      const candidates: string[] = [];
+      let chunk: string[] = [];
       for (const prefix of await readdir(join(this.root, accountId)).catch(() => [] as string[])) {
         for (const sha of await readdir(join(this.root, accountId, prefix)).catch(() => [] as string[])) {
-          if (await old(this.path(accountId, sha))) candidates.push(sha);
+          if (signal?.aborted === true) return removed;
+          chunk.push(sha);
+          if (chunk.length === SWEEP_CHUNK) {
+            removed += await collect(accountId, chunk);
+            chunk = [];
+          }
         }
       }
-      if (candidates.length === 0) continue;
-      const keep = await referenced(accountId, candidates);
-      for (const sha of candidates) {
-        if (!keep.has(sha)) {
-          await this.remove(accountId, sha);
-          removed++;
-        }
-      }
+      if (chunk.length > 0) removed += await collect(accountId, chunk);
     }
     return removed;
   }
 }
+
+/** Blobs checked in one transaction by a sweep (one advisory lock each). */
+const SWEEP_CHUNK = 100;
 
 async function fsyncDir(path: string): Promise<void> {
   const dir = await open(path, 'r');

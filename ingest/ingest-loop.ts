@@ -32,9 +32,17 @@ interface Extracted {
   result: ExtractResult;
 }
 
+/** Work to run between batches. */
+interface Chore {
+  task: () => Promise<void>;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 /** Runs ingest until stopped. */
 export class IngestLoop {
   private readonly options: Required<IngestOptions>;
+  private readonly chores: Chore[] = [];
   private running = false;
   private wakeUp: (() => void) | null = null;
   private woken = false;
@@ -66,16 +74,34 @@ export class IngestLoop {
     wake?.();
   }
 
+  /**
+   * Runs `task` between two batches, when no batch is being extracted or
+   * written (shard repair needs the shards to itself); resolves once it ran.
+   * Tasks queued before `start` run before the first claim.
+   */
+  between(task: () => Promise<void>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.chores.push({ task, resolve, reject });
+      this.poke();
+    });
+  }
+
   /** Stops after the batch in hand; claimed jobs not finished are claimed again after their lease. */
   async stop(): Promise<void> {
     this.running = false;
     this.poke();
     await this.done;
+    for (const chore of this.chores.splice(0)) chore.reject(new Error('the ingest loop has stopped'));
   }
 
   private async run(): Promise<void> {
     let writing: Promise<void> = Promise.resolve();
     while (this.running) {
+      if (this.chores.length > 0) {
+        await writing;
+        for (const chore of this.chores.splice(0)) await chore.task().then(chore.resolve, chore.reject);
+        continue;
+      }
       let jobs: Job[] = [];
       try {
         this.woken = false;
@@ -153,6 +179,9 @@ export class IngestLoop {
           outcomes.push({ job, kind: 'ready' });
         } else if (result.retryable && job.attempts < this.options.maxAttempts) {
           outcomes.push({ job, kind: 'retry', detail: result.error, delaySeconds: Math.min(60, 2 ** job.attempts) });
+        } else if (result.retryable) {
+          // A file that kills its worker every time: bounded by maxAttempts.
+          outcomes.push({ job, kind: 'error', detail: `ingest gave up after ${job.attempts} attempts: ${result.error}` });
         } else {
           outcomes.push({ job, kind: 'error', detail: result.error });
         }

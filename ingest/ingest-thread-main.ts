@@ -10,6 +10,7 @@ import { BlobStore } from './blob-store.js';
 import { ExtractPool } from './extract-pool.js';
 import { IngestLoop } from './ingest-loop.js';
 import type { IngestThreadData, IngestThreadReply, IngestThreadRequest } from './ingest-thread.js';
+import { ShardRepair } from './shard-repair.js';
 import { Shards, shardsRoot } from './shards.js';
 
 const data = workerData as IngestThreadData;
@@ -21,6 +22,10 @@ const db = new Database(data.targets, (error) => log('ingest database connection
 const shards = new Shards(shardsRoot(data.dataDir));
 const pool = new ExtractPool(data.extract);
 const loop = new IngestLoop(db, new BlobStore(join(data.dataDir, 'blobs')), pool, shards, log, data.loop);
+const repair = new ShardRepair(db, shards, log);
+// Before the first claim: every shard is checked against PostgreSQL (missing or out-of-date
+// shards are rebuilt from the blobs; damaged ones were deleted before this thread started).
+loop.between(() => repair.checkAll()).catch((error: unknown) => log('the start-up shard check failed', error));
 loop.start();
 
 port.on('message', (request: IngestThreadRequest) => {
@@ -34,6 +39,9 @@ async function handle(request: IngestThreadRequest): Promise<void> {
   switch (request.type) {
     case 'poke':
       loop.poke();
+      return;
+    case 'checkShards':
+      await loop.between(() => repair.rebuildRequested().catch((error: unknown) => log('shard rebuild requests could not be read', error)));
       return;
     case 'remove':
       await shards.remove(request.workspaceId, request.path);

@@ -22,6 +22,7 @@ export interface IngestThreadData {
 /** Requests to the ingest thread. */
 export type IngestThreadRequest = { id: number } & (
   | { type: 'poke' }
+  | { type: 'checkShards' }
   | { type: 'remove'; workspaceId: string; path: string }
   | { type: 'drop'; workspaceId: string }
   | { type: 'stop' }
@@ -69,6 +70,11 @@ export class IngestThread {
   /** Wakes the loop: a job was enqueued. */
   poke(): void {
     void this.request({ type: 'poke' }).catch(() => {});
+  }
+
+  /** Rebuilds the shards the operator asked for (see ingest/shard-repair.ts); failures are logged there. */
+  checkShards(): void {
+    void this.request({ type: 'checkShards' }).catch(() => {});
   }
 
   /** Removes a deleted file from its workspace shard. */

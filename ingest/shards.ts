@@ -4,8 +4,9 @@
  * once more than `maxOpen` are open. All writes of a workspace go through its
  * one writer, which serializes them.
  */
-import { rm } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { openShardReader } from '../engine/shard-reader.js';
 import { type DocInput, type ShardWriter, openShardWriter } from '../engine/shard-writer.js';
 
 /** The directory holding every workspace shard of a data directory. */
@@ -41,6 +42,41 @@ export class Shards {
   /** Removes one path from a workspace's shard. */
   async remove(workspaceId: string, path: string): Promise<void> {
     await this.writer(workspaceId).deleteDocument(path);
+  }
+
+  /**
+   * What a workspace's shard holds: path → version (the blob's SHA-256) of
+   * every live document; null when the shard does not exist. Throws when the
+   * shard cannot be opened or read.
+   */
+  async contents(workspaceId: string): Promise<Map<string, string> | null> {
+    if ((await stat(join(this.dir(workspaceId), 'data.mdb')).catch(() => null)) === null) return null;
+    const reader = openShardReader(this.dir(workspaceId));
+    try {
+      const snapshot = reader.snapshot();
+      try {
+        const out = new Map<string, string>();
+        for (const doc of snapshot.docsInRange('/', '0')) out.set(doc.path, doc.version);
+        return out;
+      } finally {
+        snapshot.done();
+      }
+    } finally {
+      await reader.close();
+    }
+  }
+
+  /**
+   * Empties a workspace's shard in place, one document at a time: the read
+   * threads may hold the same LMDB environment open, and must see the shard
+   * empty, then refilled, rather than keep reading a deleted file.
+   */
+  async clear(workspaceId: string): Promise<void> {
+    const paths = await this.contents(workspaceId);
+    if (paths === null) return;
+    const writer = this.writer(workspaceId);
+    for (const path of paths.keys()) await writer.deleteDocument(path);
+    await writer.compactIfNeeded();
   }
 
   /** Closes and deletes a workspace's shard. */

@@ -6,7 +6,7 @@
  */
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
-import { deleteFile, lockBlob, recordUploads, referencedBlobs, type UploadLimits, type UploadOutcome, type UploadRecord } from '../db/files.js';
+import { deleteFile, lockBlob, lockBlobs, recordUploads, referencedBlobs, type UploadLimits, type UploadOutcome, type UploadRecord } from '../db/files.js';
 import type { BlobStore, BlobUpload } from './blob-store.js';
 
 /** What the upload path tells the rest of ingest. */
@@ -72,6 +72,7 @@ export class Uploads {
 
   private async flush(): Promise<void> {
     this.flushing = true;
+    // `commit` settles every upload of its batch and never throws.
     try {
       while (this.queue.length > 0) {
         // A batch names each path once: a second upload of a path waits for the next batch.
@@ -113,8 +114,10 @@ export class Uploads {
         ),
       );
     } catch (error) {
-      await Promise.all(items.map((p, i) => (published.has(i) ? this.collect(accountId, p.record.blobSha256) : p.upload.discard())));
+      // The commit may have failed with the database out of reach: then the published blobs stay
+      // until a sweep removes them, and the callers hear of the failure at once.
       for (const p of items) p.reject(error);
+      await Promise.all(items.map((p, i) => (published.has(i) ? this.collectLater(accountId, p.record.blobSha256) : p.upload.discard())));
       return;
     }
     this.events.enqueued();
@@ -123,7 +126,7 @@ export class Uploads {
         const outcome = outcomes[i];
         if (outcome.ok) {
           p.resolve();
-          if (outcome.replacedBlob !== null) await this.collect(accountId, outcome.replacedBlob);
+          if (outcome.replacedBlob !== null) await this.collectLater(accountId, outcome.replacedBlob);
         } else {
           await p.upload.discard();
           p.reject(outcome.error);
@@ -149,8 +152,39 @@ export class Uploads {
     });
   }
 
-  /** Removes temp files and unreferenced blobs older than `graceMs`; returns how many. */
-  async sweep(graceMs: number): Promise<number> {
-    return this.blobs.sweep((accountId, shas) => this.db.inAccount(accountId, (tx) => referencedBlobs(tx, shas)), graceMs);
+  /** `collect`, leaving a blob it cannot remove now (database out of reach) to the next sweep. */
+  private async collectLater(accountId: string, sha: string): Promise<void> {
+    await this.collect(accountId, sha).catch(() => {});
   }
+
+  /** Removes upload temp files untouched for `tempGraceMs` and every blob no file references; returns how many. */
+  async sweep(tempGraceMs: number, signal?: AbortSignal): Promise<number> {
+    return sweepBlobs(this.db, this.blobs, tempGraceMs, signal);
+  }
+}
+
+/**
+ * Removes upload temp files untouched for `tempGraceMs` and every blob no
+ * file references. Each blob is checked and removed under its blob lock, the
+ * one an upload holds from publishing the blob until its row commits, so a
+ * blob is never removed between the two: no grace period is needed for
+ * blobs, and the sweep is safe from another process (the operator command).
+ */
+export async function sweepBlobs(db: Database, blobs: BlobStore, tempGraceMs: number, signal?: AbortSignal): Promise<number> {
+  return blobs.sweep(
+    (accountId, shas) =>
+      db.inAccount(accountId, async (tx) => {
+        await lockBlobs(tx, accountId, shas);
+        const keep = await referencedBlobs(tx, shas);
+        let removed = 0;
+        for (const sha of shas) {
+          if (keep.has(sha)) continue;
+          await blobs.remove(accountId, sha);
+          removed++;
+        }
+        return removed;
+      }),
+    tempGraceMs,
+    signal,
+  );
 }

@@ -6,6 +6,7 @@
  * environment as `npm start`. Commands that make a key print only that key on
  * stdout; everything else goes to stderr or, for listings, stdout.
  */
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { newCredential } from '../core/credentials.js';
 import {
@@ -22,6 +23,9 @@ import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { LIMIT_COLUMNS, type Limits } from '../db/limits.js';
 import { provisionDatabase } from '../db/provision.js';
+import { requestShardRebuild } from '../db/shard-repair.js';
+import { BlobStore } from '../ingest/blob-store.js';
+import { sweepBlobs } from '../ingest/uploads.js';
 import { loadConfig } from './config.js';
 import { EMBEDDED_NAMES } from './service.js';
 
@@ -37,6 +41,8 @@ const USAGE = `usage: npm run admin -- <command> [arguments]
   set-plan <plan> --<limit> <n>...         create or update a plan (every limit required for a new plan)
   list-plans                               plans and their limits
   generate-key                             print a well-formed key without storing it (for VFS_BOOTSTRAP_KEY)
+  rebuild-shard <account> <workspace>      rebuild a workspace's shard from its blobs (now if the service runs, else at its start)
+  sweep-blobs [--grace-seconds <n>]        remove blobs no file references, and upload temp files untouched for n s (default 3600)
 
   limits: ${LIMIT_COLUMNS.map(([, col]) => '--' + col.replaceAll('_', '-')).join(', ')}
 `;
@@ -47,9 +53,15 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { plan: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, ...limitOptions },
+    options: {
+      plan: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      'grace-seconds': { type: 'string' },
+      ...limitOptions,
+    },
   });
-  const [command, arg] = positionals;
+  const [command, arg, arg2] = positionals;
   if (command === undefined || values.help === true) {
     process.stderr.write(USAGE);
     return command === undefined && values.help !== true ? 2 : 0;
@@ -60,6 +72,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const needsArg = ['create-account', 'issue-key', 'revoke-key', 'list-keys', 'set-limits', 'set-plan'];
   if (needsArg.includes(command) && arg === undefined) throw new Error(`${command} needs an argument\n\n${USAGE}`);
+  if (command === 'rebuild-shard' && arg2 === undefined) throw new Error(`rebuild-shard needs an account and a workspace\n\n${USAGE}`);
+  const graceSeconds = values['grace-seconds'] ?? '3600';
+  if (!/^\d{1,9}$/.test(graceSeconds)) throw new Error('--grace-seconds must be a non-negative integer');
   const limits = (allowDefault: boolean): Partial<Record<keyof Limits, number | null>> => {
     const out: Partial<Record<keyof Limits, number | null>> = {};
     for (const [key, col] of LIMIT_COLUMNS) {
@@ -128,6 +143,19 @@ async function main(argv: string[]): Promise<number> {
         if (missing.length > 0) throw new Error(`a new plan needs every limit; missing ${missing.join(', ')}`);
         await upsertPlan(db, arg!, merged as Limits);
         process.stderr.write(`plan ${arg} saved\n`);
+        break;
+      }
+      case 'rebuild-shard':
+        if (!(await requestShardRebuild(db, arg!, arg2!))) throw new Error(`no such workspace: ${arg}/${arg2}`);
+        process.stderr.write(
+          `rebuild of ${arg}/${arg2} requested: a running service starts it now, otherwise the next start does; its files are pending until re-ingested\n`,
+        );
+        break;
+      case 'sweep-blobs': {
+        const blobs = new BlobStore(join(config.dataDir, 'blobs'));
+        await blobs.init();
+        const removed = await sweepBlobs(db, blobs, Number(graceSeconds) * 1000);
+        process.stderr.write(`removed ${removed} unreferenced blobs and stale upload temp files\n`);
         break;
       }
       case 'list-plans':

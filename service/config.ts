@@ -34,6 +34,8 @@ const schema = z
     VFS_EXTRACT_THREADS: positiveInt.max(64).default(2),
     VFS_EXTRACT_TIMEOUT_SECONDS: z.coerce.number().min(1).max(3600).default(30),
     VFS_EXTRACT_MEMORY_MB: z.coerce.number().int().min(64).max(65536).default(512),
+    VFS_BLOB_SWEEP_SECONDS: z.coerce.number().int().min(0).max(604_800).default(3600),
+    VFS_SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(30),
   })
   .refine((env) => (env.DATABASE_URL === undefined) === (env.DATABASE_APP_URL === undefined), {
     message: 'DATABASE_URL (owner role) and DATABASE_APP_URL (application role) must be set together',
@@ -80,6 +82,10 @@ export interface Config {
   extractTimeoutMs: number;
   /** V8 heap cap of each extraction thread, MiB. */
   extractMemoryMb: number;
+  /** Interval of the sweep of unreferenced blobs (also run at start); 0: only at start. */
+  blobSweepMs: number;
+  /** How long a stop waits for the requests in flight. */
+  shutdownGraceMs: number;
 }
 
 /** Parses the environment into a frozen Config, or throws naming every bad variable. */
@@ -110,5 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     extractThreads: e.VFS_EXTRACT_THREADS,
     extractTimeoutMs: e.VFS_EXTRACT_TIMEOUT_SECONDS * 1000,
     extractMemoryMb: e.VFS_EXTRACT_MEMORY_MB,
+    blobSweepMs: e.VFS_BLOB_SWEEP_SECONDS * 1000,
+    shutdownGraceMs: e.VFS_SHUTDOWN_GRACE_SECONDS * 1000,
   });
 }

@@ -25,6 +25,11 @@ try {
     if (stopping) return;
     stopping = true;
     log.info(`${signal}: stopping`);
+    // A stop that hangs (a database that never answers) must still end the process.
+    setTimeout(() => {
+      log.error('the stop did not finish in time; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs + 120_000).unref();
     service.stop().then(
       () => process.exit(0),
       (error: unknown) => {

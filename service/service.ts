@@ -2,6 +2,16 @@
  * Composes the service: PostgreSQL (embedded or external), migrations,
  * bootstrap, authentication and the HTTP server. `npm start` and the tests
  * both start the service through `startService`.
+ *
+ * Start and stop, as faults need them (README, "Crashes, outages and stops"):
+ * - at start, before anything opens a shard, shards that cannot be opened are
+ *   deleted (probed in a child process) and upload temp files of dead
+ *   processes removed; the ingest thread then checks every shard against
+ *   PostgreSQL before its first claim (ingest/shard-repair.ts), and a sweep of
+ *   unreferenced blobs runs in the background, then every `blobSweepMs`;
+ * - `stop` closes the listen socket, lets the requests in flight finish (up
+ *   to `shutdownGraceMs`), then stops ingest, flushes the audit log, and
+ *   closes the read pool, the databases and the embedded cluster.
  */
 import { join } from 'node:path';
 import type pg from 'pg';
@@ -17,6 +27,7 @@ import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
 import { IngestThread } from '../ingest/ingest-thread.js';
+import { dropDamagedShards } from '../ingest/shard-repair.js';
 import { shardsRoot } from '../ingest/shards.js';
 import { Uploads } from '../ingest/uploads.js';
 import type { Config } from './config.js';
@@ -35,9 +46,12 @@ export interface Service {
   db: Database;
   /** A management key made at this start (first start without VFS_BOOTSTRAP_KEY), else null. */
   createdKey: string | null;
-  /** Stops the server, closes the databases (and stops the embedded cluster). */
+  /** Stops accepting requests, finishes those in flight, closes the databases (and stops the embedded cluster). */
   stop(): Promise<void>;
 }
+
+/** Upload temp files untouched this long are removed by the periodic sweep (an upload in progress touches its file with every chunk). */
+const TEMP_GRACE_MS = 3600_000;
 
 /** Names used in the embedded cluster. */
 export const EMBEDDED_NAMES = { database: 'agent_vfs', ownerRole: 'vfs_owner', appRole: 'vfs_app' } as const;
@@ -68,11 +82,20 @@ export async function startWithDatabase(
 ): Promise<Service> {
   await migrate(targets.owner as pg.ClientConfig, appRole);
   const db = new Database(targets, (error) => log.error('database connection lost', error));
+  // A damaged shard crashes the process that opens it: those are deleted (to be rebuilt) before
+  // the ingest thread or the read pool may open one. The probe runs in a child process, while
+  // the rest of the start goes on.
+  const shardsChecked = dropDamagedShards(db, shardsRoot(config.dataDir), (message) => log.error(message));
+  shardsChecked.catch(() => {});
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
   const auth = new Authenticator(db, config.authCacheMs);
 
   const blobs = new BlobStore(join(config.dataDir, 'blobs'));
   await blobs.init();
+  // One service per data directory: every temp file left now is an upload of a process that died.
+  const temps = await blobs.removeTemp();
+  if (temps > 0) log.info(`removed ${temps} upload temp files left by a previous run`);
+  await shardsChecked;
   const ingest = new IngestThread(
     {
       targets,
@@ -89,16 +112,31 @@ export async function startWithDatabase(
   const readPool = new ReadPool(config.readThreads);
   const audit = new AuditLog(db);
   const lookups = new Lookups(db);
-  // Another process (the operator command) changed credentials or limits; after a gap in
-  // notifications, assume both changed.
+  // Another process (the operator command) changed credentials or limits, or asked for a shard
+  // rebuild; after a gap in notifications, assume the first two changed and look for the third.
   db.listen(
     INVALIDATE_CHANNEL,
-    (what) => (what === 'limits' ? lookups.limitsChanged() : auth.clear()),
+    (what) => (what === 'limits' ? lookups.limitsChanged() : what === 'shards' ? ingest.checkShards() : auth.clear()),
     () => {
       auth.clear();
       lookups.limitsChanged();
+      ingest.checkShards();
     },
   );
+
+  // Blobs whose upload never committed (killed, or the database went away) are swept at start
+  // and then periodically; the sweep is safe beside running uploads (see ingest/uploads.ts).
+  const sweepStop = new AbortController();
+  const sweep = async (): Promise<void> => {
+    try {
+      const removed = await uploads.sweep(TEMP_GRACE_MS, sweepStop.signal);
+      if (removed > 0) log.info(`blob sweep: removed ${removed} unreferenced files`);
+    } catch (error) {
+      if (!sweepStop.signal.aborted) log.error('blob sweep failed (tried again at the next one)', error);
+    }
+  };
+  let sweeping = sweep();
+  const sweepTimer = config.blobSweepMs > 0 ? setInterval(() => (sweeping = sweeping.then(sweep)), config.blobSweepMs).unref() : null;
 
   const server = await startServer(
     {
@@ -133,7 +171,11 @@ export async function startWithDatabase(
     db,
     createdKey,
     stop: async () => {
-      server.close();
+      const cut = await server.close(config.shutdownGraceMs);
+      if (cut > 0) log.error(`stopping with ${cut} requests still in flight after ${config.shutdownGraceMs / 1000} s`);
+      if (sweepTimer !== null) clearInterval(sweepTimer);
+      sweepStop.abort();
+      await sweeping;
       await ingest.stop();
       await audit.drain();
       await readPool.close();

@@ -18,8 +18,16 @@ export interface ServiceProcess {
   exited: Promise<number | string>;
 }
 
-/** Starts the service and waits for its "listening on" line. */
-export async function spawnService(env: Record<string, string>, timeoutMs = 90_000): Promise<ServiceProcess> {
+/** A service child process that may not be listening yet. */
+export interface StartingService {
+  child: ChildProcess;
+  /** Resolves with the base URL once the service prints it; rejects if it exits first or takes too long. */
+  listening: Promise<ServiceProcess>;
+  exited: Promise<number | string>;
+}
+
+/** Starts the service without waiting for it (a test may kill it while it starts). */
+export function startServiceProcess(env: Record<string, string>, timeoutMs = 90_000): StartingService {
   const child = spawn(process.execPath, ['--import', 'tsx', 'service/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
@@ -29,14 +37,14 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 90_0
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
-  const url = await new Promise<string>((resolve, reject) => {
+  const listening = new Promise<ServiceProcess>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`service did not start in time:\n${stdout}\n${stderr}`)), timeoutMs);
     child.stdout!.on('data', (d: Buffer) => {
       stdout += d.toString();
       const m = /listening on (http:\/\/\S+)/.exec(stdout);
       if (m !== null) {
         clearTimeout(timer);
-        resolve(m[1]);
+        resolve({ child, url: m[1], stdout, stderr: () => stderr, exited });
       }
     });
     void exited.then((code) => {
@@ -44,7 +52,13 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 90_0
       reject(new Error(`service exited (${code}) before listening:\n${stdout}\n${stderr}`));
     });
   });
-  return { child, url, stdout, stderr: () => stderr, exited };
+  listening.catch(() => {});
+  return { child, listening, exited };
+}
+
+/** Starts the service and waits for its "listening on" line. */
+export async function spawnService(env: Record<string, string>, timeoutMs = 90_000): Promise<ServiceProcess> {
+  return startServiceProcess(env, timeoutMs).listening;
 }
 
 /** Runs `npm run admin -- args` and returns its stdout. */
