@@ -33,7 +33,7 @@ const schema = z
     VFS_INGEST_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
     VFS_EXTRACT_THREADS: positiveInt.max(64).default(2),
     VFS_EXTRACT_TIMEOUT_SECONDS: z.coerce.number().min(1).max(3600).default(30),
-    VFS_EXTRACT_MEMORY_MB: z.coerce.number().int().min(64).max(65536).default(512),
+    VFS_EXTRACT_MEMORY_MB: z.coerce.number().int().min(128).max(65536).default(512),
     VFS_BLOB_SWEEP_SECONDS: z.coerce.number().int().min(0).max(604_800).default(3600),
     VFS_SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(30),
   })
