@@ -126,6 +126,29 @@ interface BatchPostings {
 // Counting-sort scratch (64 MiB), shared by all writers of a thread and left zeroed.
 let trigramCounts: Uint32Array | null = null;
 
+/**
+ * The counting sort's middle step: sorts the touched trigrams and turns each
+ * one's count into the offset where its ids start. Returns the sorted trigrams.
+ */
+function countsToOffsets(counts: Uint32Array, touched: Uint32Array, distinct: number): Uint32Array {
+  const sorted = touched.slice(0, distinct).sort();
+  let offset = 0;
+  for (let k = 0; k < distinct; k++) {
+    const t = sorted[k];
+    const c = counts[t];
+    counts[t] = offset;
+    offset += c;
+  }
+  return sorted;
+}
+
+/** Total (trigram, document) pairs of a batch. */
+function totalOf(docs: NewDoc[]): number {
+  let total = 0;
+  for (const doc of docs) total += doc.trigrams.length;
+  return total;
+}
+
 function buildPostings(docs: NewDoc[]): BatchPostings {
   const counts = (trigramCounts ??= new Uint32Array(1 << 24));
   let touched = new Uint32Array(1 << 16);
@@ -144,14 +167,8 @@ function buildPostings(docs: NewDoc[]): BatchPostings {
       }
     }
   }
-  const sorted = touched.slice(0, distinct).sort();
-  let total = 0;
-  for (let k = 0; k < distinct; k++) {
-    const t = sorted[k];
-    const c = counts[t];
-    counts[t] = total;
-    total += c;
-  }
+  const sorted = countsToOffsets(counts, touched, distinct);
+  const total = totalOf(docs);
   const ids = new Uint32Array(total);
   // Docs are in ascending id order, so every trigram's list comes out sorted.
   for (const doc of docs) {
@@ -198,14 +215,7 @@ function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
       start = groupEnd(group, n, i);
     }
   }
-  const trigrams = touched.slice(0, distinct).sort();
-  let offset = 0;
-  for (let k = 0; k < distinct; k++) {
-    const t = trigrams[k];
-    const c = counts[t];
-    counts[t] = offset;
-    offset += c;
-  }
+  const trigrams = countsToOffsets(counts, touched, distinct);
   const ids = new Uint32Array(total);
   for (let g = 0; g < groups.length; g++) {
     const group = groups[g];
