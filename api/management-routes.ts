@@ -104,7 +104,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
 
   route('del', '/v1/workspaces/:ws', 'none', async (ctx, accountId) => {
     const name = workspaceParam(ctx.params[0]);
-    const id = await db.inAccount(accountId, (tx) => deleteWorkspace(tx, name));
+    const id = await db.inAccount(accountId, (tx) => deleteWorkspace(tx, accountId, name));
     if (id === null) throw new VfsError('NO_SUCH_WORKSPACE', { name });
     deps.auth.clear(); // its tokens are gone: none may be served from the cache
     await deps.workspaceDeleted(id);

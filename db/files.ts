@@ -90,18 +90,17 @@ export async function recordUploads(
   limits: UploadLimits,
   publish: (index: number) => Promise<void>,
 ): Promise<UploadOutcome[]> {
-  await tx.query('INSERT INTO account_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING', [accountId]);
-  const usage = await tx.query<{ files: string; bytes: string }>('SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE', [
-    accountId,
-  ]);
+  const usage = await lockUsage(tx, accountId);
+  // The rows that get replaced are locked here, in key order (see lockUsage).
   const existing = await tx.query<{ workspace_id: string; path: string; size_bytes: string; blob_sha256: string }>(
     `SELECT f.workspace_id, f.path, f.size_bytes, f.blob_sha256
-       FROM files f JOIN unnest($1::uuid[], $2::text[]) AS u(ws, path) ON f.workspace_id = u.ws AND f.path = u.path`,
+       FROM files f JOIN unnest($1::uuid[], $2::text[]) AS u(ws, path) ON f.workspace_id = u.ws AND f.path = u.path
+      ORDER BY f.workspace_id, f.path FOR UPDATE OF f`,
     [uploads.map((u) => u.workspaceId), uploads.map((u) => u.path)],
   );
   const old = new Map(existing.rows.map((r) => [`${r.workspace_id}/${r.path}`, r]));
-  let files = Number(usage.rows[0].files);
-  let bytes = Number(usage.rows[0].bytes);
+  let files = Number(usage.files);
+  let bytes = Number(usage.bytes);
   const outcomes: UploadOutcome[] = [];
   const accepted: number[] = [];
   uploads.forEach((up, i) => {
@@ -130,7 +129,7 @@ export async function recordUploads(
        SELECT ws, $7, path, 'pending', size, content_type, string_to_array(visibility, ','), blob FROM u
        ON CONFLICT (workspace_id, path) DO UPDATE SET status = 'pending', size_bytes = excluded.size_bytes,
          content_type = excluded.content_type, visibility = excluded.visibility, blob_sha256 = excluded.blob_sha256,
-         generation = files.generation + 1, error_detail = NULL, updated_at = now()
+         generation = nextval('file_generations'), error_detail = NULL, updated_at = now()
        RETURNING workspace_id, path, generation)
      INSERT INTO ingest_jobs (account_id, workspace_id, path, generation) SELECT $7, workspace_id, path, generation FROM f
      ON CONFLICT (workspace_id, path) DO UPDATE SET generation = excluded.generation, attempts = 0,
@@ -158,8 +157,28 @@ export async function fileState(tx: Tx, workspaceId: string, path: string): Prom
   return rows[0] ?? null;
 }
 
+/**
+ * Locks the account's usage row (creating it if need be) and returns it.
+ *
+ * Lock order. Every transaction that changes files takes its row locks in the
+ * same order, so that two of them never wait on each other in a cycle (which
+ * PostgreSQL would end by failing one of them): the account's usage row, then
+ * workspace rows (by id), then file rows (by workspace and path), then jobs.
+ * Uploads and deletions start here; finishing jobs changes no usage and
+ * starts at the workspaces.
+ */
+export async function lockUsage(tx: Tx, accountId: string): Promise<{ files: string; bytes: string }> {
+  await tx.query('INSERT INTO account_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING', [accountId]);
+  const { rows } = await tx.query<{ files: string; bytes: string }>('SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE', [
+    accountId,
+  ]);
+  return rows[0];
+}
+
 /** Deletes a file row and its pending job; returns its blob, or null when there was no such file. */
-export async function deleteFile(tx: Tx, workspaceId: string, path: string): Promise<string | null> {
+export async function deleteFile(tx: Tx, accountId: string, workspaceId: string, path: string): Promise<string | null> {
+  await lockUsage(tx, accountId);
+  await tx.query('SELECT 1 FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId]);
   const { rows } = await tx.query<{ blob_sha256: string; status: FileStatus }>(
     'DELETE FROM files WHERE workspace_id = $1 AND path = $2 RETURNING blob_sha256, status',
     [workspaceId, path],

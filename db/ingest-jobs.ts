@@ -98,10 +98,25 @@ export function jobKey(workspaceId: string, path: string): string {
  * Records outcomes of one account's jobs: files become ready or error (only if
  * still at the job's generation), finished jobs leave the queue, retries wait,
  * and each workspace's version moves by the number of files that changed.
+ *
+ * Returns the `ready` jobs whose file was deleted while they ran: their
+ * document went into the shard after the deletion removed it, and must be
+ * removed again. (A deletion that comes later waits for these row locks, and
+ * its own removal follows this batch's shard write.)
  */
-export async function finishJobs(tx: Tx, outcomes: Outcome[]): Promise<void> {
+export async function finishJobs(tx: Tx, outcomes: Outcome[]): Promise<Job[]> {
+  const gone: Job[] = [];
   const done = outcomes.filter((o) => o.kind !== 'retry');
   if (done.length > 0) {
+    // The lock order of lockUsage (files.ts): workspaces, then files, each in key order.
+    await tx.query('SELECT 1 FROM workspaces WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE', [[...new Set(done.map((o) => o.job.workspaceId))]]);
+    const present = await tx.query<{ workspace_id: string; path: string }>(
+      `SELECT f.workspace_id, f.path FROM files f JOIN unnest($1::uuid[], $2::text[]) AS o(ws, path) ON f.workspace_id = o.ws AND f.path = o.path
+        ORDER BY f.workspace_id, f.path FOR UPDATE OF f`,
+      [done.map((o) => o.job.workspaceId), done.map((o) => o.job.path)],
+    );
+    const exists = new Set(present.rows.map((r) => jobKey(r.workspace_id, r.path)));
+    for (const o of done) if (o.kind === 'ready' && !exists.has(jobKey(o.job.workspaceId, o.job.path))) gone.push(o.job);
     const { rows } = await tx.query<{ workspace_id: string; n: string }>(
       `WITH o AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS o(ws, path, gen, status, detail)),
             changed AS (
@@ -130,6 +145,7 @@ export async function finishJobs(tx: Tx, outcomes: Outcome[]): Promise<void> {
       [retries.map((o) => o.job.id), retries.map((o) => o.job.generation), retries.map((o) => o.delaySeconds), retries.map((o) => o.detail)],
     );
   }
+  return gone;
 }
 
 /** The last error recorded for a job (used when it runs out of attempts). */

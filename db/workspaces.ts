@@ -1,6 +1,7 @@
 /** Workspaces of the transaction's account (row level security confines every query). */
 import { VfsError } from '../core/errors.js';
 import type { Tx } from './database.js';
+import { lockUsage } from './files.js';
 import { iso } from './rows.js';
 
 /** A workspace as the service uses it internally. */
@@ -47,7 +48,8 @@ export async function requireWorkspace(tx: Tx, name: string): Promise<WorkspaceR
 }
 
 /** Deletes the workspace with its files, tokens and jobs (by cascade); returns its id, or null if absent. */
-export async function deleteWorkspace(tx: Tx, name: string): Promise<string | null> {
+export async function deleteWorkspace(tx: Tx, accountId: string, name: string): Promise<string | null> {
+  await lockUsage(tx, accountId); // the lock order of lockUsage: the cascade deletes files, which changes usage
   const { rows } = await tx.query<{ id: string }>('DELETE FROM workspaces WHERE name = $1 RETURNING id', [name]);
   return rows[0]?.id ?? null;
 }

@@ -190,7 +190,8 @@ export class IngestLoop {
       if (docs.length > 0) await this.shards.write(workspaceId, docs);
     }
     for (const [accountId, accountOutcomes] of groupBy(outcomes, (o) => o.job.accountId)) {
-      await this.db.inAccount(accountId, (tx) => finishJobs(tx, accountOutcomes));
+      const gone = await this.db.inAccount(accountId, (tx) => finishJobs(tx, accountOutcomes));
+      for (const job of gone) await this.shards.remove(job.workspaceId, job.path);
     }
   }
 }

@@ -17,9 +17,18 @@ export function shardsRoot(dataDir: string): string {
 /** A document handed to a shard. */
 export type ShardDoc = DocInput;
 
-/** Where shards live and how to write them. */
+/**
+ * Where shards live and how to write them. The operations on one workspace
+ * run one after another, so that dropping a shard waits for a write in
+ * progress; a write for a workspace dropped meanwhile (its batch was read
+ * before the deletion) is skipped rather than recreating the directory.
+ */
 export class Shards {
   private readonly writers = new Map<string, ShardWriter>();
+  /** The last operation queued per workspace. */
+  private readonly queued = new Map<string, Promise<void>>();
+  /** Workspaces dropped in this process (ids are never reused: one entry per deletion). */
+  private readonly dropped = new Set<string>();
 
   constructor(
     /** The directory holding one sub-directory per workspace. */
@@ -33,15 +42,19 @@ export class Shards {
   }
 
   /** Writes a batch of documents durably (one LMDB transaction), compacting postings when due. */
-  async write(workspaceId: string, docs: ShardDoc[]): Promise<void> {
-    const writer = this.writer(workspaceId);
-    await writer.writeBatch(docs);
-    await writer.compactIfNeeded();
+  write(workspaceId: string, docs: ShardDoc[]): Promise<void> {
+    return this.inTurn(workspaceId, async () => {
+      const writer = this.writer(workspaceId);
+      await writer.writeBatch(docs);
+      await writer.compactIfNeeded();
+    });
   }
 
   /** Removes one path from a workspace's shard. */
-  async remove(workspaceId: string, path: string): Promise<void> {
-    await this.writer(workspaceId).deleteDocument(path);
+  remove(workspaceId: string, path: string): Promise<void> {
+    return this.inTurn(workspaceId, async () => {
+      await this.writer(workspaceId).deleteDocument(path);
+    });
   }
 
   /**
@@ -71,20 +84,25 @@ export class Shards {
    * threads may hold the same LMDB environment open, and must see the shard
    * empty, then refilled, rather than keep reading a deleted file.
    */
-  async clear(workspaceId: string): Promise<void> {
-    const paths = await this.contents(workspaceId);
-    if (paths === null) return;
-    const writer = this.writer(workspaceId);
-    for (const path of paths.keys()) await writer.deleteDocument(path);
-    await writer.compactIfNeeded();
+  clear(workspaceId: string): Promise<void> {
+    return this.inTurn(workspaceId, async () => {
+      const paths = await this.contents(workspaceId);
+      if (paths === null) return;
+      const writer = this.writer(workspaceId);
+      for (const path of paths.keys()) await writer.deleteDocument(path);
+      await writer.compactIfNeeded();
+    });
   }
 
-  /** Closes and deletes a workspace's shard. */
-  async drop(workspaceId: string): Promise<void> {
-    const writer = this.writers.get(workspaceId);
-    this.writers.delete(workspaceId);
-    await writer?.close();
-    await rm(this.dir(workspaceId), { recursive: true, force: true });
+  /** Closes and deletes a workspace's shard, once the operations queued before have ended. */
+  drop(workspaceId: string): Promise<void> {
+    this.dropped.add(workspaceId);
+    return this.inTurn(workspaceId, async () => {
+      const writer = this.writers.get(workspaceId);
+      this.writers.delete(workspaceId);
+      await writer?.close();
+      await rm(this.dir(workspaceId), { recursive: true, force: true });
+    }, true);
   }
 
   /** Closes every writer. */
@@ -92,6 +110,18 @@ export class Shards {
     const writers = [...this.writers.values()];
     this.writers.clear();
     await Promise.all(writers.map((w) => w.close()));
+  }
+
+  /** Runs `op` after the workspace's queued operations; unless `evenDropped`, skips it if the workspace was dropped. */
+  private inTurn(workspaceId: string, op: () => Promise<void>, evenDropped = false): Promise<void> {
+    const run = (): Promise<void> => (this.dropped.has(workspaceId) && !evenDropped ? Promise.resolve() : op());
+    const done = (this.queued.get(workspaceId) ?? Promise.resolve()).then(run, run);
+    this.queued.set(workspaceId, done);
+    const forget = (): void => {
+      if (this.queued.get(workspaceId) === done) this.queued.delete(workspaceId);
+    };
+    done.then(forget, forget);
+    return done;
   }
 
   private writer(workspaceId: string): ShardWriter {

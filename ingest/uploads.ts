@@ -137,7 +137,7 @@ export class Uploads {
 
   /** Deletes a file: its row and job, then its shard entry and (if unreferenced) its blob. False when absent. */
   async delete(accountId: string, workspaceId: string, path: string): Promise<boolean> {
-    const sha = await this.db.inAccount(accountId, (tx) => deleteFile(tx, workspaceId, path));
+    const sha = await this.db.inAccount(accountId, (tx) => deleteFile(tx, accountId, workspaceId, path));
     if (sha === null) return false;
     await this.events.deleted(workspaceId, path);
     await this.collect(accountId, sha);

@@ -235,6 +235,40 @@ describe('delete', () => {
     expect((await t.call('DELETE', '/v1/workspaces/gone')).status).toBe(204);
     expect((await readdir(shards)).length).toBe(before.length - 1);
   });
+
+  it('a file deleted while it ingests stays deleted: no document comes back into the shard', async () => {
+    for (let round = 0; round < 30; round++) {
+      const uploads = Array.from({ length: 1 + (round % 4) }, (_, i) => put(t, 'ws', `racing/r${round}-${i}.txt`, `racemarker${round}x${i} `.repeat(50 + i * 400)));
+      for (const r of await Promise.all(uploads)) expect(r.status).toBe(202);
+      await new Promise((r) => setTimeout(r, (round * 7) % 25));
+      for (let i = 0; i < 1 + (round % 4); i++) expect((await t.call('DELETE', `/v1/workspaces/ws/files/racing/r${round}-${i}.txt`)).status).toBe(204);
+    }
+    expect((await put(t, 'ws', 'after-race.txt', 'x\n')).status).toBe(202);
+    expect((await settled(t, 'ws')).find((f) => f.path === '/after-race.txt')?.status).toBe('ready');
+    const grep = await t.call('GET', '/v1/workspaces/ws/grep?pattern=racemarker&output_mode=files_with_matches');
+    expect(grep.status).toBe(200);
+    expect(grep.text).not.toContain('/racing/');
+    expect((await t.call('GET', '/v1/workspaces/ws/grep?pattern=x&output_mode=files_with_matches')).text).toContain('/after-race.txt');
+    expect((await t.call('GET', '/v1/workspaces/ws/ls?path=/racing')).status).toBe(404);
+  });
+
+  it('deleting a workspace while its files ingest answers 204 each time and leaves no shard behind', async () => {
+    const shards = join(t.dataDir, 'shards');
+    const before = new Set(await readdir(shards));
+    for (let round = 0; round < 40; round++) {
+      expect((await t.call('POST', '/v1/workspaces', { body: { name: 'churn' } })).status).toBe(201);
+      const uploads = Array.from({ length: round % 6 }, (_, i) => put(t, 'churn', `d/f${i}.txt`, `churn ${round} `.repeat(i * 200)));
+      for (const r of await Promise.all(uploads)) expect(r.status).toBe(202);
+      // Delete at different points of the ingest: before the claim, during extraction, during the shard write.
+      await new Promise((r) => setTimeout(r, (round * 7) % 25));
+      const del = await t.call('DELETE', '/v1/workspaces/churn');
+      expect(del.status, del.text).toBe(204);
+    }
+    // Another workspace's upload going through shows the ingest has moved past every batch of those rounds.
+    expect((await put(t, 'ws', 'after-churn.txt', 'x\n')).status).toBe(202);
+    expect((await settled(t, 'ws')).find((f) => f.path === '/after-churn.txt')?.status).toBe('ready');
+    expect((await readdir(shards)).filter((d) => !before.has(d))).toEqual([]);
+  });
 });
 
 describe('listing', () => {

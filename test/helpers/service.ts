@@ -62,7 +62,13 @@ export async function startTestService(env: Record<string, string> = {}, options
   const dataDir = await mkdtemp(join(tmpdir(), 'vfs-test-data-'));
   const lifted = options.realLimits === true ? {} : { VFS_AUTH_FAILURES: '1000000', VFS_MANAGEMENT_RATE: '1000000' };
   const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...lifted, ...env });
-  const quiet = { info: () => {}, error: () => {} };
+  // The service's errors go to stderr with VFS_TEST_LOG=1 (a 500 in a test logs its cause there).
+  const quiet = {
+    info: () => {},
+    error: (message: string, error?: unknown) => {
+      if (process.env.VFS_TEST_LOG === '1') console.error(message, error);
+    },
+  };
   const service = await startWithDatabase(config, quiet, targets, names.appRole);
   const key = service.createdKey!;
   if (options.realLimits !== true) {
