@@ -7,7 +7,18 @@
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { VfsError } from '../core/errors.js';
-import { cat, emitGrepCounts, type GrepCollection, type GrepRequest, grepScansEverything, ls, openShardReader, type ToolSummary } from '../engine/index.js';
+import {
+  cat,
+  emitGrepCounts,
+  type GrepCollection,
+  type GrepContentSummary,
+  grepContentFooter,
+  type GrepRequest,
+  grepScansEverything,
+  ls,
+  openShardReader,
+  type ToolSummary,
+} from '../engine/index.js';
 import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask } from './read-worker.js';
 
 /** How a read ended. */
@@ -47,13 +58,17 @@ function runInline(tool: 'ls' | 'cat', shardDir: string, request: unknown, sink:
 /**
  * Whether a grep is worth splitting across threads: the sorted modes must see
  * every match anyway, and so must content without `head_limit` when the
- * pattern has no usable trigram. A content search with `head_limit` runs
- * whole in one thread, which stops as soon as it has enough lines.
+ * pattern has no usable trigram. A content search with `head_limit` or
+ * `offset` runs whole in one thread, which stops as soon as it has enough
+ * lines (and counts entries across all files).
  */
 function splitPays(request: GrepRequest): boolean {
   if ((request.outputMode ?? 'files_with_matches') !== 'content') return true;
-  return request.headLimit === undefined && grepScansEverything(request);
+  return request.headLimit === undefined && (request.offset ?? 0) === 0 && grepScansEverything(request);
 }
+
+/** Put between two content shares' output when context lines are on. */
+const SEPARATOR = Buffer.from('--\n');
 
 /** How one task ended: its generator's return value, or a failure. */
 type TaskOutcome = { ok: true; result: unknown } | { ok: false; status: number; message: string };
@@ -88,7 +103,8 @@ export class ReadPool {
   run(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink): ReadCall {
     if (tool === 'ls' || tool === 'cat') return runInline(tool, shardDir, request, sink);
     if (tool === 'grep' && this.threads > 1 && splitPays(request as GrepRequest)) {
-      return this.parallelGrep(shardDir, request as GrepRequest, sink);
+      const grep = request as GrepRequest;
+      return (grep.outputMode ?? 'files_with_matches') === 'content' ? this.parallelContent(shardDir, grep, sink) : this.parallelCounts(shardDir, grep, sink);
     }
     const call = this.task(tool, shardDir, request, sink);
     return {
@@ -98,41 +114,85 @@ export class ReadPool {
   }
 
   /**
-   * Splits a grep into one share per thread (documents by id modulo the
-   * thread count), then merges.
-   * Counts and file lists are merged and formatted here; content mode runs a
-   * second pass over just the matching files, which keeps path order.
+   * Splits a sorted-mode grep into one share per thread (documents by id
+   * modulo the thread count), then merges and formats the counts here.
    */
-  private parallelGrep(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
+  private parallelCounts(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
     const shares = Array.from({ length: this.threads }, (_, index) =>
       this.task('grepShare', shardDir, { ...request, partition: { index, count: this.threads } }, () => {}),
     );
-    let second: TaskCall | null = null;
-    let cancelled = false;
     const outcome = (async (): Promise<ReadOutcome> => {
       const results = await Promise.all(shares.map((s) => s.outcome));
       const failed = results.find((r) => !r.ok);
       if (failed !== undefined && !failed.ok) return failed;
-      const collections = results.map((r) => (r as { ok: true; result: GrepCollection }).result);
-      if ((request.outputMode ?? 'files_with_matches') !== 'content') {
-        const output = emitGrepCounts(request, collections);
-        for (let step = output.next(); ; step = output.next()) {
-          if (step.done === true) return { ok: true, resultCount: step.value.resultCount };
-          if (step.value.length > 0) sink(new Uint8Array(step.value), () => {});
-        }
+      const output = emitGrepCounts(
+        request,
+        results.map((r) => (r as { ok: true; result: GrepCollection }).result),
+      );
+      for (let step = output.next(); ; step = output.next()) {
+        if (step.done === true) return { ok: true, resultCount: step.value.resultCount };
+        if (step.value.length > 0) sink(new Uint8Array(step.value), () => {});
       }
+    })();
+    return { outcome, cancel: () => shares.forEach((s) => s.cancel()) };
+  }
+
+  /**
+   * Splits a content-mode grep into contiguous path ranges, one per thread
+   * (engine/tool-grep.ts, grepSplit). The shares run at once; the first
+   * streams to the client, and each later one waits with its first chunks
+   * queued (its worker blocks once its flow-control window is full) until
+   * those before it have ended.
+   */
+  private parallelContent(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
+    const calls: TaskCall[] = [];
+    let cancelled = false;
+    const outcome = (async (): Promise<ReadOutcome> => {
+      const split = this.task('grepSplit', shardDir, { path: request.path, count: this.threads }, () => {});
+      calls.push(split);
+      const bounds = await split.outcome;
+      if (!bounds.ok) return bounds;
       if (cancelled) return { ok: false, status: 0, message: 'cancelled' };
-      const paths = collections.flatMap((c) => c.files.map((f) => f.path));
-      second = this.task('grep', shardDir, { ...request, paths }, sink);
-      const last = await second.outcome;
-      return last.ok ? { ok: true, resultCount: (last.result as ToolSummary).resultCount } : last;
+      const edges: Array<string | null> = [null, ...(bounds.result as string[]), null];
+      const context = (request.before ?? request.context ?? 0) > 0 || (request.after ?? request.context ?? 0) > 0;
+      let current = 0; // the share whose output goes to the client
+      let printed = -1; // the last share that sent the client something
+      const queued: Array<Array<[Uint8Array, () => void]>> = edges.slice(1).map(() => []);
+      const forward = (i: number, data: Uint8Array, release: () => void): void => {
+        // `--` separates the last group of one share from the first of the next, as within one.
+        if (printed !== i && printed !== -1 && context) sink(SEPARATOR, () => {});
+        printed = i;
+        sink(data, release);
+      };
+      const shares = edges.slice(1).map((to, i) => {
+        const call = this.task('grep', shardDir, { ...request, pathRange: { from: edges[i], to } }, (data, release) => {
+          if (i === current) forward(i, data, release);
+          else queued[i].push([data, release]);
+        });
+        calls.push(call);
+        return call;
+      });
+      const summaries: GrepContentSummary[] = [];
+      for (const [i, share] of shares.entries()) {
+        // Share i's output follows once the shares before it have ended.
+        current = i;
+        for (const [data, release] of queued[i].splice(0)) forward(i, data, release);
+        const result = await share.outcome;
+        if (!result.ok) {
+          shares.forEach((s) => s.cancel());
+          return result;
+        }
+        summaries.push(result.result as GrepContentSummary);
+      }
+      const footer = grepContentFooter(summaries);
+      if (footer !== null) sink(Buffer.from(footer), () => {});
+      return { ok: true, resultCount: summaries.reduce((n, s) => n + s.resultCount, 0) };
     })();
     return {
       outcome,
       cancel: () => {
         cancelled = true;
-        for (const s of shares) s.cancel();
-        second?.cancel();
+        calls.forEach((c) => c.cancel());
       },
     };
   }

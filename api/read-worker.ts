@@ -11,7 +11,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { VfsError } from '../core/errors.js';
-import { cat, collectGrepCounts, find, grep, ls, openShardReader } from '../engine/index.js';
+import { cat, collectGrepCounts, find, grep, grepSplit, ls, openShardReader } from '../engine/index.js';
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
 export const WINDOW = 4;
@@ -20,8 +20,8 @@ export const IN_FLIGHT = 0;
 /** Index of the cancel flag in the control array. */
 export const CANCELLED = 1;
 
-/** The four tools, by name, and one share of a full-scan grep (see read-pool.ts). */
-const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts } as const;
+/** The four tools, by name, one share of a sorted-mode grep, and the split of a content grep into path ranges (see read-pool.ts). */
+const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts, grepSplit } as const;
 
 /** A read task. */
 export interface ReadTask {

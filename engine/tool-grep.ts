@@ -18,14 +18,19 @@
  * glob, type and visibility filters drop candidates before any text is read; RE2 verifies each
  * remaining document in one pass over its buffer (line-matcher.ts).
  *
- * Parallel scans. `partition` restricts a call to the documents with docId % count === index.
- * For the sorted modes the caller runs `collectGrepCounts` once per share (e.g. in a piscina
- * pool; each worker opens the shard itself), then passes all the collections to
+ * Parallel scans. For the sorted modes, `partition` restricts a call to the documents with
+ * docId % count === index: the caller runs `collectGrepCounts` once per share (e.g. in a
+ * piscina pool; each worker opens the shard itself), then passes all the collections to
  * `emitGrepCounts`, which sorts and formats them (this is exactly what `grep` does with one
- * share). For content mode, path order must hold across shares: run the shares'
- * `collectGrepCounts` in parallel, then call `grep` once with `paths` set to the matching paths
- * (in any order); it reads only those files. Shares taken from different snapshots may
- * disagree about a file written meanwhile; `emitGrepCounts` keeps one entry per path.
+ * share). Shares taken from different snapshots may disagree about a file written meanwhile;
+ * `emitGrepCounts` keeps one entry per path.
+ *
+ * Content mode prints in path order, so its shares are contiguous path ranges: `grepSplit`
+ * picks the boundaries (paths, so shares from different snapshots still cover every path
+ * exactly once), each share runs `grep` with `pathRange` (no footer: its GrepContentSummary
+ * says whether it stopped early), and the caller concatenates the outputs in range order,
+ * putting `--` between two shares' output when context is on, and ends with
+ * `grepContentFooter`.
  */
 
 import { VfsError } from '../core/errors.js';
@@ -34,14 +39,14 @@ import { evaluateQuery, rootExists, selectCandidates, type GrepPartition } from 
 import { GrepFilter } from './grep-filter.js';
 import { LineMatcher } from './line-matcher.js';
 import { regexQuery } from './regex-query.js';
-import type { DocMeta, ShardReader, ShardSnapshot } from './shard-reader.js';
+import { dirRange, type DocMeta, type ShardReader, type ShardSnapshot } from './shard-reader.js';
 import {
   ChunkedOutput,
   comparePaths,
   formatLine,
   HEARTBEAT,
+  MAX_LINE_CHARS,
   requestDirPath,
-  requestFilePath,
   type ToolSummary,
 } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
@@ -85,8 +90,24 @@ export interface GrepRequest {
   deadline?: number;
   /** Search only this share of the documents (see the module comment); default all. */
   partition?: GrepPartition;
-  /** Search only these files (canonical paths; see the module comment); default all. */
-  paths?: readonly string[];
+  /** Content mode: search only the files whose paths are in this range, and print no footer (see the module comment); default all. */
+  pathRange?: GrepPathRange;
+}
+
+/** The paths [from, to) in code point order; null is unbounded. */
+export interface GrepPathRange {
+  from: string | null;
+  to: string | null;
+}
+
+/** What a content search reports besides its text (a share's caller builds the footer from it). */
+export interface GrepContentSummary extends ToolSummary {
+  /** Candidate files (after the filters). */
+  candidates: number;
+  /** Candidate files actually searched (fewer when the deadline passed or head_limit was reached). */
+  searched: number;
+  /** True when the deadline stopped the search. */
+  timedOut: boolean;
 }
 
 /** One file's result in the sorted modes. */
@@ -111,6 +132,9 @@ export interface GrepCollection {
   timedOut: boolean;
 }
 
+const COLON = 0x3a;
+const DASH = 0x2d;
+
 /** How often a long scan yields a heartbeat chunk. */
 const HEARTBEAT_MS = 50;
 
@@ -129,7 +153,7 @@ interface GrepPlan {
   offset: number;
   deadline: number;
   partition: GrepPartition | undefined;
-  paths: readonly string[] | undefined;
+  pathRange: GrepPathRange | undefined;
 }
 
 /** Applies the defaults to a copy and compiles the regex and filters (INVALID_PARAMETER on error). */
@@ -153,7 +177,7 @@ function plan(request: GrepRequest): GrepPlan {
     offset: request.offset ?? 0,
     deadline: request.deadline ?? Infinity,
     partition: request.partition,
-    paths: request.paths?.map((p) => requestFilePath(p, 'paths')),
+    pathRange: request.pathRange,
   };
 }
 
@@ -161,15 +185,18 @@ function plan(request: GrepRequest): GrepPlan {
 function candidates(snapshot: ShardSnapshot, p: GrepPlan): DocMeta[] {
   const kind = rootExists(snapshot, p.root, p.visibility);
   if (kind === null) throw new VfsError('NO_SUCH_FILE', { path: p.root });
-  const ids = p.paths !== undefined ? null : evaluateQuery(snapshot, regexQuery(p.pattern, { caseInsensitive: p.caseInsensitive, multiline: p.multiline }));
-  return selectCandidates(snapshot, ids, {
+  const ids = evaluateQuery(snapshot, regexQuery(p.pattern, { caseInsensitive: p.caseInsensitive, multiline: p.multiline }));
+  const docs = selectCandidates(snapshot, ids, {
     root: p.root,
     rootIsFile: kind === 'file',
     filter: p.filter,
     visibility: p.visibility,
     partition: p.partition,
-    paths: p.paths,
+    paths: undefined,
   });
+  const range = p.pathRange;
+  if (range === undefined) return docs;
+  return docs.filter((d) => (range.from === null || comparePaths(d.path, range.from) >= 0) && (range.to === null || comparePaths(d.path, range.to) < 0));
 }
 
 /** Matching lines of one document (reads its text; nothing is kept). */
@@ -281,6 +308,40 @@ export function grepScansEverything(request: Pick<GrepRequest, 'pattern' | 'case
   return regexQuery(request.pattern, { caseInsensitive: request.caseInsensitive === true, multiline: request.multiline === true }).op === 'all';
 }
 
+/**
+ * Boundaries splitting the paths under `path` (default `/`) into `count` contiguous ranges of
+ * about as many files each, for content-mode shares: up to count - 1 ascending paths (fewer
+ * when there are fewer files). Reads path keys only; yields nothing.
+ */
+export function* grepSplit(reader: ShardReader, request: { path?: string; count: number }): Generator<Buffer, string[]> {
+  const root = requestDirPath(request.path);
+  const snapshot = reader.snapshot();
+  try {
+    const { start, end } = dirRange(root);
+    const paths = [...snapshot.pathsInRange(start, end)];
+    const bounds: string[] = [];
+    for (let i = 1; i < request.count; i++) {
+      const at = paths[Math.floor((i * paths.length) / request.count)];
+      if (at !== undefined && (bounds.length === 0 || comparePaths(at, bounds[bounds.length - 1]) > 0)) bounds.push(at);
+    }
+    return bounds;
+  } finally {
+    snapshot.done();
+  }
+}
+
+/** The footer of a content search run as path-range shares, or null (see the module comment). */
+export function grepContentFooter(shares: readonly GrepContentSummary[]): string | null {
+  if (!shares.some((s) => s.timedOut)) return null;
+  let searched = 0;
+  let candidates = 0;
+  for (const s of shares) {
+    searched += s.searched;
+    candidates += s.candidates;
+  }
+  return `[${incompleteNote(searched, candidates)}]\n`;
+}
+
 /** Runs `grep`. Throws INVALID_PARAMETER for a bad pattern/glob/type, NO_SUCH_FILE for a missing path. */
 export function* grep(reader: ShardReader, request: GrepRequest): Generator<Buffer, ToolSummary> {
   if ((request.outputMode ?? 'files_with_matches') !== 'content') {
@@ -290,7 +351,7 @@ export function* grep(reader: ShardReader, request: GrepRequest): Generator<Buff
   return yield* grepContent(reader, plan(request));
 }
 
-function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, ToolSummary> {
+function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepContentSummary> {
   const snapshot = reader.snapshot();
   try {
     const docs = candidates(snapshot, p);
@@ -306,16 +367,33 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, ToolS
     let searched = 0;
     let timedOut = false;
     let beat = Date.now();
-    // The current document; `text`/`starts` view lmdb-js's reused read buffer and are
-    // re-read after every yield.
+    // The current document. `text`/`starts` view lmdb-js's reused read buffer, valid only
+    // until a yield; a document whose output spans a yield is copied once (`keep`), since
+    // re-reading a large one after every chunk copies it again each time.
     let meta: DocMeta = docs[0];
     let text: Buffer = Buffer.alloc(0);
     let starts: LineStarts = new Uint32Array(0);
+    let kept = false;
     const load = (): void => {
       const value = snapshot.docValue(meta);
       text = value.subarray(0, meta.textBytes);
       starts = lineStartsOf(value, meta.textBytes, meta.lines);
+      kept = false;
     };
+    const keep = (): void => {
+      if (kept) return;
+      const value = snapshot.docValue(meta);
+      const copy = Buffer.allocUnsafeSlow(value.length); // its own ArrayBuffer: line starts stay aligned
+      value.copy(copy);
+      text = copy.subarray(0, meta.textBytes);
+      starts = lineStartsOf(copy, meta.textBytes, meta.lines);
+      kept = true;
+      matcher.rebind(text, starts);
+    };
+    // `path:` and `path-` of the document being printed, as bytes.
+    let pathFor = -1;
+    let matchPrefix: Buffer = Buffer.alloc(0);
+    let contextPrefix: Buffer = Buffer.alloc(0);
     const emit = (line: number, isMatch: boolean): void => {
       if (cut) return;
       if (skip > 0) {
@@ -327,9 +405,21 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, ToolS
         return;
       }
       if (separators && lastDoc !== -1 && (lastDoc !== meta.id || lastLine !== line - 1)) out.write('--\n');
-      const body = formatLine(text, starts[line], lineEndOf(text, starts, line));
-      const sep = isMatch ? ':' : '-';
-      out.write(p.lineNumbers ? `${meta.path}${sep}${line + 1}${sep}${body}\n` : `${meta.path}${sep}${body}\n`);
+      const start = starts[line];
+      const end = lineEndOf(text, starts, line);
+      if (end - start <= MAX_LINE_CHARS) {
+        // No more bytes than the character limit, so no cut: copy the bytes, decode nothing (as cat does).
+        if (pathFor !== meta.id) {
+          pathFor = meta.id;
+          matchPrefix = Buffer.from(`${meta.path}:`);
+          contextPrefix = Buffer.from(`${meta.path}-`);
+        }
+        out.writeLine(isMatch ? matchPrefix : contextPrefix, p.lineNumbers ? line + 1 : -1, isMatch ? COLON : DASH, text, start, end);
+      } else {
+        const sep = isMatch ? ':' : '-';
+        const head = p.lineNumbers ? `${meta.path}${sep}${line + 1}${sep}` : `${meta.path}${sep}`;
+        out.write(`${head}${formatLine(text, start, end)}\n`);
+      }
       emitted++;
       if (isMatch) matchesShown++;
       lastDoc = meta.id;
@@ -366,10 +456,9 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, ToolS
         printed = last;
         afterUntil = last + p.after;
         if (out.ready) {
+          keep();
           yield* out.drain();
           beat = Date.now();
-          load();
-          matcher.rebind(text, starts);
         }
       }
       const tail = Math.min(afterUntil, meta.lines - 1);
@@ -382,9 +471,10 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, ToolS
     const notes: string[] = [];
     if (cut) notes.push(`output cut at head_limit=${p.headLimit}; more lines follow: raise head_limit or continue with offset=${p.offset + emitted}`);
     if (timedOut) notes.push(incompleteNote(searched, docs.length));
-    if (notes.length > 0) out.write(`[${notes.join('; ')}]\n`);
+    // A share's footer is written by its caller, after the shares that follow it.
+    if (notes.length > 0 && p.pathRange === undefined) out.write(`[${notes.join('; ')}]\n`);
     yield* out.drain(true);
-    return { resultCount: matchesShown };
+    return { resultCount: matchesShown, candidates: docs.length, searched, timedOut };
   } finally {
     snapshot.done();
   }

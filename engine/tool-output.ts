@@ -63,6 +63,33 @@ export class ChunkedOutput {
     return this.full.length > 0;
   }
 
+  /**
+   * Appends one output line without building a string: `prefix`, then (when `number` ≥ 0)
+   * its decimal digits and the byte `sep`, then the UTF-8 bytes `src[start, end)` and `\n`.
+   * True when a chunk is ready.
+   */
+  writeLine(prefix: Uint8Array, number: number, sep: number, src: Uint8Array, start: number, end: number): boolean {
+    const bytes = prefix.length + 17 + end - start;
+    if (this.used + bytes > this.buf.length) this.reserve(bytes);
+    const buf = this.buf;
+    let at = this.used;
+    buf.set(prefix, at);
+    at += prefix.length;
+    if (number >= 0) {
+      let digits = 1;
+      for (let n = number; n >= 10; n = Math.floor(n / 10)) digits++;
+      for (let i = digits - 1, n = number; i >= 0; i--, n = Math.floor(n / 10)) buf[at + i] = 0x30 + (n % 10);
+      at += digits;
+      buf[at++] = sep;
+    }
+    buf.set(src.subarray(start, end), at);
+    at += end - start;
+    buf[at++] = 0x0a;
+    this.total += at - this.used;
+    this.used = at;
+    return this.full.length > 0;
+  }
+
   /** Makes room for `bytes` more: grows the buffer up to CHUNK_BYTES, else starts a new chunk. */
   private reserve(bytes: number): void {
     if (this.used + bytes <= this.buf.length) return;

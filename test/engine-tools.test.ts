@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cat, find, grep, grepScansEverything, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest } from '../engine/index.js';
+import { cat, find, grep, grepScansEverything, grepSplit, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest } from '../engine/index.js';
+import { comparePaths } from '../engine/tool-output.js';
 import { buildShard, output, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 
 const MGMT: Claims = null;
@@ -188,9 +189,36 @@ describe('tools on a small workspace', () => {
       expect(grepScansEverything({ pattern })).toBe(expected);
     });
 
-    it('content mode over given paths keeps path order', () => {
-      const text = output(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'content', paths: ['/src/main.c', '/README.md'] }));
-      expect(text).toBe('/README.md:1:# Title\n/README.md:2:hello world\n/src/main.c:2:  return helper(1);\n');
+    it.each([2, 3, 5, 50])('content mode split into %i path ranges concatenates to the whole output', (count) => {
+      const split = grepSplit(s.reader, { count });
+      let step = split.next();
+      while (step.done !== true) step = split.next();
+      const bounds = step.value;
+      expect(bounds.length).toBeLessThan(count);
+      expect([...bounds].sort(comparePaths)).toEqual(bounds);
+      const edges = [null, ...bounds, null];
+      for (const request of [
+        { claims: MGMT, pattern: 'e', outputMode: 'content' },
+        { claims: MGMT, pattern: '[a-z]', outputMode: 'content', lineNumbers: false },
+      ] as const) {
+        const whole = output(grep(s.reader, request));
+        const shares = edges.slice(1).map((to, i) => output(grep(s.reader, { ...request, pathRange: { from: edges[i], to } })));
+        expect(shares.join('')).toBe(whole);
+        if (bounds.length > 0) expect(shares.filter((x) => x !== '').length).toBeGreaterThan(1);
+      }
+    });
+
+    it('a path range keeps only the files in [from, to)', () => {
+      const text = output(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'content', pathRange: { from: '/docs', to: '/src/main.c' } }));
+      expect(text.split('\n').map((l) => l.split(':')[0])).toEqual([
+        '/docs/guide.md',
+        '/docs/guide.md',
+        '/src/a-b/x.h',
+        '/src/a/deep/y.h',
+        '/src/helper.c',
+        '/src/helper.c',
+        '',
+      ]);
     });
   });
 });
@@ -267,6 +295,27 @@ describe('footers on truncation', () => {
     s = await buildShard(docs);
   });
   afterAll(() => s.close());
+
+  it('content output of one file over many chunks equals the line-by-line expectation', () => {
+    // /long.txt gives ~100 KiB of grep output; /heavy.txt ~600 KiB with lines cut or not.
+    const lines = Array.from({ length: 5000 }, (_, i) => `line ${i + 1}`);
+    const matching = (l: string) => /[1-7]$/.test(l);
+    const expected: string[] = [];
+    let last = -2;
+    lines.forEach((l, i) => {
+      const near = [i - 1, i, i + 1].some((j) => j >= 0 && j < lines.length && matching(lines[j]));
+      if (!near) return;
+      if (last !== -2 && last !== i - 1) expected.push('--');
+      expected.push(`/long.txt${matching(l) ? ':' : '-'}${i + 1}${matching(l) ? ':' : '-'}${l}`);
+      last = i;
+    });
+    const r = run(grep(s.reader, { claims: MGMT, pattern: '[1-7]$', path: '/long.txt', outputMode: 'content', context: 1 }));
+    expect(r.chunks).toBeGreaterThan(1);
+    expect(r.text).toBe(expected.join('\n') + '\n');
+    const heavy = run(grep(s.reader, { claims: MGMT, pattern: 'y', path: '/heavy.txt', outputMode: 'content', lineNumbers: false }));
+    expect(heavy.chunks).toBeGreaterThan(8);
+    expect(heavy.text).toBe(`/heavy.txt:${'y'.repeat(1990)}\n`.repeat(300));
+  });
 
   it('ls shows 1000 entries, directories first, then one footer', () => {
     const r = run(ls(s.reader, { claims: MGMT, path: '/big' }));

@@ -294,11 +294,12 @@ describe('cancellation', () => {
 });
 
 describe('grep split across threads', () => {
-  it('answers exactly as a single thread does', async () => {
+  it('answers exactly as a single thread does, with 2 and 3 threads', async () => {
     const t2 = await startTestService({ VFS_READ_THREADS: '2' });
+    const t3 = await startTestService({ VFS_READ_THREADS: '3' });
     try {
       const files = Array.from({ length: 60 }, (_, i) => [`d${i % 4}/f${i}.txt`, Array.from({ length: 30 }, (_, j) => `${j % 7 === 0 ? 'ab' : 'x'}${i * j} ${j}`).join('\n') + '\n'] as const);
-      for (const svc of [t, t2]) {
+      for (const svc of [t, t2, t3]) {
         expect((await svc.call('POST', '/v1/workspaces', { body: { name: 'scan' } })).status).toBe(201);
         await Promise.all(files.map(([path, body]) => put(svc, 'scan', path, body)));
         await settled(svc, 'scan');
@@ -312,14 +313,25 @@ describe('grep split across threads', () => {
         'pattern=ab1',
         'pattern=ab2|x3&output_mode=count',
         'pattern=ab&output_mode=content',
+        // Content full scans split into path ranges: context across the ranges' edges, ranges
+        // that print nothing (glob, path), no line numbers.
+        'pattern=[0-9]{3}&output_mode=content&-B=2',
+        'pattern=[0-9]{4}&output_mode=content&-A=1&glob=d3/**',
+        'pattern=[0-9]{4}&output_mode=content&-C=1&glob=d0/**',
+        'pattern=\\d 2[89]$&output_mode=content&-C=1&path=/d1',
+        'pattern=x\\d&output_mode=content&-n=false',
       ]) {
         const one = await t.call('GET', `/v1/workspaces/scan/grep?${query}`);
-        const two = await t2.call('GET', `/v1/workspaces/scan/grep?${query}`);
-        expect([query, two.status, two.text]).toEqual([query, 200, one.text]);
+        expect(one.status).toBe(200);
         expect(one.text.length).toBeGreaterThan(0);
+        for (const svc of [t2, t3]) {
+          const many = await svc.call('GET', `/v1/workspaces/scan/grep?${query}`);
+          expect([query, many.status, many.text]).toEqual([query, 200, one.text]);
+        }
       }
     } finally {
       await t2.stop();
+      await t3.stop();
     }
   });
 });
