@@ -3,127 +3,250 @@
  * (AND lists intersected rarest first, OR lists merged, `all` = every live document), then
  * the path, glob/type, partition and visibility filters, all before any text is read.
  *
- * Small candidate sets are resolved id by id in `docs`; large ones (or `all`) by one range scan
- * of `paths` under the search root, which also yields them in path order.
+ * Candidate ids are resolved id by id in `docs` (then sorted by path) when that is cheaper
+ * than one range scan of `paths` under the search root (which yields path order for free):
+ * see LOOKUP_COST.
  */
 
 import type { Query } from './regex-query.js';
 import type { GrepFilter } from './grep-filter.js';
-import { dirRange, type DocMeta, type ShardSnapshot } from './shard-reader.js';
+import { blockCount, blockFirstId, blockLastId, intersectBlock } from './posting-block.js';
+import { decodePostings, dirRange, type DocMeta, type PostingBlocks, type ShardSnapshot } from './shard-reader.js';
 import { comparePaths } from './tool-output.js';
 import type { Visibility } from './visibility.js';
 
 const EMPTY = new Uint32Array(0);
 
-/** Candidate sets up to this size are looked up id by id instead of by a range scan. */
-const DIRECT_LOOKUP_MAX = 2048;
+/**
+ * One lookup of a candidate by id (`docById`, then its share of the path sort) costs about
+ * this many times one document of a range scan of `paths` (decoded in path order, no sort).
+ * Measured on the Linux source (78,576 files) with 5k, 20k and 50k random ids: a lookup costs
+ * 1.0-2.7 µs, a scanned document 1.0-1.9 µs; the ratio is 1.4-2.1 under `/` (every id found
+ * and sorted), 1.0-1.6 under a directory, so lookups win below about half the root's files.
+ */
+const LOOKUP_COST = 2;
 
-/** Ascending doc ids present in both sorted lists. */
-export function intersect(a: Uint32Array, b: Uint32Array): Uint32Array {
-  if (a.length > b.length) [a, b] = [b, a];
-  const out = new Uint32Array(a.length);
+/**
+ * Up to this many ids (at most ~4 ms of lookups) the root is not counted: counting costs about
+ * 0.13 µs per file under it, up to 10 ms on the Linux source.
+ */
+const LOOKUP_ALWAYS = 2048;
+
+/** Ascending union of sorted lists (merged in pairs: no sort). */
+export function union(lists: readonly Uint32Array[]): Uint32Array {
+  let layer = lists.filter((l) => l.length > 0);
+  if (layer.length === 0) return EMPTY;
+  while (layer.length > 1) {
+    const next: Uint32Array[] = [];
+    for (let i = 0; i + 1 < layer.length; i += 2) next.push(merge(layer[i], layer[i + 1]));
+    if (layer.length % 2 === 1) next.push(layer[layer.length - 1]);
+    layer = next;
+  }
+  return layer[0];
+}
+
+/** Ascending union of two sorted lists. */
+function merge(a: Uint32Array, b: Uint32Array): Uint32Array {
+  const out = new Uint32Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
   let n = 0;
-  if (b.length > 16 * a.length) {
-    // Gallop: binary-search each id of the short list in the rest of the long one.
-    let lo = 0;
-    for (let i = 0; i < a.length; i++) {
-      const x = a[i];
-      let hi = b.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (b[mid] < x) lo = mid + 1;
-        else hi = mid;
-      }
-      if (lo === b.length) break;
-      if (b[lo] === x) out[n++] = x;
-    }
-  } else {
-    let i = 0;
-    let j = 0;
-    while (i < a.length && j < b.length) {
-      const x = a[i];
-      const y = b[j];
-      if (x === y) {
-        out[n++] = x;
-        i++;
-        j++;
-      } else if (x < y) i++;
-      else j++;
+  while (i < a.length && j < b.length) {
+    const x = a[i];
+    const y = b[j];
+    if (x <= y) {
+      out[n++] = x;
+      i++;
+      if (x === y) j++;
+    } else {
+      out[n++] = y;
+      j++;
     }
   }
+  while (i < a.length) out[n++] = a[i++];
+  while (j < b.length) out[n++] = b[j++];
   return out.subarray(0, n);
 }
 
-/** Ascending union of sorted lists. */
-export function union(lists: Uint32Array[]): Uint32Array {
-  if (lists.length === 0) return EMPTY;
-  if (lists.length === 1) return lists[0];
-  let total = 0;
-  for (const l of lists) total += l.length;
-  const all = new Uint32Array(total);
-  let pos = 0;
-  for (const l of lists) {
-    all.set(l, pos);
-    pos += l.length;
-  }
-  all.sort();
-  let n = 0;
-  for (let i = 0; i < total; i++) if (n === 0 || all[n - 1] !== all[i]) all[n++] = all[i];
-  return all.subarray(0, n);
-}
+/**
+ * Skip a conjunct of an AND when intersecting it would decode more than this many ids per
+ * remaining candidate. Dropping a conjunct only widens the answer, which stays a superset
+ * (every candidate is verified against the text afterwards), so the rule trades index work
+ * for verification work: verifying one candidate reads and matches its text (about 56 µs per
+ * file on the Linux source: 713 files in 40 ms), decoding one id costs about 4 ns, so
+ * decoding 1000 ids per candidate (4 µs) pays off when the conjunct removes at least one
+ * candidate in fourteen. Only the blocks that can hold a candidate count, so a long list
+ * against a handful of candidates is still cheap and still used. An OR inside an AND whose
+ * lists cost more than this is not evaluated at all (it narrows nothing, as if `all`).
+ */
+const SKIP_IDS_PER_CANDIDATE = 1000;
 
 /**
  * The ascending ids (possibly dead) of the documents that can match `query`, or null for
- * "every document" (`all`).
+ * "every document" (`all`). The answer is a SUPERSET of the documents the query selects (it
+ * may leave out conjuncts, see SKIP_IDS_PER_CANDIDATE), which is all the caller needs.
+ *
+ * An AND reads the block headers of all its trigrams first (no varint decoded), answers EMPTY
+ * at once if one of them occurs nowhere, then narrows the candidates conjunct by conjunct in
+ * ascending order of their size bound (a trigram's count; the sum over an OR, the least over
+ * an AND): it decodes the smallest fully and, for each next one, only the blocks whose
+ * [first, last] id range holds a remaining candidate, stopping once nothing remains. A
+ * sub-query is evaluated within the candidates the conjuncts before it left. An OR merges all
+ * its lists (within the candidates, if any).
  */
 export function evaluateQuery(snapshot: ShardSnapshot, query: Query): Uint32Array | null {
-  const cache = new Map<number, Uint32Array>();
-  const postings = (t: number): Uint32Array => {
-    let list = cache.get(t);
-    if (list === undefined) {
-      list = snapshot.postings(t);
-      cache.set(t, list);
-    }
-    return list;
-  };
-  const evaluate = (q: Query): Uint32Array | null => {
+  return new QueryEvaluation(snapshot).evaluate(query, null);
+}
+
+/** One evaluation: the posting lists it read, kept until it ends. */
+class QueryEvaluation {
+  private readonly lists = new Map<number, PostingBlocks>();
+  private readonly bounds = new Map<Query, number>();
+
+  constructor(private readonly snapshot: ShardSnapshot) {}
+
+  /**
+   * The ids of `within` (null: of every document) that may match `q`, ascending, or null when
+   * `q` does not narrow `within` (`all`, or not worth evaluating).
+   */
+  evaluate(q: Query, within: Uint32Array | null): Uint32Array | null {
     switch (q.op) {
       case 'all':
         return null;
       case 'none':
         return EMPTY;
-      case 'and': {
-        const lists: Uint32Array[] = [];
-        for (const t of q.trigrams) {
-          const list = postings(t);
-          if (list.length === 0) return EMPTY;
-          lists.push(list);
-        }
-        for (const sub of q.sub) {
-          const list = evaluate(sub);
-          if (list === null) continue;
-          if (list.length === 0) return EMPTY;
-          lists.push(list);
-        }
-        if (lists.length === 0) return null;
-        lists.sort((a, b) => a.length - b.length);
-        let result = lists[0];
-        for (let i = 1; i < lists.length && result.length > 0; i++) result = intersect(result, lists[i]);
-        return result;
-      }
-      case 'or': {
-        const lists: Uint32Array[] = [];
-        for (const t of q.trigrams) lists.push(postings(t));
-        for (const sub of q.sub) {
-          const list = evaluate(sub);
-          if (list === null) return null;
-          lists.push(list);
-        }
-        return union(lists);
+      case 'and':
+        return this.and(q.trigrams, q.sub, within);
+      case 'or':
+        return this.or(q.trigrams, q.sub, within);
+    }
+  }
+
+  private and(trigrams: readonly number[], subs: readonly Query[], within: Uint32Array | null): Uint32Array | null {
+    // Conjuncts by ascending size bound: trigrams as numbers, sub-queries as themselves.
+    const order: { bound: number; conjunct: number | Query }[] = [];
+    for (const t of trigrams) {
+      const bound = this.list(t).count;
+      if (bound === 0) return EMPTY;
+      order.push({ bound, conjunct: t });
+    }
+    for (const sub of subs) {
+      const bound = this.bound(sub);
+      if (bound === 0) return EMPTY;
+      // Unbounded means `all` on every path down (no trigram): it cannot narrow anything.
+      if (bound !== Infinity) order.push({ bound, conjunct: sub });
+    }
+    order.sort((a, b) => a.bound - b.bound);
+    let result = within;
+    for (const { conjunct } of order) {
+      if (result !== null && result.length === 0) return EMPTY;
+      if (typeof conjunct === 'number') {
+        const list = this.list(conjunct);
+        if (result === null) result = decodePostings(list);
+        else if (idsToDecode(list, result) <= SKIP_IDS_PER_CANDIDATE * result.length) result = intersectList(list, result);
+      } else {
+        result = this.evaluate(conjunct, result) ?? result;
       }
     }
-  };
-  return evaluate(query);
+    return result;
+  }
+
+  private or(trigrams: readonly number[], subs: readonly Query[], within: Uint32Array | null): Uint32Array | null {
+    if (within !== null && within.length === 0) return EMPTY;
+    const parts: Uint32Array[] = [];
+    if (within !== null) {
+      // A union needs every list: if that is too much work for the candidates, narrow nothing.
+      let work = 0;
+      for (const t of trigrams) work += idsToDecode(this.list(t), within);
+      if (work > SKIP_IDS_PER_CANDIDATE * within.length) return null;
+    }
+    for (const t of trigrams) {
+      const list = this.list(t);
+      if (list.count === 0) continue;
+      parts.push(within === null ? decodePostings(list) : intersectList(list, within));
+    }
+    for (const sub of subs) {
+      const part = this.evaluate(sub, within);
+      if (part === null) return null;
+      parts.push(part);
+    }
+    return union(parts);
+  }
+
+  /** The blocks of a trigram's list, read once per evaluation. */
+  private list(t: number): PostingBlocks {
+    let list = this.lists.get(t);
+    if (list === undefined) {
+      list = this.snapshot.postingBlocks(t);
+      this.lists.set(t, list);
+    }
+    return list;
+  }
+
+  /** An upper bound on the number of ids `q` answers (Infinity: it may answer null). */
+  private bound(q: Query): number {
+    let bound = this.bounds.get(q);
+    if (bound !== undefined) return bound;
+    switch (q.op) {
+      case 'all':
+        bound = Infinity;
+        break;
+      case 'none':
+        bound = 0;
+        break;
+      case 'and':
+        bound = Infinity;
+        for (const t of q.trigrams) bound = Math.min(bound, this.list(t).count);
+        for (const sub of q.sub) bound = Math.min(bound, this.bound(sub));
+        break;
+      case 'or':
+        bound = 0;
+        for (const t of q.trigrams) bound += this.list(t).count;
+        for (const sub of q.sub) bound += this.bound(sub);
+        break;
+    }
+    this.bounds.set(q, bound);
+    return bound;
+  }
+}
+
+/** Index in `sorted` of the first id ≥ `id`, searching from `lo`. */
+function lowerBound(sorted: Uint32Array, id: number, lo: number): number {
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** How many ids intersecting `list` with `sorted` decodes: those of the blocks whose range holds one of `sorted`. */
+function idsToDecode(list: PostingBlocks, sorted: Uint32Array): number {
+  let work = 0;
+  let c = 0;
+  for (const block of list.blocks) {
+    c = lowerBound(sorted, blockFirstId(block), c);
+    if (c === sorted.length) break;
+    if (sorted[c] <= blockLastId(block)) work += blockCount(block);
+  }
+  return work;
+}
+
+/** The ids of `sorted` that are in `list`, decoding only the blocks whose range holds one of them. */
+function intersectList(list: PostingBlocks, sorted: Uint32Array): Uint32Array {
+  const out = new Uint32Array(sorted.length);
+  let n = 0;
+  let c = 0;
+  for (const block of list.blocks) {
+    c = lowerBound(sorted, blockFirstId(block), c);
+    if (c === sorted.length) break;
+    const last = blockLastId(block);
+    if (sorted[c] > last) continue;
+    n = intersectBlock(block, sorted, c, out, n);
+    c = lowerBound(sorted, last + 1, c);
+  }
+  return out.subarray(0, n);
 }
 
 /** Restricts a scan to a share of the documents, so that shares can run in parallel. */
@@ -153,14 +276,13 @@ export interface CandidateOptions {
 /** The live, visible, filtered documents whose ids are in `ids` (null: all), in path order. */
 export function selectCandidates(snapshot: ShardSnapshot, ids: Uint32Array | null, options: CandidateOptions): DocMeta[] {
   const { root, filter, visibility, partition } = options;
-  const out: DocMeta[] = [];
-  const inShare = (id: number): boolean => partition === undefined || id % partition.count === partition.index;
   // SECURITY: every path below passes visibility.canSee before it is a candidate.
   if (options.paths !== undefined) {
+    const out: DocMeta[] = [];
     const prefix = root === '/' ? '/' : root + '/';
     for (const path of options.paths) {
       const meta = snapshot.docByPath(path);
-      if (meta === undefined || !inShare(meta.id) || !visibility.canSee(meta.claims)) continue;
+      if (meta === undefined || !inShare(meta.id, partition) || !visibility.canSee(meta.claims)) continue;
       if (options.rootIsFile ? path !== root : !path.startsWith(prefix) || !filter.test(path)) continue;
       out.push(meta);
     }
@@ -168,23 +290,42 @@ export function selectCandidates(snapshot: ShardSnapshot, ids: Uint32Array | nul
   }
   if (options.rootIsFile) {
     const meta = snapshot.docByPath(root);
-    if (meta !== undefined && inShare(meta.id) && visibility.canSee(meta.claims) && (ids === null || contains(ids, meta.id))) {
-      out.push(meta);
+    if (meta !== undefined && inShare(meta.id, partition) && visibility.canSee(meta.claims) && (ids === null || contains(ids, meta.id))) {
+      return [meta];
     }
-    return out;
+    return [];
   }
-  if (ids !== null && ids.length <= DIRECT_LOOKUP_MAX) {
-    const prefix = root === '/' ? '/' : root + '/';
-    for (let i = 0; i < ids.length; i++) {
-      const id = ids[i];
-      if (!inShare(id)) continue;
-      const meta = snapshot.docById(id);
-      if (meta === undefined || !meta.path.startsWith(prefix)) continue;
-      if (!filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
-      out.push(meta);
-    }
-    return sortByPath(out);
+  if (ids !== null && preferLookups(snapshot, ids, options)) return lookupCandidates(snapshot, ids, options);
+  return scanCandidates(snapshot, ids, options);
+}
+
+/**
+ * selectCandidates under a directory root by one lookup in `docs` per id (of the share).
+ * Exported for tests and benchmarks; selectCandidates picks the cheaper of the two.
+ */
+export function lookupCandidates(snapshot: ShardSnapshot, ids: Uint32Array, options: CandidateOptions): DocMeta[] {
+  const { root, filter, visibility, partition } = options;
+  const out: DocMeta[] = [];
+  const prefix = root === '/' ? '/' : root + '/';
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
+    if (!inShare(id, partition)) continue;
+    const meta = snapshot.docById(id);
+    if (meta === undefined || !meta.path.startsWith(prefix)) continue;
+    // SECURITY: visibility is checked on every candidate.
+    if (!filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
+    out.push(meta);
   }
+  return sortByPath(out);
+}
+
+/**
+ * selectCandidates under a directory root by one scan of the paths under it, keeping the ids
+ * in `ids` (null: all). Exported for tests and benchmarks.
+ */
+export function scanCandidates(snapshot: ShardSnapshot, ids: Uint32Array | null, options: CandidateOptions): DocMeta[] {
+  const { root, filter, visibility, partition } = options;
+  const out: DocMeta[] = [];
   let member: Uint8Array | null = null;
   if (ids !== null) {
     member = new Uint8Array(ids.length === 0 ? 1 : ids[ids.length - 1] + 1);
@@ -194,10 +335,37 @@ export function selectCandidates(snapshot: ShardSnapshot, ids: Uint32Array | nul
   for (const meta of snapshot.docsInRange(start, end)) {
     const id = meta.id;
     if (member !== null && (id >= member.length || member[id] === 0)) continue;
-    if (!inShare(id) || !filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
+    // SECURITY: visibility is checked on every candidate.
+    if (!inShare(id, partition) || !filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
     out.push(meta);
   }
   return out;
+}
+
+/**
+ * Whether looking `ids` up one by one is cheaper than scanning the root: LOOKUP_COST times the
+ * ids of the share against the live documents under the root, counted only when the answer
+ * depends on it.
+ */
+function preferLookups(snapshot: ShardSnapshot, ids: Uint32Array, options: CandidateOptions): boolean {
+  const { partition } = options;
+  let wanted = ids.length;
+  if (partition !== undefined) {
+    wanted = 0;
+    for (let i = 0; i < ids.length; i++) if (inShare(ids[i], partition)) wanted++;
+  }
+  if (wanted <= LOOKUP_ALWAYS) return true;
+  const cost = wanted * LOOKUP_COST;
+  // The root holds at most every live document, and exactly those when it is `/`.
+  const live = snapshot.state().liveDocs;
+  if (cost > live) return false;
+  if (options.root === '/') return true;
+  const { start, end } = dirRange(options.root);
+  return cost <= snapshot.countPathsInRange(start, end);
+}
+
+function inShare(id: number, partition: GrepPartition | undefined): boolean {
+  return partition === undefined || id % partition.count === partition.index;
 }
 
 /** Whether some visible file is at `root` or under it. */
@@ -214,16 +382,21 @@ export function rootExists(snapshot: ShardSnapshot, root: string, visibility: Vi
 }
 
 function contains(ids: Uint32Array, id: number): boolean {
-  let lo = 0;
-  let hi = ids.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (ids[mid] < id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < ids.length && ids[lo] === id;
+  const i = lowerBound(ids, id, 0);
+  return i < ids.length && ids[i] === id;
 }
 
+/** UTF-16 order differs from code point order only between a surrogate and U+E000-U+FFFF. */
+const HIGH_UNIT = /[\ud800-\uffff]/;
+
+/** Sorts by path in code point order (comparePaths). */
 function sortByPath(docs: DocMeta[]): DocMeta[] {
-  return docs.sort((a, b) => comparePaths(a.path, b.path));
+  // Without such code units, code unit order is code point order, and V8's own string
+  // comparison sorts 1.3-2x faster than comparePaths (5k-50k paths).
+  for (const doc of docs) if (HIGH_UNIT.test(doc.path)) return docs.sort((a, b) => comparePaths(a.path, b.path));
+  return docs.sort(byCodeUnits);
+}
+
+function byCodeUnits(a: DocMeta, b: DocMeta): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
 }

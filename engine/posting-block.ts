@@ -6,7 +6,8 @@
  *
  * The first varint is the block's first doc id, every next one the (positive) gap to the
  * following id, so a block lists strictly ascending ids. The header lets the writer append to
- * a block without decoding it and lets the reader size its output before decoding.
+ * a block without decoding it, and the reader count a list, size its output and skip blocks
+ * whose [first, last] range holds no id it looks for, all before decoding.
  */
 
 /** Bytes before the varints: count and last id. */
@@ -162,6 +163,62 @@ export function decodeBlockAt(buf: Uint8Array, start: number, end: number, out: 
     }
     id += value >>> 0;
     out[outPos++] = id;
+  }
+  return outPos;
+}
+
+/** The last (greatest) id of a block, read from its header. */
+export function blockLastId(block: Uint8Array): number {
+  return (block[4] | (block[5] << 8) | (block[6] << 16) | (block[7] << 24)) >>> 0;
+}
+
+/** The first (smallest) id of a non-empty block: its first varint. */
+export function blockFirstId(block: Uint8Array): number {
+  let pos = BLOCK_HEADER_BYTES;
+  let b = block[pos++];
+  let value = b & 0x7f;
+  let shift = 7;
+  while (b & 0x80) {
+    b = block[pos++];
+    value |= (b & 0x7f) << shift;
+    shift += 7;
+  }
+  return value >>> 0;
+}
+
+/**
+ * Decodes `block` and writes to `out` from `outPos` the ids that are also in `sorted`
+ * (ascending), looking from index `from` on; returns the position after them. One pass over
+ * the varints, no decoded copy of the block: it stops once `sorted` is exhausted.
+ */
+export function intersectBlock(block: Uint8Array, sorted: Uint32Array, from: number, out: Uint32Array, outPos: number): number {
+  const end = block.byteLength;
+  const n = sorted.length;
+  if (from >= n) return outPos;
+  let c = from;
+  let want = sorted[c];
+  let pos = BLOCK_HEADER_BYTES;
+  let id = 0;
+  while (pos < end) {
+    let b = block[pos++];
+    let value = b & 0x7f;
+    let shift = 7;
+    while (b & 0x80) {
+      b = block[pos++];
+      value |= (b & 0x7f) << shift;
+      shift += 7;
+    }
+    id += value >>> 0;
+    if (id < want) continue;
+    while (want < id) {
+      if (++c === n) return outPos;
+      want = sorted[c];
+    }
+    if (want === id) {
+      out[outPos++] = id;
+      if (++c === n) return outPos;
+      want = sorted[c];
+    }
   }
   return outPos;
 }

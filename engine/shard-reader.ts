@@ -179,6 +179,25 @@ export function dirRange(dir: string): { start: string; end: string } {
   return { start, end: start.slice(0, -1) + '0' };
 }
 
+/**
+ * A trigram's posting list as stored: its blocks in id order (the `postings` blocks, then its
+ * block in each live `recent` segment), so the ids of block i all precede those of block i + 1.
+ */
+export interface PostingBlocks {
+  /** Number of ids (live or dead) in all blocks, from their headers. */
+  count: number;
+  /** The blocks (format in posting-block.ts), none empty. */
+  blocks: Buffer[];
+}
+
+/** Every id of a posting list, ascending. */
+export function decodePostings(list: PostingBlocks): Uint32Array {
+  const ids = new Uint32Array(list.count);
+  let pos = 0;
+  for (const block of list.blocks) pos = decodeBlock(block, ids, pos);
+  return ids;
+}
+
 /** The databases of one open environment. */
 export interface ShardEnv {
   dir: string;
@@ -294,6 +313,11 @@ export class ShardSnapshot {
     return this.shard.paths.getKeys({ start, end, transaction: this.txn }) as Iterable<string>;
   }
 
+  /** The number of paths in [start, end) (counted in LMDB: no key or record reaches JS). */
+  countPathsInRange(start: string, end: string): number {
+    return this.shard.paths.getKeysCount({ start, end, transaction: this.txn });
+  }
+
   /** Documents whose paths are in [start, end), in code point order of path. */
   *docsInRange(start: string, end: string): Generator<DocMeta> {
     for (const { value } of this.shard.paths.getRange({ start, end, transaction: this.txn })) {
@@ -317,25 +341,34 @@ export class ShardSnapshot {
 
   /** The ascending doc ids (live or dead) of the documents containing `trigram` (both levels). */
   postings(trigram: number): Uint32Array {
+    return decodePostings(this.postingBlocks(trigram));
+  }
+
+  /**
+   * The stored blocks of `trigram`'s list (both levels) and its length, read but not decoded:
+   * counting costs one read per block and per live segment, no varint. The blocks are copies,
+   * valid for as long as the caller keeps them.
+   */
+  postingBlocks(trigram: number): PostingBlocks {
     const blocks: Buffer[] = [];
-    let total = 0;
+    let count = 0;
+    // Binary values of a range are copies (lmdb-js slices them out of its read buffer).
     const range = this.shard.postings.getRange({ ...trigramRange(trigram), transaction: this.txn });
     for (const { value } of range) {
+      const n = blockCount(value);
+      if (n === 0) continue; // never written; skipped so that every block has a first id
       blocks.push(value);
-      total += blockCount(value);
+      count += n;
     }
     const { segFirst, segNext } = this.state();
     for (let segment = segFirst; segment < segNext; segment++) {
       const group = readFast(this.shard.recent, recentKey(segment, trigram >>> 8), this.opts);
       const block = group === undefined ? undefined : findInGroup(group, trigram & 0xff);
-      if (block === undefined) continue;
+      if (block === undefined || blockCount(block) === 0) continue;
       blocks.push(Buffer.from(block)); // copy: the read buffer is reused by the next get
-      total += blockCount(block);
+      count += blockCount(block);
     }
-    const ids = new Uint32Array(total);
-    let pos = 0;
-    for (const block of blocks) pos = decodeBlock(block, ids, pos);
-    return ids;
+    return { count, blocks };
   }
 
   /** The writer's bookkeeping as of this snapshot. */

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { countLines, encodeDocValue, lineEndOf, lineStartsOf } from '../engine/doc-text.js';
-import { appendToBlock, decodeBlock, encodeBlock, encodeGroup, findInGroup } from '../engine/posting-block.js';
+import { appendToBlock, blockFirstId, blockLastId, decodeBlock, encodeBlock, encodeGroup, findInGroup, intersectBlock } from '../engine/posting-block.js';
 import { distinctTrigrams } from '../engine/trigram-extract.js';
 import { cat, openShardWriter } from '../engine/index.js';
 import { SEALED_BLOCK_BYTES, TAIL_BLOCK_BYTES } from '../engine/shard-writer.js';
-import { acquireShardEnv, releaseShardEnv, TAIL_BLOCK_ID, trigramRange } from '../engine/shard-reader.js';
+import { acquireShardEnv, decodePostings, dirRange, releaseShardEnv, TAIL_BLOCK_ID, trigramRange } from '../engine/shard-reader.js';
 import { buildShard, output, toInput, type TestShard } from './helpers/engine-shard.js';
 
 const open: TestShard[] = [];
@@ -89,6 +89,25 @@ describe('postings blocks', () => {
     expect(decodeBlock(grown, out, 0)).toBe(5);
     expect([...out]).toEqual([...ids]);
   });
+
+  // block ids, sorted ids, first index of them to consider, the ids in both
+  const intersections: [number[], number[], number, number[]][] = [
+    [[1, 2, 300, 70_000, 4_000_000_000], [2, 300, 4_000_000_000], 0, [2, 300, 4_000_000_000]],
+    [[1, 2, 300], [0, 3, 299, 301], 0, []],
+    [[5], [5], 0, [5]],
+    [[1, 2, 3, 4], [1, 3, 4], 1, [3, 4]],
+    [[10, 20, 30], [20, 40], 0, [20]],
+    [[10, 20, 30], [5, 10, 15, 30], 0, [10, 30]],
+    [[10, 20, 30], [10], 1, []],
+  ];
+  it.each(intersections)('intersect block %j with %j from %i', (ids, sorted, from, expected) => {
+    const block = encodeBlock(Uint32Array.from(ids), 0, ids.length);
+    expect(blockFirstId(block)).toBe(ids[0]);
+    expect(blockLastId(block)).toBe(ids[ids.length - 1]);
+    const out = new Uint32Array(8);
+    const end = intersectBlock(block, Uint32Array.from(sorted), from, out, 1);
+    expect([...out.subarray(1, end)]).toEqual(expected);
+  });
 });
 
 describe('shard writer and reader', () => {
@@ -143,6 +162,31 @@ describe('shard writer and reader', () => {
     expect(result).toEqual({ indexed: 0, unchanged: 1 });
     expect(s.writer.lookup('/same.txt')).toEqual(first);
     expect(s.writer.state()).toMatchObject({ liveDocs: 1, deadIds: 0, nextDocId: 2 });
+  });
+
+  it('counts postings from block headers on both levels, and paths under a directory', async () => {
+    const s = await shard([
+      { path: '/a/1.txt', text: 'count me\n' },
+      { path: '/a/2.txt', text: 'count me too\n' },
+      { path: '/b.txt', text: 'count\n' },
+    ]);
+    await s.writer.flush();
+    await s.write([{ path: '/a/3.txt', text: 'count again\n' }]);
+    await s.write([{ path: '/a0.txt', text: 'count on\n' }]);
+    const snap = s.reader.snapshot();
+    try {
+      const list = snap.postingBlocks(tri('cou'));
+      expect(list.count).toBe(5);
+      expect(list.blocks.length).toBe(3); // level 1, then one block per segment
+      expect([...decodePostings(list)]).toEqual([1, 2, 3, 4, 5]);
+      expect([...snap.postings(tri('cou'))]).toEqual([1, 2, 3, 4, 5]);
+      expect(snap.postingBlocks(tri('zzz'))).toEqual({ count: 0, blocks: [] });
+      const a = dirRange('/a');
+      expect(snap.countPathsInRange(a.start, a.end)).toBe(3);
+      expect(snap.countPathsInRange('/', '0')).toBe(5);
+    } finally {
+      snap.done();
+    }
   });
 
   it('rewrites only metadata when the version is unchanged but visibility changes', async () => {
