@@ -10,6 +10,7 @@ import { VfsError } from '../core/errors.js';
 import {
   cat,
   emitGrepCounts,
+  find,
   type GrepCollection,
   type GrepContentSummary,
   grepContentFooter,
@@ -17,6 +18,7 @@ import {
   grepScansEverything,
   ls,
   openShardReader,
+  type ShardReader,
   type ToolSummary,
 } from '../engine/index.js';
 import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask } from './read-worker.js';
@@ -37,15 +39,35 @@ export interface ReadCall {
  * (one directory's entries; at most 2,000 lines or 256 KiB of one file, read
  * through stored line offsets), smaller than handing a task to a thread and
  * its output back: measured with bench/read-http.ts, the hop cost more than
- * the tool.
+ * the tool. So does `find` in a shard of at most INLINE_FIND_DOCS files (it
+ * tests every path under its directory, about 0.3 µs each).
  */
-function runInline(tool: 'ls' | 'cat', shardDir: string, request: unknown, sink: ChunkSink): ReadCall {
+const INLINE_TOOLS = { ls, cat, find } as const;
+
+/** `find` runs on the calling thread in shards with at most this many files. */
+const INLINE_FIND_DOCS = 5000;
+
+/** The thread's reader of a shard, renewed to the latest commit. */
+function currentReader(shardDir: string): ShardReader {
+  const reader = openShardReader(shardDir);
+  // lmdb-js renews its cached read transaction lazily: begin from the latest commit.
+  reader.shard.env.resetReadTxn();
+  return reader;
+}
+
+/** Whether `find` over this shard is small enough to run on the calling thread. */
+function smallShard(reader: ShardReader): boolean {
+  const snapshot = reader.snapshot();
+  try {
+    return snapshot.state().liveDocs <= INLINE_FIND_DOCS;
+  } finally {
+    snapshot.done();
+  }
+}
+function runInline(tool: 'ls' | 'cat' | 'find', reader: ShardReader, request: unknown, sink: ChunkSink): ReadCall {
   let outcome: ReadOutcome;
   try {
-    const reader = openShardReader(shardDir);
-    // lmdb-js renews its cached read transaction lazily: begin from the latest commit.
-    reader.shard.env.resetReadTxn();
-    const output = (tool === 'ls' ? ls : cat)(reader, request as never);
+    const output = INLINE_TOOLS[tool](reader, request as never);
     let step = output.next();
     for (; step.done !== true; step = output.next()) if (step.value.length > 0) sink(step.value, () => {});
     outcome = { ok: true, resultCount: step.value.resultCount };
@@ -101,7 +123,15 @@ export class ReadPool {
 
   /** Runs a tool; chunks go to `sink` in order, then `outcome` settles. */
   run(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink): ReadCall {
-    if (tool === 'ls' || tool === 'cat') return runInline(tool, shardDir, request, sink);
+    if (tool === 'ls' || tool === 'cat' || tool === 'find') {
+      let reader: ShardReader;
+      try {
+        reader = currentReader(shardDir);
+      } catch (error) {
+        return { outcome: Promise.resolve({ ok: false, status: 500, message: String(error) }), cancel: () => {} };
+      }
+      if (tool !== 'find' || smallShard(reader)) return runInline(tool, reader, request, sink);
+    }
     if (tool === 'grep' && this.threads > 1 && splitPays(request as GrepRequest)) {
       const grep = request as GrepRequest;
       return (grep.outputMode ?? 'files_with_matches') === 'content' ? this.parallelContent(shardDir, grep, sink) : this.parallelCounts(shardDir, grep, sink);

@@ -269,28 +269,17 @@ export interface CandidateOptions {
   visibility: Visibility;
   /** Only this share of the documents, if set. */
   partition: GrepPartition | undefined;
-  /** Only these paths, if set (already canonical). */
-  paths: readonly string[] | undefined;
+  /** Only the paths in [from, to) (null: unbounded), if set: one share of a content search. */
+  pathRange: { from: string | null; to: string | null } | undefined;
 }
 
 /** The live, visible, filtered documents whose ids are in `ids` (null: all), in path order. */
 export function selectCandidates(snapshot: ShardSnapshot, ids: Uint32Array | null, options: CandidateOptions): DocMeta[] {
   const { root, filter, visibility, partition } = options;
-  // SECURITY: every path below passes visibility.canSee before it is a candidate.
-  if (options.paths !== undefined) {
-    const out: DocMeta[] = [];
-    const prefix = root === '/' ? '/' : root + '/';
-    for (const path of options.paths) {
-      const meta = snapshot.docByPath(path);
-      if (meta === undefined || !inShare(meta.id, partition) || !visibility.canSee(meta.claims)) continue;
-      if (options.rootIsFile ? path !== root : !path.startsWith(prefix) || !filter.test(path)) continue;
-      out.push(meta);
-    }
-    return sortByPath(out);
-  }
   if (options.rootIsFile) {
     const meta = snapshot.docByPath(root);
-    if (meta !== undefined && inShare(meta.id, partition) && visibility.canSee(meta.claims) && (ids === null || contains(ids, meta.id))) {
+    // SECURITY: visibility is checked on the file.
+    if (meta !== undefined && inShare(meta.id, partition) && inRange(meta.path, options) && visibility.canSee(meta.claims) && (ids === null || contains(ids, meta.id))) {
       return [meta];
     }
     return [];
@@ -311,7 +300,7 @@ export function lookupCandidates(snapshot: ShardSnapshot, ids: Uint32Array, opti
     const id = ids[i];
     if (!inShare(id, partition)) continue;
     const meta = snapshot.docById(id);
-    if (meta === undefined || !meta.path.startsWith(prefix)) continue;
+    if (meta === undefined || !meta.path.startsWith(prefix) || !inRange(meta.path, options)) continue;
     // SECURITY: visibility is checked on every candidate.
     if (!filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
     out.push(meta);
@@ -331,7 +320,12 @@ export function scanCandidates(snapshot: ShardSnapshot, ids: Uint32Array | null,
     member = new Uint8Array(ids.length === 0 ? 1 : ids[ids.length - 1] + 1);
     for (let i = 0; i < ids.length; i++) member[ids[i]] = 1;
   }
-  const { start, end } = dirRange(root);
+  let { start, end } = dirRange(root);
+  // Keys sort by code point, as comparePaths does: the range narrows the scan itself.
+  const range = options.pathRange;
+  if (range?.from != null && comparePaths(range.from, start) > 0) start = range.from;
+  if (range?.to != null && comparePaths(range.to, end) < 0) end = range.to;
+  if (comparePaths(start, end) >= 0) return out;
   for (const meta of snapshot.docsInRange(start, end)) {
     const id = meta.id;
     if (member !== null && (id >= member.length || member[id] === 0)) continue;
@@ -362,6 +356,11 @@ function preferLookups(snapshot: ShardSnapshot, ids: Uint32Array, options: Candi
   if (options.root === '/') return true;
   const { start, end } = dirRange(options.root);
   return cost <= snapshot.countPathsInRange(start, end);
+}
+
+function inRange(path: string, { pathRange }: CandidateOptions): boolean {
+  if (pathRange === undefined) return true;
+  return (pathRange.from === null || comparePaths(path, pathRange.from) >= 0) && (pathRange.to === null || comparePaths(path, pathRange.to) < 0);
 }
 
 function inShare(id: number, partition: GrepPartition | undefined): boolean {

@@ -186,17 +186,14 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan): DocMeta[] {
   const kind = rootExists(snapshot, p.root, p.visibility);
   if (kind === null) throw new VfsError('NO_SUCH_FILE', { path: p.root });
   const ids = evaluateQuery(snapshot, regexQuery(p.pattern, { caseInsensitive: p.caseInsensitive, multiline: p.multiline }));
-  const docs = selectCandidates(snapshot, ids, {
+  return selectCandidates(snapshot, ids, {
     root: p.root,
     rootIsFile: kind === 'file',
     filter: p.filter,
     visibility: p.visibility,
     partition: p.partition,
-    paths: undefined,
+    pathRange: p.pathRange,
   });
-  const range = p.pathRange;
-  if (range === undefined) return docs;
-  return docs.filter((d) => (range.from === null || comparePaths(d.path, range.from) >= 0) && (range.to === null || comparePaths(d.path, range.to) < 0));
 }
 
 /** Matching lines of one document (reads its text; nothing is kept). */

@@ -200,11 +200,14 @@ describe('tools on a small workspace', () => {
       for (const request of [
         { claims: MGMT, pattern: 'e', outputMode: 'content' },
         { claims: MGMT, pattern: '[a-z]', outputMode: 'content', lineNumbers: false },
+        { claims: MGMT, pattern: 'helper|define', outputMode: 'content', context: 1 },
       ] as const) {
         const whole = output(grep(s.reader, request));
         const shares = edges.slice(1).map((to, i) => output(grep(s.reader, { ...request, pathRange: { from: edges[i], to } })));
-        expect(shares.join('')).toBe(whole);
-        if (bounds.length > 0) expect(shares.filter((x) => x !== '').length).toBeGreaterThan(1);
+        // As the read pool joins them: `--` between two shares' output when context is on.
+        const printed = shares.filter((x) => x !== '');
+        expect(printed.join('context' in request ? '--\n' : '')).toBe(whole);
+        if (bounds.length > 0) expect(printed.length).toBeGreaterThan(1);
       }
     });
 

@@ -286,7 +286,7 @@ describe('selectCandidates', () => {
       filter: new GrepFilter(root, glob, undefined),
       visibility: new Visibility(claims),
       partition,
-      paths: undefined,
+      pathRange: undefined,
     };
     const snap = s.reader.snapshot();
     try {
@@ -309,7 +309,7 @@ describe('selectCandidates', () => {
         filter: new GrepFilter(root, undefined, undefined),
         visibility: new Visibility(claims),
         partition: undefined,
-        paths: undefined,
+        pathRange: undefined,
       });
       // Dead and unallocated ids are dropped; each live file appears once.
       const every = lookupCandidates(snap, allIds, options(null));
