@@ -2,26 +2,43 @@
  * Finds the lines of a document that a regex matches, the way ripgrep reports them.
  *
  * ripgrep matches line by line: a match never spans a newline (it removes `\n` from the regex).
- * Here RE2 searches the whole document buffer at once (a Buffer, so `lastIndex` counts bytes)
- * and each hit is mapped to its line through the stored line starts; the search then resumes
- * at the next line's start, so every line is reported once. This is exact because RE2 returns
- * the leftmost match and a match inside one line is also a match in the whole buffer:
+ * Outside multiline mode one of three paths finds the matching lines; each reports a line once
+ * and then resumes at the next line's start:
  *
- *  - when the pattern cannot match `\n` at all (decided conservatively from its text,
- *    `cannotMatchNewline`), every hit lies inside one line, and `test()` (which only moves
- *    `lastIndex` to the hit's end, allocating nothing) is enough;
- *  - otherwise `exec()` gives the hit's start; a hit that runs past its line's end is checked
- *    again on that line alone, and the search resumes at the next line either way.
+ * 1. Literal alternatives (`literalAlternatives`: `foo|bar\(`) need no regex: the leftmost
+ *    occurrence of any of them, found with indexOf (memmem), is the leftmost match.
+ * 2. Required-literal prefilter: when every match contains one of a few strings
+ *    (`requiredLiterals` in regex-query.ts, e.g. `_probe(struct platform_device` for
+ *    `static int \w+_probe\(struct platform_device`), indexOf finds the next line holding one
+ *    and RE2 searches, as in path 3, a window of whole lines from there (WINDOW_BYTES, cut out
+ *    of the text so RE2 stops at its end). Lines holding none are passed over at memory speed.
+ *    It reports the lines path 3 would: a match inside a line contains one of the strings
+ *    (none contains `\n`), and `^ $ \b` read a window's edges, which are line edges, as they
+ *    read them in the whole text. Patterns that read the text's own edges (`\A`, `\z`,
+ *    `(?-m)`, see `readsTextEdges`) take path 3, and so do those whose one string is their
+ *    literal prefix, which RE2 skips to by itself as fast.
+ * 3. Otherwise RE2 searches the whole document buffer at once (a Buffer, so `lastIndex` counts
+ *    bytes) and each hit is mapped to its line through the stored line starts. This is exact
+ *    because RE2 returns the leftmost match and a match inside one line is also a match in the
+ *    whole buffer:
+ *
+ *     - when the pattern cannot match `\n` at all (decided conservatively from its text,
+ *       `cannotMatchNewline`), every hit lies inside one line, and `test()` (which only moves
+ *       `lastIndex` to the hit's end, allocating nothing) is enough;
+ *     - otherwise `exec()` gives the hit's start; a hit that runs past its line's end is
+ *       checked again on that line alone, and the search resumes at the next line either way.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
  * touches is a matching line, as `rg -U` prints them.
  *
- * The loop allocates nothing per match on the fast path and decodes no text.
+ * No path decodes text. Paths 1 and 3 allocate nothing per match on the fast path; path 2
+ * allocates one subarray per RE2 call.
  */
 
 import RE2 from 're2';
 import { invalidParameter } from '../core/errors.js';
 import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
+import { requiredLiterals } from './regex-query.js';
 
 const NEWLINE = 0x0a;
 
@@ -34,6 +51,14 @@ const SAFE_PROPERTIES = new Set([
 
 // Escapes that never match a newline: ASCII classes that exclude it, empty-width assertions.
 const SAFE_LETTER_ESCAPES = new Set(['d', 'w', 'S', 'b', 'B', 'A', 'z']);
+
+/**
+ * Path 2 hands RE2 the lines from a required string's line to the end of the line this many
+ * bytes further on. One RE2 call costs about as much as RE2 scanning a kilobyte: where the
+ * strings are dense, one call covers many lines (line by line was twice as slow as path 3 on
+ * `\w+ = \w+;`), and where they are rare, a failed line costs about one call more.
+ */
+const WINDOW_BYTES = 1024;
 
 const META = new Set(['.', '^', '$', '*', '+', '?', '(', ')', '[', ']', '{', '}', '|', '\\']);
 
@@ -110,6 +135,43 @@ export function cannotMatchNewline(pattern: string): boolean {
   return true;
 }
 
+/**
+ * The literal text every match of `pattern` starts with, read conservatively from its text
+ * (plain characters and escaped punctuation up to the first other syntax; a character that a
+ * quantifier follows is not part of it); '' when unsure. RE2 skips ahead to such a prefix
+ * itself (its prefix acceleration), about as fast as indexOf.
+ */
+export function literalPrefix(pattern: string): string {
+  let out = '';
+  for (let i = 0; i < pattern.length; i++) {
+    let ch = pattern[i];
+    let width = 1;
+    if (ch === '\\') {
+      const next = pattern[i + 1];
+      if (next === undefined || /[A-Za-z0-9\s]/.test(next) || next.charCodeAt(0) > 0x7e) break;
+      ch = next;
+      width = 2;
+    } else if (META.has(ch) || ch.charCodeAt(0) < 0x20 || (ch.charCodeAt(0) & 0xfc00) === 0xd800) {
+      break;
+    }
+    const after = pattern[i + width];
+    if (after === '*' || after === '+' || after === '?' || after === '{') break;
+    out += ch;
+    i += width - 1;
+  }
+  // A top-level `|` makes the prefix one alternative's only.
+  return pattern.includes('|') ? '' : out;
+}
+
+/**
+ * True when `pattern` may read the edges of the whole text: `\A`, `\z`, or `(?-m)` making `^`
+ * and `$` mean those. Conservative (any `\A`, `\z` or `(?…-` in the text). RE2 on a window of
+ * lines would read them at the window's edges, so such patterns skip path 2.
+ */
+export function readsTextEdges(pattern: string): boolean {
+  return /\\[Az]|\(\?[A-Za-z]*-/.test(pattern);
+}
+
 /** Options for compiling a matcher; undefined means false. */
 export interface LineMatcherOptions {
   /** `-i`: case-insensitive (Unicode simple case folding). */
@@ -126,6 +188,8 @@ export interface LineMatcherOptions {
 export class LineMatcher {
   /** True when hits are located with `test()` alone (see the module comment). */
   readonly fast: boolean;
+  /** True when lines are found through required strings first (path 2 of the module comment). */
+  readonly prefiltered: boolean;
   /** First matching line of the current hit (0-based). */
   first = 0;
   /** Last matching line of the current hit (0-based, inclusive). */
@@ -133,13 +197,17 @@ export class LineMatcher {
 
   private readonly re: RE2;
   private readonly multiline: boolean;
-  /** For a pattern of literal alternatives: their bytes, and where each occurs next (or -1). */
+  /** For a pattern of literal alternatives: their bytes. */
   private readonly literals: Buffer[] | null;
+  /** Otherwise, when every match contains one of a few strings: their bytes (path 2). */
+  private readonly required: Buffer[] | null;
+  /** Where each string of `literals` or `required` occurs next (-1: nowhere, -2: not searched). */
   private readonly nextAt: Int32Array;
   private text: Buffer = Buffer.alloc(0);
   private starts: LineStarts = new Uint32Array(0);
   private pos = 0;
   private end = 0; // where searching stops: the text length, or 0 past the last line
+  private windowEnd = 0; // path 2: the end of the current window of lines
 
   /** Compiles `pattern`; a syntax error is INVALID_PARAMETER naming `pattern`. */
   constructor(pattern: string, options: LineMatcherOptions = {}) {
@@ -154,7 +222,22 @@ export class LineMatcher {
     this.fast = !this.multiline && cannotMatchNewline(pattern);
     const alternatives = this.multiline || options.caseInsensitive === true ? null : literalAlternatives(pattern);
     this.literals = alternatives === null ? null : alternatives.map((a) => Buffer.from(a));
-    this.nextAt = new Int32Array(this.literals?.length ?? 0);
+    this.required = this.literals === null ? this.prefilter(pattern, options) : null;
+    this.prefiltered = this.required !== null;
+    this.nextAt = new Int32Array((this.literals ?? this.required)?.length ?? 0);
+  }
+
+  /** The strings path 2 looks for, or null when it would not pay or not be exact. */
+  private prefilter(pattern: string, options: LineMatcherOptions): Buffer[] | null {
+    if (readsTextEdges(pattern)) return null;
+    // requiredLiterals is null itself under -i or -U.
+    const required = requiredLiterals(pattern, options);
+    if (required === null) return null;
+    // RE2 already skips to its literal prefix as fast as indexOf would (measured: path 2 only
+    // added its per-line cost for `EXPORT_SYMBOL\(\w+\)` or `return \w+;`).
+    const prefix = Buffer.from(literalPrefix(pattern));
+    if (required.length === 1 && prefix.subarray(0, required[0].length).equals(required[0])) return null;
+    return required;
   }
 
   /** Starts scanning `text` (one document's text) whose line starts are `starts`. */
@@ -162,6 +245,7 @@ export class LineMatcher {
     this.text = text;
     this.starts = starts;
     this.pos = 0;
+    this.windowEnd = 0;
     this.end = starts.length === 0 ? 0 : text.byteLength;
     this.nextAt.fill(-2); // not searched yet
   }
@@ -176,16 +260,43 @@ export class LineMatcher {
   next(): boolean {
     if (this.multiline) return this.nextMultiline();
     if (this.literals !== null) return this.nextLiteral(this.literals);
+    if (this.required === null) return this.search(0, this.end);
+    // Path 2: a window of whole lines from the line of the next required string. A line holding
+    // none has no match (so an empty line never matches here and may end a window unsearched).
+    const starts = this.starts;
+    // After a hit, the rest of its window is searched before looking for the strings again.
+    if (this.pos < this.windowEnd && this.search(this.pos, this.windowEnd)) return true;
+    while (this.pos < this.end) {
+      const at = this.nextOccurrence(this.required);
+      if (at === -1) break;
+      const from = starts[lineIndexAt(starts, at)];
+      const last = lineIndexAt(starts, Math.min(from + WINDOW_BYTES, this.end - 1));
+      this.pos = from;
+      this.windowEnd = lineEndOf(this.text, starts, last);
+      if (this.search(from, this.windowEnd)) return true;
+    }
+    this.pos = this.end;
+    return false;
+  }
+
+  /**
+   * Searches `text[from, to)` (whole lines; the whole text when `to` is its end) with RE2 from
+   * `pos` (see the module comment, path 3). At a hit, reports its line; otherwise moves `pos`
+   * to the line after `to` and returns false.
+   */
+  private search(from: number, to: number): boolean {
     const re = this.re;
     const text = this.text;
     const starts = this.starts;
     const len = this.end;
-    while (this.pos < len) {
-      re.lastIndex = this.pos;
+    // A window is cut out so RE2 stops at its end; `^ $ \b` read its edges as line edges.
+    const buf = from === 0 && to === text.byteLength ? text : text.subarray(from, to);
+    while (this.pos < to) {
+      re.lastIndex = this.pos - from;
       let line: number;
       if (this.fast) {
-        if (!re.test(text)) break;
-        const e = re.lastIndex;
+        if (!re.test(buf)) break;
+        const e = re.lastIndex + from;
         // The hit lies in one line. A non-empty hit's last byte is in it; an empty hit at `e`
         // is in the line containing `e`, unless `e` is the end of a text ending with `\n`.
         let b = e > this.pos && text[e - 1] !== NEWLINE ? e - 1 : e;
@@ -195,9 +306,9 @@ export class LineMatcher {
         }
         line = lineIndexAt(starts, b);
       } else {
-        const m = re.exec(text);
+        const m = re.exec(buf);
         if (m === null) break;
-        const s = m.index;
+        const s = m.index + from;
         const e = s + m[0].length;
         let b = s;
         if (b >= len) {
@@ -218,36 +329,38 @@ export class LineMatcher {
       }
       return this.hit(line, len);
     }
-    this.pos = len;
+    this.pos = to < len ? to + 1 : len;
     return false;
   }
 
-  /**
-   * Literal alternatives need no regex: the leftmost occurrence of any of them
-   * is the leftmost match, found with indexOf (memmem), and a document without
-   * any of them is passed over at memory speed. Each literal's next occurrence
-   * is remembered, so a rare one is not searched for again at every hit.
-   */
+  /** Path 1: the line of the leftmost occurrence of any literal alternative is the next hit. */
   private nextLiteral(literals: Buffer[]): boolean {
-    const text = this.text;
-    const starts = this.starts;
     const len = this.end;
-    while (this.pos < len) {
-      let best = -1;
-      for (let k = 0; k < literals.length; k++) {
-        let at = this.nextAt[k];
-        if (at !== -1 && at < this.pos) {
-          at = text.indexOf(literals[k], this.pos);
-          this.nextAt[k] = at;
-        }
-        if (at !== -1 && at < len && (best === -1 || at < best)) best = at;
-      }
-      if (best === -1) break;
-      const line = lineIndexAt(starts, best);
-      return this.hit(line, len);
+    const at = this.pos < len ? this.nextOccurrence(literals) : -1;
+    if (at === -1) {
+      this.pos = len;
+      return false;
     }
-    this.pos = len;
-    return false;
+    return this.hit(lineIndexAt(this.starts, at), len);
+  }
+
+  /**
+   * The leftmost occurrence at or after `pos` (and before `end`) of any of `strings`, or -1.
+   * Each string's next occurrence is remembered in `nextAt` (a position, so it survives
+   * `rebind`), so a rare one is not searched for again at every hit.
+   */
+  private nextOccurrence(strings: Buffer[]): number {
+    const text = this.text;
+    let best = -1;
+    for (let k = 0; k < strings.length; k++) {
+      let at = this.nextAt[k];
+      if (at !== -1 && at < this.pos) {
+        at = text.indexOf(strings[k], this.pos);
+        this.nextAt[k] = at;
+      }
+      if (at !== -1 && at < this.end && (best === -1 || at < best)) best = at;
+    }
+    return best;
   }
 
   /** Reports `line` as the current hit and moves the scan to the next line. */

@@ -1,5 +1,5 @@
 /**
- * Regular expression → trigram query.
+ * Regular expression → trigram query, and the literals every match requires.
  *
  * The shard indexes, for every file, the set of byte trigrams of its UTF-8 text, leaving out
  * every trigram that contains the byte 0x0A (newline). `regexQuery` turns an RE2 pattern into a
@@ -31,6 +31,9 @@
  *      identities, absorbs (q ⇒ r: q∧r = q, q∨r = r) and factors out trigrams and sub-queries
  *      shared by both sides, like codesearch's `andOr`. Returned queries share structure (and
  *      `all`/`none` are frozen singletons): treat them as read-only.
+ *   5. `requiredLiterals` asks the same tree another question: a few strings of which every
+ *      match contains one (a concatenation's best literal run, an alternation's union of its
+ *      branches'), which LineMatcher finds with indexOf before it runs RE2 on the lines around them.
  *
  * Newlines: a trigram containing 0x0A is never required; a string whose every trigram touches a
  * newline contributes no constraint. Because the query never relies on a newline being absent,
@@ -647,6 +650,80 @@ function analyze(node: RNode): Info {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Required literals
+// ---------------------------------------------------------------------------------------------
+
+/** A required-literal set holds at most this many strings (each one is an indexOf per document). */
+const MAX_REQUIRED = 8;
+/** Every string of a required-literal set has at least this many bytes (shorter ones are everywhere). */
+const MIN_REQUIRED_BYTES = 3;
+
+/**
+ * Byte strings of which every match of `node` contains at least one, or null when there is no
+ * usable set (see requiredLiterals). Null means "no constraint", so a concatenation can still
+ * take the set of another child; a set kept here always satisfies the limits above.
+ */
+function required(node: RNode): string[] | null {
+  tick(1);
+  switch (node.k) {
+    case 'lit': {
+      // Read under (?i): its characters have no other case, but folding is not relied on here.
+      if (node.folded === true) return null;
+      let s = '';
+      for (const cp of node.cps) s += utf8(cp);
+      tick(s.length);
+      // No line holds a newline, but every match holds each newline-free piece of the run.
+      let piece = '';
+      for (const p of s.split('\n')) if (p.length > piece.length) piece = p;
+      return piece.length >= MIN_REQUIRED_BYTES ? [piece] : null;
+    }
+    case 'cat': {
+      // Every match contains a match of each child: take the child whose set is best.
+      let best: string[] | null = null;
+      for (const sub of node.subs) {
+        const set = required(sub);
+        if (set !== null && (best === null || betterRequired(set, best))) best = set;
+      }
+      return best;
+    }
+    case 'alt': {
+      // A match is a match of some branch: every branch must contribute.
+      let union: string[] = [];
+      for (const sub of node.subs) {
+        const set = required(sub);
+        if (set === null) return null;
+        union = withoutCovered(clean([...union, ...set]));
+        if (union.length > MAX_REQUIRED) return null;
+      }
+      return union;
+    }
+    case 'rep':
+      // At least one copy of x when min >= 1 (then max >= 1 too).
+      return node.min >= 1 ? required(node.sub) : null;
+    default:
+      // Classes, any character, no match and empty-width assertions require no literal.
+      return null;
+  }
+}
+
+/** A longer shortest string is rarer; on a tie, fewer strings mean fewer searches. */
+function betterRequired(a: string[], b: string[]): boolean {
+  const m = minLen(a);
+  const n = minLen(b);
+  return m > n || (m === n && a.length < b.length);
+}
+
+/** Drops the strings that contain another string of the set: a text holding one holds the other. */
+function withoutCovered(set: string[]): string[] {
+  return set.filter((s) =>
+    !set.some((o) => {
+      tick(s.length);
+      return o !== s && o.length <= s.length && s.includes(o);
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Case folding
 // ---------------------------------------------------------------------------------------------
 
@@ -782,7 +859,7 @@ type RNode =
   | { k: 'empty' }
   | { k: 'none' }
   | { k: 'any' }
-  | { k: 'lit'; cps: number[] } // a run of literal code points, case-sensitive
+  | { k: 'lit'; cps: number[]; folded?: true } // a run of literal code points; folded: read under (?i)
   | { k: 'set'; cps: number[] } // one code point out of a small set
   | { k: 'cat'; subs: RNode[] }
   | { k: 'alt'; subs: RNode[] }
@@ -965,13 +1042,14 @@ class Parser {
     }
     // Merge adjacent literal runs (a repetition has already claimed its own operand).
     const merged: RNode[] = [];
-    let run: number[] | null = null; // the cps of merged's last node while it is a literal run
+    let run: { k: 'lit'; cps: number[]; folded?: true } | null = null; // merged's last node while it is a literal run
     for (const item of items) {
       if (item.k === 'lit' && run !== null) {
-        for (const cp of item.cps) run.push(cp);
+        for (const cp of item.cps) run.cps.push(cp);
+        if (item.folded) run.folded = true;
       } else if (item.k === 'lit') {
-        run = [...item.cps];
-        merged.push({ k: 'lit', cps: run });
+        run = item.folded ? { k: 'lit', cps: [...item.cps], folded: true } : { k: 'lit', cps: [...item.cps] };
+        merged.push(run);
       } else if (item.k !== 'empty') {
         // Empty-width items are dropped: the empty string is the identity of concatenation.
         run = null;
@@ -1066,7 +1144,7 @@ class Parser {
     if (cp >= 0xd800 && cp <= 0xdfff) return { k: 'any' };
     if (!this.fold) return { k: 'lit', cps: [cp] };
     const orbit = foldOrbit(cp);
-    return orbit.length === 1 ? { k: 'lit', cps: [cp] } : { k: 'set', cps: orbit };
+    return orbit.length === 1 ? { k: 'lit', cps: [cp], folded: true } : { k: 'set', cps: orbit };
   }
 
   private parseGroup(): RNode | null {
@@ -1332,7 +1410,8 @@ class Parser {
     if (count > MAX_CLASS) return { k: 'any' };
     const cps = enumerateRanges(ranges);
     if (cps.some((cp) => cp >= 0xd800 && cp <= 0xdfff)) return { k: 'any' };
-    return cps.length === 1 ? { k: 'lit', cps } : { k: 'set', cps };
+    if (cps.length > 1) return { k: 'set', cps };
+    return this.fold ? { k: 'lit', cps, folded: true } : { k: 'lit', cps };
   }
 }
 
@@ -1353,6 +1432,28 @@ export function regexQuery(pattern: string, options?: RegexQueryOptions): Query 
   } catch {
     // Parse problems, the work budget, or any surprise: no narrowing is always correct.
     return ALL;
+  }
+}
+
+/**
+ * A few UTF-8 byte strings of which every match of `pattern` (RE2 syntax, read as regexQuery
+ * reads it) contains at least one, for a prefilter that finds them with indexOf; null when
+ * there is no useful set: case-insensitive or multiline options, anything read under `(?i)`,
+ * a string shorter than 3 bytes, more than 8 strings, or a pattern it cannot parse. No string
+ * contains a newline. For a pure literal alternation it returns the alternatives (LineMatcher
+ * checks `literalAlternatives` first and needs no regex there).
+ */
+export function requiredLiterals(pattern: string, options?: RegexQueryOptions): Buffer[] | null {
+  if (typeof pattern !== 'string' || pattern.length > MAX_PATTERN_LENGTH) return null;
+  if (options?.caseInsensitive === true || options?.multiline === true) return null;
+  work = 0;
+  try {
+    const cps = toCodePoints(translateLikeNodeRe2(pattern));
+    const set = required(new Parser(cps, false).parse());
+    return set === null ? null : set.map((s) => Buffer.from(s, 'latin1'));
+  } catch {
+    // Parse problems, the work budget, or any surprise: no prefilter is always correct.
+    return null;
   }
 }
 

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { literalAlternatives } from '../engine/line-matcher.js';
+import fc from 'fast-check';
+import RE2 from 're2';
+import {
+  LineMatcher,
+  literalAlternatives,
+  literalPrefix,
+  readsTextEdges,
+  type LineMatcherOptions,
+} from '../engine/line-matcher.js';
 
 describe('literalAlternatives', () => {
   it.each([
@@ -26,5 +34,162 @@ describe('literalAlternatives', () => {
     ['tab\there', null],
   ] as const)('%j -> %j', (pattern, expected) => {
     expect(literalAlternatives(pattern)).toEqual(expected);
+  });
+});
+
+describe('literalPrefix', () => {
+  it.each([
+    ['EXPORT_SYMBOL\\(\\w+\\)', 'EXPORT_SYMBOL('],
+    ['static int \\w+_probe', 'static int '],
+    ['foo+bar', 'fo'],
+    ['ab{2}', 'a'],
+    ['abc?', 'ab'],
+    ['日本x*', '日本'],
+    ['^abc', ''],
+    ['\\babc', ''],
+    ['(abc)d', ''],
+    ['abc|abd', ''],
+    ['\\x41bc', ''],
+  ])('%j -> %j', (pattern, expected) => {
+    expect(literalPrefix(pattern)).toBe(expected);
+  });
+});
+
+describe('readsTextEdges', () => {
+  it.each([
+    ['\\Afoo', true],
+    ['foo\\z', true],
+    ['(?-m)^foo', true],
+    ['(?i-m)foo$', true],
+    ['^foo$', false],
+    ['\\bfoo\\B', false],
+    ['(?i)foo', false],
+  ])('%j -> %j', (pattern, expected) => {
+    expect(readsTextEdges(pattern)).toBe(expected);
+  });
+});
+
+/** Line starts as the shard stores them (doc-text.ts): `\n` ends a line, a last line may lack it. */
+function lineStarts(text: Buffer): Uint32Array {
+  const starts: number[] = [];
+  for (let pos = 0; pos < text.byteLength; ) {
+    starts.push(pos);
+    const nl = text.indexOf(0x0a, pos);
+    pos = nl === -1 ? text.byteLength : nl + 1;
+  }
+  return Uint32Array.from(starts);
+}
+
+/** The lines a matcher reports; with `rebind`, the scan moves to a fresh copy of the text at every hit. */
+function matcherLines(m: LineMatcher, text: string, rebind = false): number[] {
+  let buf = Buffer.from(text);
+  const starts = lineStarts(buf);
+  const out: number[] = [];
+  m.begin(buf, starts);
+  while (m.next()) {
+    for (let line = m.first; line <= m.last; line++) out.push(line);
+    if (rebind) {
+      buf = Buffer.from(buf); // another buffer object with the same bytes
+      m.rebind(buf, starts);
+    }
+  }
+  return out;
+}
+
+/** The reference: RE2 on each line alone, as ripgrep matches. */
+function referenceLines(pattern: string, text: string): number[] {
+  const re = new RE2(pattern, 'm');
+  const buf = Buffer.from(text);
+  const starts = lineStarts(buf);
+  const out: number[] = [];
+  for (let i = 0; i < starts.length; i++) {
+    const end = i + 1 < starts.length ? starts[i + 1] - 1 : buf[buf.byteLength - 1] === 0x0a ? buf.byteLength - 1 : buf.byteLength;
+    if (re.test(buf.subarray(starts[i], end))) out.push(i);
+  }
+  return out;
+}
+
+describe('LineMatcher paths', () => {
+  // [pattern, options, whether the required-literal prefilter (path 2) is used]
+  const rows: [string, LineMatcherOptions, boolean][] = [
+    ['static int \\w+_probe\\(struct platform_device', {}, true],
+    ['\\w+_probe\\(', {}, true],
+    ['(foo|bar)_\\d+', {}, true],
+    ['x?abc\\s+\\w+', {}, true],
+    ['^\\s*foo_\\w+', {}, true],
+    ['EXPORT_SYMBOL\\(\\w+\\)', {}, false], // RE2 skips to its literal prefix itself
+    ['foo|bar', {}, false], // literal alternatives
+    ['\\Afoo_\\w', {}, false], // reads the text's edges
+    ['foo_\\w+\\z', {}, false],
+    ['a.b', {}, false],
+    ['\\w+_probe\\(', { caseInsensitive: true }, false],
+    ['\\w+_probe\\(', { multiline: true }, false],
+  ];
+  it.each(rows)('%j %j -> prefiltered %j', (pattern, options, expected) => {
+    expect(new LineMatcher(pattern, options).prefiltered).toBe(expected);
+  });
+});
+
+// Texts with lines where a literal occurs without a match, several hits in a line, CRLF, a last
+// line without `\n`, empty lines, and a long text whose candidates span several windows.
+const LONG = Array.from({ length: 400 }, (_, i) =>
+  i % 37 === 0 ? `  foo_${i} = bar_${i};` : i % 11 === 0 ? `abc ${i} foo_ bar_ _probe(` : `filler line ${i} without anything`,
+).join('\n');
+
+const TEXTS: string[] = [
+  '',
+  '\n',
+  '\n\n',
+  'static int foo_probe(struct platform_device *pdev)\nstatic void bar_probe(struct platform_device *p)\n_probe(struct platform_device x\n',
+  'foo_1 bar_2 foo_3\r\nnone\r\nbar_x foo_\r\n  foo_ok\r\n',
+  'a\nb foo_bar\nabc1',
+  'abc1 abc2 abc3\nxyz abc\n\n\nabc 9',
+  'xfoo_bar foo_barx\nfoo_bar\n(foo_bar)\n',
+  'x_probe(y_probe( z_probe(\nfoo_end\nbar_9 foo_end',
+  '日本は語 日本語\nabc\tdef\n\tfoo_é',
+  LONG,
+  LONG + '\n',
+];
+
+const PATTERNS: string[] = [
+  'static int \\w+_probe\\(struct platform_device',
+  '\\w+_probe\\(',
+  '(foo|bar)_\\d+',
+  '^\\s*foo_\\w+',
+  '\\w+_end$',
+  '\\bfoo_bar\\b',
+  'x?abc\\d',
+  'x?abc\\s+\\w+', // may match `\n`: the exec path
+  '[a-z]+ = bar_\\d+;$',
+  '(foo|bar)_\\s*$',
+  '[^ ]*日本\\w*語',
+  '\\w*_probe\\(\\s*',
+];
+
+describe('LineMatcher with required literals reports the lines RE2 matches one by one', () => {
+  const cases = PATTERNS.flatMap((p) => TEXTS.map((t, i) => [p, i, t] as const));
+  it.each(cases)('%j on text %d', (pattern, _i, text) => {
+    const m = new LineMatcher(pattern);
+    expect(m.prefiltered).toBe(true);
+    const want = referenceLines(pattern, text);
+    expect(matcherLines(m, text)).toEqual(want);
+    expect(matcherLines(m, text, true)).toEqual(want);
+  });
+
+  it('holds for random texts', () => {
+    const tokens = ['foo_', 'bar_', '_probe(', 'abc', '日本', '語', ' ', '  ', '\t', '1', '23', 'x', 'end', '\r', '\n', '\n', '(', ';'];
+    const matchers = PATTERNS.map((p) => new LineMatcher(p));
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...tokens), { maxLength: 600 }),
+        fc.integer({ min: 0, max: PATTERNS.length - 1 }),
+        fc.boolean(),
+        (toks, k, rebind) => {
+          const text = toks.join('');
+          expect(matcherLines(matchers[k], text, rebind)).toEqual(referenceLines(PATTERNS[k], text));
+        },
+      ),
+      { numRuns: 1500 },
+    );
   });
 });

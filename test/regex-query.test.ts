@@ -8,6 +8,7 @@ import {
   evalQuery,
   formatQuery,
   regexQuery,
+  requiredLiterals,
   type Query,
   type RegexQueryOptions,
   type Trigram,
@@ -38,8 +39,41 @@ function re2Finds(pattern: string, text: string, opts: RegexQueryOptions): boole
   return text.split('\n').some((line) => re.test(line));
 }
 
-/** Asserts the superset guarantee for one pair; returns whether RE2 matched at all. */
+/** requiredLiterals as UTF-8 strings, for tables and messages. */
+function required(pattern: string, opts?: RegexQueryOptions): string[] | null {
+  return requiredLiterals(pattern, opts)?.map((b) => b.toString('utf8')) ?? null;
+}
+
+/** Counts the pairs where checkRequired had a set to check (the property must not be vacuous). */
+let requiredChecked = 0;
+
+/** Asserts that every line RE2 matches (case-sensitively) holds one of the pattern's required literals. */
+function checkRequired(pattern: string, text: string, opts: RegexQueryOptions): void {
+  const set = requiredLiterals(pattern, opts);
+  if (set === null) return;
+  for (const b of set) if (b.byteLength < 3 || b.includes(0x0a)) throw new Error(`bad string ${JSON.stringify(b.toString())}`);
+  let re: RE2;
+  try {
+    re = new RE2(pattern, 'mu');
+  } catch {
+    return; // not a valid RE2 pattern: LineMatcher rejects it before asking
+  }
+  for (const line of text.split('\n')) {
+    if (!re.test(line)) continue;
+    requiredChecked++;
+    const bytes = Buffer.from(line);
+    if (!set.some((b) => bytes.includes(b))) {
+      throw new Error(`required ${JSON.stringify(required(pattern, opts))} missing from ${JSON.stringify(line)} matched by ${JSON.stringify(pattern)}`);
+    }
+  }
+}
+
+/**
+ * Asserts the superset guarantee for one pair, and checkRequired (whose set needs no options:
+ * it is null under them); returns whether RE2 matched at all.
+ */
 function checkSuperset(pattern: string, text: string, opts: RegexQueryOptions = {}): boolean {
+  checkRequired(pattern, text, {});
   const found = re2Finds(pattern, text, opts);
   if (found !== true) return false;
   const q = regexQuery(pattern, opts);
@@ -192,6 +226,87 @@ describe('regexQuery table', () => {
   });
 });
 
+describe('requiredLiterals table', () => {
+  // [pattern, expected strings (any order) or null, options]
+  const rows: [string, string[] | null, RegexQueryOptions?][] = [
+    // Concatenation: literal runs, the best child (longest shortest string, then fewest strings).
+    ['static int \\w+_probe\\(struct platform_device', ['_probe(struct platform_device']],
+    ['EXPORT_SYMBOL\\(\\w+\\)', ['EXPORT_SYMBOL(']],
+    ['abc\\d+defgh', ['defgh']],
+    ['abc\\d+xyz', ['abc']],
+    ['foo.bar', ['foo']],
+    ['(abcd|efgh)\\s+ijkl', ['ijkl']],
+    ['(abcde|fghij)\\s+klm', ['abcde', 'fghij']],
+    ['(?:ab)(?:cd)\\w', ['abcd']],
+    ['(?P<name>abc)def', ['abcdef']],
+    ['x{2}abc', ['abc']],
+    // Classes, dots and assertions in the middle give nothing but do not block the rest.
+    ['[a-z]+_probe\\(', ['_probe(']],
+    ['foo[0-9]barbaz', ['barbaz']],
+    ['a[bc]de', null],
+    ['\\pLabc', ['abc']],
+    ['[[:alpha:]]+_ops = \\{', ['_ops = {']],
+    ['[a]bc', ['abc']],
+    ['\\bstatic\\b', ['static']],
+    ['^#include <linux/', ['#include <linux/']],
+    ['foo$', ['foo']],
+    // Alternation: the union of the branches, none if a branch has none.
+    ['(foo|bar)_\\d+', ['bar', 'foo']],
+    ['foo|bar', ['bar', 'foo']],
+    ['((abcd|efgh)ij|klmno)\\d', ['abcd', 'efgh', 'klmno']],
+    ['((abc|def)ghi|jkl)mno', ['mno']],
+    ['(?:foo|foobar)\\d', ['foo']],
+    ['(abc|de)\\d', null],
+    ['(abc|de)fgh', ['fgh']],
+    ['abc|', null],
+    ['(aaa|bbb|ccc|ddd|eee|fff|ggg|hhh)\\d', ['aaa', 'bbb', 'ccc', 'ddd', 'eee', 'fff', 'ggg', 'hhh']],
+    ['(aaa|bbb|ccc|ddd|eee|fff|ggg|hhh|iii)\\d', null],
+    ['(aaa|bbb|ccc|ddd|eee|fff|ggg|hhh|iii)\\dxyz', ['xyz']],
+    // Repetition: at least one copy passes through, an optional one gives nothing.
+    ['(?:abc)+\\d', ['abc']],
+    ['(?:abc){2,5}\\d', ['abc']],
+    ['(?:abc)*\\d', null],
+    ['(?:abc)?xy', null],
+    ['(?:abc){0,3}\\w', null],
+    ['(?:abc)*?defg', ['defg']],
+    // Escapes and Unicode (UTF-8 bytes), including node-re2's rewriting.
+    ['a\\.b\\(c', ['a.b(c']],
+    ['\\Qa.b*c\\E\\d', ['a.b*c']],
+    ['\\x41BC', ['ABC']],
+    ['a/b/c', ['a/b/c']],
+    ['日本\\w語', ['日本']],
+    ['\\x{65e5}\\x{672c}', ['日本']],
+    ['\\u65e5\\u672c', ['日本']],
+    ['naïve\\s', ['naïve']],
+    // Case folding: nothing read under (?i) is required.
+    ['(?i)foobar', null],
+    ['(?i)foo_123', null],
+    ['(?i:foo)barbaz', ['barbaz']],
+    ['foo(?i)barbaz', ['foo']],
+    ['foobar', null, { caseInsensitive: true }],
+    // Multiline, too short, newlines, nothing to parse.
+    ['foo\\w+bar', null, { multiline: true }],
+    ['ab\\d', null],
+    ['ab', null],
+    ['foo\\nbarbaz', ['barbaz']],
+    ['ab\\ncd', null],
+    ['abc\\n\\w+defgh', ['defgh']],
+    ['', null],
+    ['(abc', null],
+    ['abc\\1', null],
+    ['(?=abc)', null],
+  ];
+
+  it.each(rows)('%j → %j %j', (pattern, want, opts) => {
+    const got = required(pattern, opts);
+    expect(got === null ? null : [...got].sort()).toEqual(want === null ? null : [...want].sort());
+  });
+
+  it('has at least 25 rows', () => {
+    expect(rows.length).toBeGreaterThanOrEqual(25);
+  });
+});
+
 describe('regexQuery bounds on hostile patterns', () => {
   const cases: [string, string, string, RegexQueryOptions?][] = [
     ['nested plus', '(((a|b|c|d)+)+){50}', '+'],
@@ -205,6 +320,13 @@ describe('regexQuery bounds on hostile patterns', () => {
     ['many alternations', '(ab|cd)'.repeat(8000), '+'],
     ['many ORs of ANDs', Array.from({ length: 3000 }, (_, i) => `x${i}.*y${i}z`).join('|'), '+'],
   ];
+  it.each(cases)('requiredLiterals on %s is bounded', (_name, pattern, _want, opts) => {
+    requiredLiterals(pattern, opts); // warm up
+    const start = performance.now();
+    requiredLiterals(pattern, opts);
+    expect(performance.now() - start).toBeLessThan(1000);
+  });
+
   it.each(cases)('%s', (_name, pattern, want, opts) => {
     regexQuery(pattern, opts); // warm up
     const start = performance.now();
@@ -227,6 +349,7 @@ describe('regexQuery bounds on hostile patterns', () => {
       fc.property(fc.string({ unit: 'binary', maxLength: 40 }), fc.boolean(), (p, i) => {
         const q = regexQuery(p, { caseInsensitive: i });
         expect(typeof formatQuery(q)).toBe('string');
+        expect(() => requiredLiterals(p, { caseInsensitive: i })).not.toThrow();
       }),
       { numRuns: 3000 },
     );
@@ -504,6 +627,7 @@ describe('superset guarantee, randomised', () => {
   it('holds for generated patterns and texts that contain a sample of their language', () => {
     let matched = 0;
     let runs = 0;
+    const checkedBefore = requiredChecked;
     fc.assert(
       fc.property(piece, fc.integer(), noise, noise, fc.boolean(), fc.boolean(), (p, seed, pre, post, ci, ml) => {
         runs++;
@@ -517,6 +641,18 @@ describe('superset guarantee, randomised', () => {
     );
     // The property must not be vacuous: most generated texts do match.
     expect(matched / runs).toBeGreaterThan(0.5);
+    expect(requiredChecked - checkedBefore).toBeGreaterThan(100);
+  });
+
+  it('every line a generated pattern matches holds one of its required literals', () => {
+    const checkedBefore = requiredChecked;
+    fc.assert(
+      fc.property(piece, fc.integer(), noise, noise, (p, seed, pre, post) => {
+        checkRequired(p.pattern, pre + p.sample(mulberry32(seed), false) + post, {});
+      }),
+      { numRuns: 4000 },
+    );
+    expect(requiredChecked - checkedBefore).toBeGreaterThan(200);
   });
 
   it('holds for token soup patterns against random texts', () => {
