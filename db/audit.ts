@@ -124,32 +124,17 @@ export class AuditLog {
     }
   }
 
+  /** Commits a batch in one round trip (migration 005: append_audit_events checks each event's workspace against its account). */
   private async write(records: AuditRecord[]): Promise<void> {
-    const byAccount = new Map<string, AuditRecord[]>();
-    for (const r of records) {
-      const list = byAccount.get(r.accountId);
-      if (list === undefined) byAccount.set(r.accountId, [r]);
-      else list.push(r);
-    }
-    // One transaction for the whole batch; the account is switched per group so row level security checks each insert.
-    await this.db.asApp(async (tx) => {
-      for (const [accountId, group] of byAccount) {
-        await tx.query("SELECT set_config('app.account_id', $1, true)", [accountId]);
-        await tx.query(
-          `INSERT INTO audit_events (account_id, workspace_id, actor_type, actor_id, tool, params, result_count, latency_ms)
-           SELECT $1, * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::int[])`,
-          [
-            accountId,
-            group.map((r) => r.workspaceId),
-            group.map((r) => r.actorType),
-            group.map((r) => r.actorId),
-            group.map((r) => r.tool),
-            group.map((r) => JSON.stringify(r.params)),
-            group.map((r) => r.resultCount),
-            group.map((r) => r.latencyMs),
-          ],
-        );
-      }
-    });
+    await this.db.appStatement('SELECT append_audit_events($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::int[])', [
+      records.map((r) => r.accountId),
+      records.map((r) => r.workspaceId),
+      records.map((r) => r.actorType),
+      records.map((r) => r.actorId),
+      records.map((r) => r.tool),
+      records.map((r) => JSON.stringify(r.params)),
+      records.map((r) => r.resultCount),
+      records.map((r) => r.latencyMs),
+    ]);
   }
 }

@@ -62,6 +62,11 @@ export class Database {
     return transaction(this.app, fn, {});
   }
 
+  /** Runs one statement as the application role, committed on its own (no account set: for SECURITY DEFINER functions). */
+  async appStatement<R extends pg.QueryResultRow>(sql: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.app.query<R>(sql, values);
+  }
+
   /** Runs `fn` in a transaction of the owner role: for the operator command and cross-account jobs only. */
   async asOwner<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     return transaction(this.owner, fn, {});
@@ -207,6 +212,7 @@ function grantsFor(app: string): string {
     GRANT SELECT, INSERT ON audit_events TO ${app};
     GRANT USAGE ON SEQUENCE audit_events_id_seq, ingest_jobs_id_seq, file_generations TO ${app};
     GRANT SELECT, INSERT, UPDATE ON account_usage TO ${app};
-    GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea), claim_ingest_jobs(integer, integer), workspace_shards(boolean) TO ${app};
+    GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea), claim_ingest_jobs(integer, integer), workspace_shards(boolean),
+      append_audit_events(uuid[], uuid[], text[], text[], text[], jsonb[], integer[], integer[]) TO ${app};
   `;
 }

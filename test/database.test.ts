@@ -100,4 +100,35 @@ describe('the application role', () => {
     const still = await su.query('SELECT tool FROM audit_events WHERE id = $1', [id]);
     expect(still.rows).toEqual([{ tool: 'ls' }]);
   });
+
+  it('appends batches through append_audit_events, which keeps only events whose workspace is their account\'s', async () => {
+    const otherKey = await t.newAccount('audit-other');
+    expect((await t.call('POST', '/v1/workspaces', { key: otherKey, body: { name: 'theirs' } })).status).toBe(201);
+    const theirs = (await su.query("SELECT id, account_id FROM workspaces WHERE name = 'theirs'")).rows[0];
+    const before = Number((await su.query('SELECT count(*) FROM audit_events')).rows[0].count);
+    const batch = [
+      [accountId, workspaceId, 'mine-1'],
+      [accountId, theirs.id, 'cross-1'], // another account's workspace under this account
+      [theirs.account_id, workspaceId, 'cross-2'], // and the other way round
+      [theirs.account_id, theirs.id, 'theirs-1'],
+      [accountId, workspaceId, 'mine-2'],
+    ];
+    const { rows } = await app.query('SELECT append_audit_events($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::int[]) AS n', [
+      batch.map((b) => b[0]),
+      batch.map((b) => b[1]),
+      batch.map(() => 'token'),
+      batch.map((b) => b[2]),
+      batch.map(() => 'ls'),
+      batch.map(() => '{}'),
+      batch.map(() => 1),
+      batch.map(() => 2),
+    ]);
+    expect(rows[0].n).toBe(3);
+    const added = await su.query('SELECT account_id, workspace_id, actor_id FROM audit_events ORDER BY id OFFSET $1', [before]);
+    expect(added.rows).toEqual([
+      { account_id: accountId, workspace_id: workspaceId, actor_id: 'mine-1' },
+      { account_id: theirs.account_id, workspace_id: theirs.id, actor_id: 'theirs-1' },
+      { account_id: accountId, workspace_id: workspaceId, actor_id: 'mine-2' },
+    ]);
+  });
 });
