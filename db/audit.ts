@@ -126,15 +126,16 @@ export class AuditLog {
 
   /** Commits a batch in one round trip (migration 005: append_audit_events checks each event's workspace against its account). */
   private async write(records: AuditRecord[]): Promise<void> {
-    await this.db.appStatement('SELECT append_audit_events($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::int[])', [
-      records.map((r) => r.accountId),
-      records.map((r) => r.workspaceId),
-      records.map((r) => r.actorType),
-      records.map((r) => r.actorId),
-      records.map((r) => r.tool),
-      records.map((r) => JSON.stringify(r.params)),
-      records.map((r) => r.resultCount),
-      records.map((r) => r.latencyMs),
-    ]);
+    const events = records.map((r) => ({
+      account_id: r.accountId,
+      workspace_id: r.workspaceId,
+      actor_type: r.actorType,
+      actor_id: r.actorId,
+      tool: r.tool,
+      params: r.params,
+      result_count: r.resultCount,
+      latency_ms: r.latencyMs,
+    }));
+    await this.db.appStatement('SELECT append_audit_events($1::jsonb)', [JSON.stringify(events)]);
   }
 }

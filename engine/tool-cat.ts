@@ -24,6 +24,9 @@ export interface CatRequest {
   limit?: number;
 }
 
+const NO_PREFIX = new Uint8Array(0);
+const TAB = 0x09;
+
 /** Lines printed when `limit` is not given. */
 export const DEFAULT_CAT_LIMIT = 2000;
 /** Output beyond this many bytes is cut at a line boundary. */
@@ -62,15 +65,12 @@ export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer
     while (line <= last) {
       const start = starts[line - 1];
       const end = lineEndOf(text, starts, line - 1);
-      const number = `${String(line).padStart(6)}\t`;
       if (end - start <= MAX_LINE_CHARS) {
         // No more bytes than the character limit, so no cut: copy the bytes, decode nothing.
-        if (out.total > 0 && out.total + number.length + (end - start) + 1 > MAX_CAT_BYTES) break;
-        out.write(number);
-        out.writeBytes(text, start, end);
-        out.write('\n');
+        if (out.total > 0 && out.total + Math.max(6, String(line).length) + 1 + (end - start) + 1 > MAX_CAT_BYTES) break;
+        out.writeLine(NO_PREFIX, line, 6, TAB, text, start, end);
       } else {
-        const entry = `${number}${formatLine(text, start, end)}\n`;
+        const entry = `${String(line).padStart(6)}\t${formatLine(text, start, end)}\n`;
         if (out.total > 0 && out.total + Buffer.byteLength(entry) > MAX_CAT_BYTES) break;
         out.write(entry);
       }

@@ -411,7 +411,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepC
           matchPrefix = Buffer.from(`${meta.path}:`);
           contextPrefix = Buffer.from(`${meta.path}-`);
         }
-        out.writeLine(isMatch ? matchPrefix : contextPrefix, p.lineNumbers ? line + 1 : -1, isMatch ? COLON : DASH, text, start, end);
+        out.writeLine(isMatch ? matchPrefix : contextPrefix, p.lineNumbers ? line + 1 : -1, 0, isMatch ? COLON : DASH, text, start, end);
       } else {
         const sep = isMatch ? ':' : '-';
         const head = p.lineNumbers ? `${meta.path}${sep}${line + 1}${sep}` : `${meta.path}${sep}`;

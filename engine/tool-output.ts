@@ -24,6 +24,8 @@ export const CHUNK_BYTES = 64 * 1024;
 /** First size of an output buffer (it grows to CHUNK_BYTES as needed). */
 const INITIAL_BYTES = 8 * 1024;
 
+const EMPTY = Buffer.alloc(0);
+
 /** A chunk without text, yielded during long scans as a cancellation point. */
 export const HEARTBEAT: Buffer = Buffer.alloc(0);
 
@@ -53,23 +55,13 @@ export class ChunkedOutput {
     return this.full.length > 0;
   }
 
-  /** Appends bytes `src[start, end)` as they are (already UTF-8); true when a chunk is ready. */
-  writeBytes(src: Uint8Array, start: number, end: number): boolean {
-    const bytes = end - start;
-    if (this.used + bytes > this.buf.length) this.reserve(bytes);
-    this.buf.set(src.subarray(start, end), this.used);
-    this.used += bytes;
-    this.total += bytes;
-    return this.full.length > 0;
-  }
-
   /**
    * Appends one output line without building a string: `prefix`, then (when `number` ≥ 0)
-   * its decimal digits and the byte `sep`, then the UTF-8 bytes `src[start, end)` and `\n`.
-   * True when a chunk is ready.
+   * its decimal digits, left-padded with spaces to `width`, and the byte `sep`, then the
+   * UTF-8 bytes `src[start, end)` and `\n`. True when a chunk is ready.
    */
-  writeLine(prefix: Uint8Array, number: number, sep: number, src: Uint8Array, start: number, end: number): boolean {
-    const bytes = prefix.length + 17 + end - start;
+  writeLine(prefix: Uint8Array, number: number, width: number, sep: number, src: Uint8Array, start: number, end: number): boolean {
+    const bytes = prefix.length + Math.max(width, 16) + 1 + end - start + 1;
     if (this.used + bytes > this.buf.length) this.reserve(bytes);
     const buf = this.buf;
     let at = this.used;
@@ -78,6 +70,7 @@ export class ChunkedOutput {
     if (number >= 0) {
       let digits = 1;
       for (let n = number; n >= 10; n = Math.floor(n / 10)) digits++;
+      for (let pad = width - digits; pad > 0; pad--) buf[at++] = 0x20;
       for (let i = digits - 1, n = number; i >= 0; i--, n = Math.floor(n / 10)) buf[at + i] = 0x30 + (n % 10);
       at += digits;
       buf[at++] = sep;
@@ -94,7 +87,7 @@ export class ChunkedOutput {
   private reserve(bytes: number): void {
     if (this.used + bytes <= this.buf.length) return;
     if (this.used + bytes <= CHUNK_BYTES) {
-      const grown = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(this.buf.length * 2, this.used + bytes)));
+      const grown = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(this.buf.length * 2, this.used + bytes, INITIAL_BYTES)));
       this.buf.copy(grown, 0, 0, this.used);
       this.buf = grown;
       return;
@@ -118,7 +111,7 @@ export class ChunkedOutput {
   flush(): Buffer | null {
     if (this.used === 0) return null;
     const last = this.buf.subarray(0, this.used);
-    this.buf = Buffer.allocUnsafe(INITIAL_BYTES);
+    this.buf = EMPTY; // most outputs end here: allocate again only if more is written
     this.used = 0;
     return last;
   }

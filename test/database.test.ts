@@ -113,16 +113,8 @@ describe('the application role', () => {
       [theirs.account_id, theirs.id, 'theirs-1'],
       [accountId, workspaceId, 'mine-2'],
     ];
-    const { rows } = await app.query('SELECT append_audit_events($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::int[]) AS n', [
-      batch.map((b) => b[0]),
-      batch.map((b) => b[1]),
-      batch.map(() => 'token'),
-      batch.map((b) => b[2]),
-      batch.map(() => 'ls'),
-      batch.map(() => '{}'),
-      batch.map(() => 1),
-      batch.map(() => 2),
-    ]);
+    const events = batch.map(([account_id, workspace_id, actor_id]) => ({ account_id, workspace_id, actor_type: 'token', actor_id, tool: 'ls', params: {}, result_count: 1, latency_ms: 2 }));
+    const { rows } = await app.query('SELECT append_audit_events($1::jsonb) AS n', [JSON.stringify(events)]);
     expect(rows[0].n).toBe(3);
     const added = await su.query('SELECT account_id, workspace_id, actor_id FROM audit_events ORDER BY id OFFSET $1', [before]);
     expect(added.rows).toEqual([

@@ -5,10 +5,9 @@
 -- inserts only events whose workspace belongs to the event's account, which is
 -- what row level security checked per account; an event whose workspace was
 -- deleted meanwhile (with its audit log) is dropped rather than failing the
--- batch. Events get ids in the order given. Returns the number inserted.
-CREATE FUNCTION append_audit_events(
-    account_ids uuid[], workspace_ids uuid[], actor_types text[], actor_ids text[],
-    tools text[], params jsonb[], result_counts integer[], latencies integer[])
+-- batch. `events` is a JSON array of objects named like the columns; they
+-- get ids in the order given. Returns the number inserted.
+CREATE FUNCTION append_audit_events(events jsonb)
   RETURNS integer
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
@@ -17,12 +16,13 @@ DECLARE
 BEGIN
   INSERT INTO public.audit_events (account_id, workspace_id, actor_type, actor_id, tool, params, result_count, latency_ms)
   SELECT e.account_id, e.workspace_id, e.actor_type, e.actor_id, e.tool, e.params, e.result_count, e.latency_ms
-    FROM unnest(account_ids, workspace_ids, actor_types, actor_ids, tools, params, result_counts, latencies) WITH ORDINALITY
-           AS e(account_id, workspace_id, actor_type, actor_id, tool, params, result_count, latency_ms, ord)
+    FROM jsonb_array_elements(events) WITH ORDINALITY AS x(event, ord)
+   CROSS JOIN LATERAL jsonb_to_record(x.event)
+           AS e(account_id uuid, workspace_id uuid, actor_type text, actor_id text, tool text, params jsonb, result_count integer, latency_ms integer)
     JOIN public.workspaces w ON w.id = e.workspace_id AND w.account_id = e.account_id
-   ORDER BY e.ord;
+   ORDER BY x.ord;
   GET DIAGNOSTICS inserted = ROW_COUNT;
   RETURN inserted;
 END
 $$;
-REVOKE ALL ON FUNCTION append_audit_events(uuid[], uuid[], text[], text[], text[], jsonb[], integer[], integer[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION append_audit_events(jsonb) FROM PUBLIC;
