@@ -79,14 +79,36 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-/** One HTTP call with a keep-alive agent; resolves with status and body. */
-export function call(
+/**
+ * One HTTP call with a keep-alive agent; resolves with status and body. A
+ * request sent on a kept-alive socket that the server closed meanwhile (its
+ * idle timeout is 10 s; a benchmark that runs rg synchronously can leave a
+ * socket that long without reading the close) is sent once more on a new one,
+ * as Node's documentation advises (`request.reusedSocket`).
+ */
+export async function call(
   base: string,
   method: string,
   path: string,
   key: string,
   body?: Buffer | string,
   headers: Record<string, string> = {},
+): Promise<{ status: number; body: Buffer }> {
+  try {
+    return await callOnce(base, method, path, key, body, headers);
+  } catch (error) {
+    if ((error as { reused?: boolean }).reused !== true) throw error;
+    return callOnce(base, method, path, key, body, headers);
+  }
+}
+
+function callOnce(
+  base: string,
+  method: string,
+  path: string,
+  key: string,
+  body: Buffer | string | undefined,
+  headers: Record<string, string>,
 ): Promise<{ status: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -99,7 +121,9 @@ export function call(
         res.on('error', reject);
       },
     );
-    req.on('error', reject);
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      reject(req.reusedSocket && error.code === 'ECONNRESET' ? Object.assign(error, { reused: true }) : error);
+    });
     req.end(body);
   });
 }
