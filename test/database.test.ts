@@ -101,25 +101,36 @@ describe('the application role', () => {
     expect(still.rows).toEqual([{ tool: 'ls' }]);
   });
 
-  it('appends batches through append_audit_events, which keeps only events whose workspace is their account\'s', async () => {
+  it('appends batches through append_audit_events, refusing a batch that crosses accounts', async () => {
     const otherKey = await t.newAccount('audit-other');
     expect((await t.call('POST', '/v1/workspaces', { key: otherKey, body: { name: 'theirs' } })).status).toBe(201);
     const theirs = (await su.query("SELECT id, account_id FROM workspaces WHERE name = 'theirs'")).rows[0];
-    const before = Number((await su.query('SELECT count(*) FROM audit_events')).rows[0].count);
-    const batch = [
-      [accountId, workspaceId, 'mine-1'],
+    const deleted = '00000000-0000-4000-8000-00000000dead'; // no such workspace (any more): kept
+    const append = (batch: string[][]) =>
+      app.query('SELECT append_audit_events($1::jsonb) AS n', [
+        JSON.stringify(batch.map(([account_id, workspace_id, actor_id]) => ({ account_id, workspace_id, actor_type: 'token', actor_id, tool: 'ls', params: {}, result_count: 1, latency_ms: 2 }))),
+      ]);
+    const count = async () => Number((await su.query('SELECT count(*) FROM audit_events')).rows[0].count);
+    const before = await count();
+    for (const cross of [
       [accountId, theirs.id, 'cross-1'], // another account's workspace under this account
       [theirs.account_id, workspaceId, 'cross-2'], // and the other way round
+    ]) {
+      await expect(append([[accountId, workspaceId, 'mine-0'], cross])).rejects.toThrow(/another account/);
+    }
+    expect(await count()).toBe(before);
+    const { rows } = await append([
+      [accountId, workspaceId, 'mine-1'],
       [theirs.account_id, theirs.id, 'theirs-1'],
+      [accountId, deleted, 'gone-1'],
       [accountId, workspaceId, 'mine-2'],
-    ];
-    const events = batch.map(([account_id, workspace_id, actor_id]) => ({ account_id, workspace_id, actor_type: 'token', actor_id, tool: 'ls', params: {}, result_count: 1, latency_ms: 2 }));
-    const { rows } = await app.query('SELECT append_audit_events($1::jsonb) AS n', [JSON.stringify(events)]);
-    expect(rows[0].n).toBe(3);
+    ]);
+    expect(rows[0].n).toBe(4);
     const added = await su.query('SELECT account_id, workspace_id, actor_id FROM audit_events ORDER BY id OFFSET $1', [before]);
     expect(added.rows).toEqual([
       { account_id: accountId, workspace_id: workspaceId, actor_id: 'mine-1' },
       { account_id: theirs.account_id, workspace_id: theirs.id, actor_id: 'theirs-1' },
+      { account_id: accountId, workspace_id: deleted, actor_id: 'gone-1' },
       { account_id: accountId, workspace_id: workspaceId, actor_id: 'mine-2' },
     ]);
   });
