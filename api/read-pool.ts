@@ -15,7 +15,6 @@ import {
   type GrepContentSummary,
   grepContentFooter,
   type GrepRequest,
-  grepScansEverything,
   ls,
   openShardReader,
   type ShardReader,
@@ -78,15 +77,14 @@ function runInline(tool: 'ls' | 'cat' | 'find', reader: ShardReader, request: un
 }
 
 /**
- * Whether a grep is worth splitting across threads: the sorted modes must see
- * every match anyway, and so must content without `head_limit` when the
- * pattern has no usable trigram. A content search with `head_limit` or
- * `offset` runs whole in one thread, which stops as soon as it has enough
- * lines (and counts entries across all files).
+ * Whether a grep is split across threads: the sorted modes must see every
+ * match anyway, and so must content without `head_limit`. A content search
+ * with `head_limit` or `offset` runs whole in one thread, which stops as soon
+ * as it has enough lines (and counts entries across all files).
  */
 function splitPays(request: GrepRequest): boolean {
   if ((request.outputMode ?? 'files_with_matches') !== 'content') return true;
-  return request.headLimit === undefined && (request.offset ?? 0) === 0 && grepScansEverything(request);
+  return request.headLimit === undefined && (request.offset ?? 0) === 0;
 }
 
 /** Put between two content shares' output when context lines are on. */
@@ -108,7 +106,17 @@ export type ChunkSink = (data: Uint8Array, release: () => void) => void;
 export class ReadPool {
   private readonly piscina: Piscina<ReadTask, void>;
 
-  constructor(private readonly threads: number) {
+  constructor(
+    private readonly threads: number,
+    /**
+     * A content grep whose candidates hold fewer text bytes is searched by one
+     * thread: each share finds the candidates again (5-10 ms on the Linux
+     * tree), which costs about what a second thread saves below ~48 MiB
+     * (measured on the engine: a lead and a second share against one whole
+     * search).
+     */
+    private readonly splitMinBytes = 48 * 1024 * 1024,
+  ) {
     const needsTsx = !process.execArgv.some((a) => a.includes('tsx'));
     this.piscina = new Piscina<ReadTask, void>({
       filename: new URL('./read-worker.ts', import.meta.url).href,
@@ -169,39 +177,47 @@ export class ReadPool {
 
   /**
    * Splits a content-mode grep into contiguous path ranges, one per thread
-   * (engine/tool-grep.ts, grepSplit). The shares run at once; the first
-   * streams to the client, and each later one waits with its first chunks
-   * queued (its worker blocks once its flow-control window is full) until
-   * those before it have ended.
+   * (engine/tool-grep.ts): the first share finds the candidates, reports the
+   * boundaries (none when the candidates are few) and streams its range to
+   * the client; each further share starts on the boundaries and waits with
+   * its first chunks queued (its worker blocks once its flow-control window
+   * is full) until those before it have ended.
    */
   private parallelContent(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
     const calls: TaskCall[] = [];
     let cancelled = false;
-    const outcome = (async (): Promise<ReadOutcome> => {
-      const split = this.task('grepSplit', shardDir, { path: request.path, count: this.threads }, () => {});
-      calls.push(split);
-      const bounds = await split.outcome;
-      if (!bounds.ok) return bounds;
-      if (cancelled) return { ok: false, status: 0, message: 'cancelled' };
-      const edges: Array<string | null> = [null, ...(bounds.result as string[]), null];
-      const context = (request.before ?? request.context ?? 0) > 0 || (request.after ?? request.context ?? 0) > 0;
-      let current = 0; // the share whose output goes to the client
-      let printed = -1; // the last share that sent the client something
-      const queued: Array<Array<[Uint8Array, () => void]>> = edges.slice(1).map(() => []);
-      const forward = (i: number, data: Uint8Array, release: () => void): void => {
-        // `--` separates the last group of one share from the first of the next, as within one.
-        if (printed !== i && printed !== -1 && context) sink(SEPARATOR, () => {});
-        printed = i;
-        sink(data, release);
+    const context = (request.before ?? request.context ?? 0) > 0 || (request.after ?? request.context ?? 0) > 0;
+    let current = 0; // the share whose output goes to the client
+    let printed = -1; // the last share that sent the client something
+    const queued: Array<Array<[Uint8Array, () => void]>> = [];
+    const forward = (i: number, data: Uint8Array, release: () => void): void => {
+      // `--` separates the last group of one share from the first of the next, as within one.
+      if (printed !== i && printed !== -1 && context) sink(SEPARATOR, () => {});
+      printed = i;
+      sink(data, release);
+    };
+    const shareSink =
+      (i: number): ChunkSink =>
+      (data, release) => {
+        if (i === current) forward(i, data, release);
+        else queued[i].push([data, release]);
       };
-      const shares = edges.slice(1).map((to, i) => {
-        const call = this.task('grep', shardDir, { ...request, pathRange: { from: edges[i], to } }, (data, release) => {
-          if (i === current) forward(i, data, release);
-          else queued[i].push([data, release]);
-        });
+    let onBounds!: (bounds: string[]) => void;
+    const bounds = new Promise<string[]>((resolve) => (onBounds = resolve));
+    const lead = this.task('grepLead', shardDir, { ...request, lead: { count: this.threads, minBytes: this.splitMinBytes } }, shareSink(0), onBounds);
+    calls.push(lead);
+    queued.push([]);
+    const outcome = (async (): Promise<ReadOutcome> => {
+      // The lead reports its bounds before its first chunk, or fails without any.
+      const edges = await Promise.race([bounds, lead.outcome.then(() => [] as string[])]);
+      const shares = [lead];
+      for (const [k, from] of edges.entries()) {
+        if (cancelled) break;
+        queued.push([]);
+        const call = this.task('grep', shardDir, { ...request, pathRange: { from, to: edges[k + 1] ?? null } }, shareSink(k + 1));
         calls.push(call);
-        return call;
-      });
+        shares.push(call);
+      }
       const summaries: GrepContentSummary[] = [];
       for (const [i, share] of shares.entries()) {
         // Share i's output follows once the shares before it have ended.
@@ -228,7 +244,7 @@ export class ReadPool {
   }
 
   /** Runs one task on a thread; its port delivers chunks, then its result. */
-  private task(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink): TaskCall {
+  private task(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink, onBounds?: (bounds: string[]) => void): TaskCall {
     const { port1, port2 } = new MessageChannel();
     const shared = new SharedArrayBuffer(8);
     const control = new Int32Array(shared);
@@ -240,6 +256,7 @@ export class ReadPool {
     const outcome = new Promise<TaskOutcome>((resolve) => (settle = resolve));
     port1.on('message', (message: ReadMessage) => {
       if (message.type === 'chunk') sink(message.data, release);
+      else if (message.type === 'bounds') onBounds?.(message.bounds);
       else if (message.type === 'end') settle({ ok: true, result: message.result });
       else if (message.type === 'cancelled') settle({ ok: false, status: 0, message: 'cancelled' });
       else settle({ ok: false, status: message.status, message: message.message });

@@ -11,7 +11,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { VfsError } from '../core/errors.js';
-import { cat, collectGrepCounts, find, grep, grepSplit, ls, openShardReader } from '../engine/index.js';
+import { cat, collectGrepCounts, find, grep, type GrepRequest, ls, openShardReader } from '../engine/index.js';
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
 export const WINDOW = 4;
@@ -20,8 +20,12 @@ export const IN_FLIGHT = 0;
 /** Index of the cancel flag in the control array. */
 export const CANCELLED = 1;
 
-/** The four tools, by name, one share of a sorted-mode grep, and the split of a content grep into path ranges (see read-pool.ts). */
-const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts, grepSplit } as const;
+/**
+ * The four tools, by name, one share of a sorted-mode grep, and the first share of a content
+ * grep split into path ranges (its request's `lead` lacks `onBounds`, which posts a `bounds`
+ * message here; see read-pool.ts).
+ */
+const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts, grepLead: grep } as const;
 
 /** A read task. */
 export interface ReadTask {
@@ -35,6 +39,7 @@ export interface ReadTask {
 /** Messages on the task's port. */
 export type ReadMessage =
   | { type: 'chunk'; data: Uint8Array }
+  | { type: 'bounds'; bounds: string[] }
   | { type: 'end'; result: unknown }
   | { type: 'cancelled' }
   | { type: 'error'; status: number; message: string };
@@ -49,7 +54,12 @@ export default function runReadTask(task: ReadTask): void {
     // back without turning the event loop: start every task from the latest commit explicitly.
     reader.shard.env.resetReadTxn();
     const tool = TOOLS[task.tool] as (r: typeof reader, q: unknown) => Generator<Buffer, unknown>;
-    const output = tool(reader, task.request);
+    let request = task.request;
+    if (task.tool === 'grepLead') {
+      const lead = (request as GrepRequest).lead!;
+      request = { ...(request as GrepRequest), lead: { ...lead, onBounds: (bounds: string[]) => port.postMessage({ type: 'bounds', bounds } satisfies ReadMessage) } };
+    }
+    const output = tool(reader, request);
     try {
       for (;;) {
         if (Atomics.load(control, CANCELLED) === 1) {

@@ -25,11 +25,14 @@
  * share). Shares taken from different snapshots may disagree about a file written meanwhile;
  * `emitGrepCounts` keeps one entry per path.
  *
- * Content mode prints in path order, so its shares are contiguous path ranges: `grepSplit`
- * picks the boundaries (paths, so shares from different snapshots still cover every path
- * exactly once), each share runs `grep` with `pathRange` (no footer: its GrepContentSummary
- * says whether it stopped early), and the caller concatenates the outputs in range order,
- * putting `--` between two shares' output when context is on, and ends with
+ * Content mode prints in path order, so its shares are contiguous path ranges. The first share
+ * runs with `lead`: having found its candidates, it picks boundaries between them that balance
+ * their text bytes (none when they are too few to be worth splitting), reports them through
+ * `lead.onBounds` before reading any text, and searches the first range. The caller starts one
+ * share per further range (`pathRange`); boundaries are paths, so shares from different
+ * snapshots still cover every path exactly once. Shares print no footer (their
+ * GrepContentSummary says whether they stopped early): the caller concatenates the outputs in
+ * range order, puts `--` between two shares' output when context is on, and ends with
  * `grepContentFooter`.
  */
 
@@ -92,6 +95,18 @@ export interface GrepRequest {
   partition?: GrepPartition;
   /** Content mode: search only the files whose paths are in this range, and print no footer (see the module comment); default all. */
   pathRange?: GrepPathRange;
+  /** Content mode: be the first of `count` path-range shares (see the module comment); default: search alone. */
+  lead?: GrepLead;
+}
+
+/** How the first share of a content search splits it. */
+export interface GrepLead {
+  /** Shares wanted (at most this many ranges). */
+  count: number;
+  /** Candidates with fewer text bytes than this are searched by the lead alone. */
+  minBytes: number;
+  /** Receives the boundaries (ascending paths, count - 1 at most) before any text is read. */
+  onBounds: (bounds: string[]) => void;
 }
 
 /** The paths [from, to) in code point order; null is unbounded. */
@@ -154,6 +169,7 @@ interface GrepPlan {
   deadline: number;
   partition: GrepPartition | undefined;
   pathRange: GrepPathRange | undefined;
+  lead: GrepLead | undefined;
 }
 
 /** Applies the defaults to a copy and compiles the regex and filters (INVALID_PARAMETER on error). */
@@ -178,6 +194,7 @@ function plan(request: GrepRequest): GrepPlan {
     deadline: request.deadline ?? Infinity,
     partition: request.partition,
     pathRange: request.pathRange,
+    lead: request.lead,
   };
 }
 
@@ -298,33 +315,24 @@ export function* emitGrepCounts(request: GrepRequest, collections: readonly Grep
 }
 
 /**
- * True when the pattern gives the index nothing to narrow with (its trigram query is `all`), so
- * grep reads every file under the root: the case worth splitting into partitions.
+ * Boundaries splitting `docs` (in path order) into at most `count` contiguous ranges with about
+ * as many text bytes each: the paths where ranges 2, 3, ... begin; none when the documents hold
+ * fewer than `minBytes`.
  */
-export function grepScansEverything(request: Pick<GrepRequest, 'pattern' | 'caseInsensitive' | 'multiline'>): boolean {
-  return regexQuery(request.pattern, { caseInsensitive: request.caseInsensitive === true, multiline: request.multiline === true }).op === 'all';
-}
-
-/**
- * Boundaries splitting the paths under `path` (default `/`) into `count` contiguous ranges of
- * about as many files each, for content-mode shares: up to count - 1 ascending paths (fewer
- * when there are fewer files). Reads path keys only; yields nothing.
- */
-export function* grepSplit(reader: ShardReader, request: { path?: string; count: number }): Generator<Buffer, string[]> {
-  const root = requestDirPath(request.path);
-  const snapshot = reader.snapshot();
-  try {
-    const { start, end } = dirRange(root);
-    const paths = [...snapshot.pathsInRange(start, end)];
-    const bounds: string[] = [];
-    for (let i = 1; i < request.count; i++) {
-      const at = paths[Math.floor((i * paths.length) / request.count)];
-      if (at !== undefined && (bounds.length === 0 || comparePaths(at, bounds[bounds.length - 1]) > 0)) bounds.push(at);
+function splitBounds(docs: readonly DocMeta[], count: number, minBytes: number): string[] {
+  let total = 0;
+  for (const d of docs) total += d.textBytes;
+  const bounds: string[] = [];
+  if (total < minBytes) return bounds;
+  let before = 0; // text bytes of the documents before docs[i]
+  for (let i = 0, share = 1; i < docs.length && share < count; i++) {
+    if (i > 0 && before >= (total * share) / count) {
+      bounds.push(docs[i].path);
+      while (share < count && before >= (total * share) / count) share++;
     }
-    return bounds;
-  } finally {
-    snapshot.done();
+    before += docs[i].textBytes;
   }
+  return bounds;
 }
 
 /** The footer of a content search run as path-range shares, or null (see the module comment). */
@@ -351,7 +359,15 @@ export function* grep(reader: ShardReader, request: GrepRequest): Generator<Buff
 function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepContentSummary> {
   const snapshot = reader.snapshot();
   try {
-    const docs = candidates(snapshot, p);
+    let docs = candidates(snapshot, p);
+    if (p.lead !== undefined) {
+      const bounds = splitBounds(docs, p.lead.count, p.lead.minBytes);
+      p.lead.onBounds(bounds);
+      if (bounds.length > 0) {
+        const end = bounds[0];
+        docs = docs.filter((d) => comparePaths(d.path, end) < 0);
+      }
+    }
     const out = new ChunkedOutput();
     const separators = p.before > 0 || p.after > 0;
     const matcher = p.matcher;
@@ -469,7 +485,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepC
     if (cut) notes.push(`output cut at head_limit=${p.headLimit}; more lines follow: raise head_limit or continue with offset=${p.offset + emitted}`);
     if (timedOut) notes.push(incompleteNote(searched, docs.length));
     // A share's footer is written by its caller, after the shares that follow it.
-    if (notes.length > 0 && p.pathRange === undefined) out.write(`[${notes.join('; ')}]\n`);
+    if (notes.length > 0 && p.pathRange === undefined && p.lead === undefined) out.write(`[${notes.join('; ')}]\n`);
     yield* out.drain(true);
     return { resultCount: matchesShown, candidates: docs.length, searched, timedOut };
   } finally {

@@ -29,6 +29,7 @@ const schema = z
     VFS_MANAGEMENT_RATE: positiveInt.max(1_000_000).default(1000),
     VFS_READ_THREADS: positiveInt.max(64).default(2),
     VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
+    VFS_GREP_SPLIT_MIN_BYTES: z.coerce.number().int().min(0).max(2 ** 40).default(48 * 1024 * 1024),
     VFS_INGEST_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
     VFS_INGEST_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
     VFS_EXTRACT_THREADS: positiveInt.max(64).default(2),
@@ -72,6 +73,8 @@ export interface Config {
   readThreads: number;
   /** Longest a grep searches before answering with what it found. */
   grepTimeoutMs: number;
+  /** A content grep whose candidates hold at least this many text bytes is split across the read threads. */
+  grepSplitMinBytes: number;
   /** How long an ingest worker's claim on a job lasts; a job whose worker died is retried after it. */
   ingestLeaseSeconds: number;
   /** Claims after which a file that keeps failing (or killing its worker) ends in `error`. */
@@ -111,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     managementRate: e.VFS_MANAGEMENT_RATE,
     readThreads: e.VFS_READ_THREADS,
     grepTimeoutMs: e.VFS_GREP_TIMEOUT_SECONDS * 1000,
+    grepSplitMinBytes: e.VFS_GREP_SPLIT_MIN_BYTES,
     ingestLeaseSeconds: e.VFS_INGEST_LEASE_SECONDS,
     ingestMaxAttempts: e.VFS_INGEST_MAX_ATTEMPTS,
     extractThreads: e.VFS_EXTRACT_THREADS,

@@ -109,7 +109,7 @@ export async function startWithDatabase(
     enqueued: () => ingest.poke(),
     deleted: (workspaceId, path) => ingest.remove(workspaceId, path),
   });
-  const readPool = new ReadPool(config.readThreads);
+  const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes);
   const audit = new AuditLog(db);
   const lookups = new Lookups(db);
   // Another process (the operator command) changed credentials or limits, or asked for a shard

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cat, find, grep, grepScansEverything, grepSplit, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest } from '../engine/index.js';
+import { cat, find, grep, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest } from '../engine/index.js';
 import { comparePaths } from '../engine/tool-output.js';
 import { buildShard, output, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 
@@ -180,34 +180,52 @@ describe('tools on a small workspace', () => {
       expect(output(emitGrepCounts(request, parts))).toBe(output(grep(s.reader, request)));
     });
 
-    it.each([
-      ['[0-9]{5}', true],
-      ['x.y', true],
-      ['helper', false],
-      ['(?i)title', false],
-    ] as const)('grepScansEverything(%s) = %s', (pattern, expected) => {
-      expect(grepScansEverything({ pattern })).toBe(expected);
-    });
+    /** Runs a content grep as the read pool does: a lead share, then one per further range. */
+    const splitGrep = (reader: TestShard['reader'], request: GrepRequest, count: number, minBytes = 0): { bounds: string[]; shares: string[] } => {
+      let bounds: string[] | undefined;
+      const lead = output(grep(reader, { ...request, lead: { count, minBytes, onBounds: (b) => (bounds = b) } }));
+      expect(bounds).toBeDefined();
+      const edges = [...bounds!, null];
+      const rest = bounds!.map((from, k) => output(grep(reader, { ...request, pathRange: { from, to: edges[k + 1] } })));
+      return { bounds: bounds!, shares: [lead, ...rest] };
+    };
 
     it.each([2, 3, 5, 50])('content mode split into %i path ranges concatenates to the whole output', (count) => {
-      const split = grepSplit(s.reader, { count });
-      let step = split.next();
-      while (step.done !== true) step = split.next();
-      const bounds = step.value;
-      expect(bounds.length).toBeLessThan(count);
-      expect([...bounds].sort(comparePaths)).toEqual(bounds);
-      const edges = [null, ...bounds, null];
       for (const request of [
         { claims: MGMT, pattern: 'e', outputMode: 'content' },
         { claims: MGMT, pattern: '[a-z]', outputMode: 'content', lineNumbers: false },
         { claims: MGMT, pattern: 'helper|define', outputMode: 'content', context: 1 },
       ] as const) {
-        const whole = output(grep(s.reader, request));
-        const shares = edges.slice(1).map((to, i) => output(grep(s.reader, { ...request, pathRange: { from: edges[i], to } })));
+        const { bounds, shares } = splitGrep(s.reader, request, count);
+        expect(bounds.length).toBeGreaterThan(0);
+        expect(bounds.length).toBeLessThan(count);
+        expect([...new Set(bounds)].sort(comparePaths)).toEqual(bounds);
         // As the read pool joins them: `--` between two shares' output when context is on.
         const printed = shares.filter((x) => x !== '');
-        expect(printed.join('context' in request ? '--\n' : '')).toBe(whole);
-        if (bounds.length > 0) expect(printed.length).toBeGreaterThan(1);
+        expect(printed.join('context' in request ? '--\n' : '')).toBe(output(grep(s.reader, request)));
+        expect(printed.length).toBeGreaterThan(1);
+      }
+    });
+
+    it('a lead whose candidates hold fewer than minBytes searches everything itself', () => {
+      const request = { claims: MGMT, pattern: 'e', outputMode: 'content' } as const;
+      const { bounds, shares } = splitGrep(s.reader, request, 3, 1_000_000);
+      expect(bounds).toEqual([]);
+      expect(shares).toEqual([output(grep(s.reader, request))]);
+    });
+
+    it('splits by candidate bytes, not by file count', async () => {
+      const t = await buildShard([
+        { path: '/a/big.txt', text: 'x match\n'.repeat(1000) },
+        { path: '/b/s1.txt', text: 'match\n' },
+        { path: '/b/s2.txt', text: 'match\n' },
+        { path: '/c/big.txt', text: 'y match\n'.repeat(1000) },
+        { path: '/d/other.txt', text: 'nothing here\n'.repeat(5000) },
+      ]);
+      try {
+        expect(splitGrep(t.reader, { claims: MGMT, pattern: 'match', outputMode: 'content' }, 2).bounds).toEqual(['/b/s2.txt']);
+      } finally {
+        await t.close();
       }
     });
 

@@ -295,8 +295,9 @@ describe('cancellation', () => {
 
 describe('grep split across threads', () => {
   it('answers exactly as a single thread does, with 2 and 3 threads', async () => {
-    const t2 = await startTestService({ VFS_READ_THREADS: '2' });
-    const t3 = await startTestService({ VFS_READ_THREADS: '3' });
+    // Every content grep without head_limit is split, however small its candidates.
+    const t2 = await startTestService({ VFS_READ_THREADS: '2', VFS_GREP_SPLIT_MIN_BYTES: '0' });
+    const t3 = await startTestService({ VFS_READ_THREADS: '3', VFS_GREP_SPLIT_MIN_BYTES: '0' });
     try {
       const files = Array.from({ length: 60 }, (_, i) => [`d${i % 4}/f${i}.txt`, Array.from({ length: 30 }, (_, j) => `${j % 7 === 0 ? 'ab' : 'x'}${i * j} ${j}`).join('\n') + '\n'] as const);
       for (const svc of [t, t2, t3]) {
