@@ -111,11 +111,11 @@ export class ReadPool {
     /**
      * A content grep whose candidates hold fewer text bytes is searched by one
      * thread: each share finds the candidates again (5-10 ms on the Linux
-     * tree), which costs about what a second thread saves below ~48 MiB
-     * (measured on the engine: a lead and a second share against one whole
-     * search).
+     * tree) and the second waits for the first's boundaries. On the engine a
+     * lead and a second share took 20 + 20 ms against 35 ms whole for 68 MB
+     * of candidates, and over HTTP the split was no faster below ~128 MiB.
      */
-    private readonly splitMinBytes = 48 * 1024 * 1024,
+    private readonly splitMinBytes = 128 * 1024 * 1024,
   ) {
     const needsTsx = !process.execArgv.some((a) => a.includes('tsx'));
     this.piscina = new Piscina<ReadTask, void>({
