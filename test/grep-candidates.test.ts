@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluateQuery, lookupCandidates, scanCandidates, selectCandidates, union, type CandidateOptions, type GrepPartition } from '../engine/grep-candidates.js';
 import { GrepFilter } from '../engine/grep-filter.js';
-import { regexQuery, type Query } from '../engine/regex-query.js';
+import { evalQuery, regexQuery, type Query } from '../engine/regex-query.js';
 import type { DocMeta, ShardSnapshot } from '../engine/shard-reader.js';
 import { Visibility } from '../engine/visibility.js';
 import { buildShard, type DocSpec, type TestShard } from './helpers/engine-shard.js';
@@ -21,20 +21,6 @@ function trigramsOf(text: string): Set<number> {
   return out;
 }
 
-/** Whether a document with these trigrams satisfies `q` (plain boolean algebra). */
-function holds(q: Query, has: Set<number>): boolean {
-  switch (q.op) {
-    case 'all':
-      return true;
-    case 'none':
-      return false;
-    case 'and':
-      return q.trigrams.every((t) => has.has(t)) && q.sub.every((s) => holds(s, has));
-    case 'or':
-      return q.trigrams.some((t) => has.has(t)) || q.sub.some((s) => holds(s, has));
-  }
-}
-
 const and = (trigrams: string[], sub: Query[] = []): Query => ({ op: 'and', trigrams: trigrams.map(tri), sub });
 const or = (trigrams: string[], sub: Query[] = []): Query => ({ op: 'or', trigrams: trigrams.map(tri), sub });
 const ALL: Query = { op: 'all' };
@@ -52,7 +38,10 @@ class KnownShard {
 
   /** Every id ever allocated whose text satisfies `q`, ascending; null when that is every id. */
   exact(q: Query): number[] | null {
-    const ids = [...this.texts.keys()].filter((id) => holds(q, trigramsOf(this.texts.get(id)!)));
+    const ids = [...this.texts.keys()].filter((id) => {
+      const has = trigramsOf(this.texts.get(id)!);
+      return evalQuery(q, (t) => has.has(t));
+    });
     return ids.length === this.texts.size ? null : ids.sort((a, b) => a - b);
   }
 }
