@@ -63,6 +63,8 @@ function smallShard(reader: ShardReader): boolean {
     snapshot.done();
   }
 }
+
+/** Runs a tool on the calling thread, delivering its chunks before the outcome settles. */
 function runInline(tool: 'ls' | 'cat' | 'find', reader: ShardReader, request: unknown, sink: ChunkSink): ReadCall {
   let outcome: ReadOutcome;
   try {
