@@ -102,23 +102,34 @@ const decoder = new TextDecoder();
 export function snapshot(res: HttpResponse, req: HttpRequest, paramCount: number): RequestContext {
   const params: string[] = [];
   for (let i = 0; i < paramCount; i++) params.push(req.getParameter(i) ?? '');
+  // One pass over the headers (each getHeader is a call into uWS); the first of repeated ones wins.
   let authorizations = 0;
   let lengths = 0;
-  req.forEach((name) => {
-    if (name === 'authorization') authorizations++;
-    else if (name === 'content-length') lengths++;
+  let authorization = '';
+  let connection = '';
+  let contentType: string | undefined;
+  let contentLength = '';
+  let forwardedFor: string | undefined;
+  req.forEach((name, value) => {
+    if (name === 'authorization') {
+      if (authorizations++ === 0) authorization = value;
+    } else if (name === 'content-length') {
+      if (lengths++ === 0) contentLength = value;
+    } else if (name === 'connection') connection ||= value;
+    else if (name === 'content-type') contentType ??= value;
+    else if (name === 'x-forwarded-for') forwardedFor ??= value;
   });
   const ctx: RequestContext = {
     res,
     method: req.getMethod().toUpperCase(),
     url: req.getUrl(),
     query: new StrictQuery(req.getQuery() ?? ''),
-    authorization: authorizations > 1 ? null : req.getHeader('authorization'),
+    authorization: authorizations > 1 ? null : authorization,
     ambiguousLength: lengths > 1,
-    wantsClose: /(?:^|,)\s*close\s*(?:,|$)/i.test(req.getHeader('connection')),
-    contentType: req.getHeader('content-type'),
-    contentLength: req.getHeader('content-length'),
-    forwardedFor: req.getHeader('x-forwarded-for'),
+    wantsClose: connection !== '' && /(?:^|,)\s*close\s*(?:,|$)/i.test(connection),
+    contentType: contentType ?? '',
+    contentLength,
+    forwardedFor: forwardedFor ?? '',
     remoteAddress: decoder.decode(res.getRemoteAddressAsText()),
     params,
     aborted: false,
