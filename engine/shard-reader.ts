@@ -413,8 +413,11 @@ const readers = new Map<string, ShardReader>();
  * shard is created empty (a workspace without files has an empty shard).
  */
 export function openShardReader(directory: string): ShardReader {
+  // Looked up as given first: callers pass the same absolute path on every call.
+  let reader = readers.get(directory);
+  if (reader !== undefined) return reader;
   const dir = resolve(directory);
-  let reader = readers.get(dir);
+  reader = readers.get(dir);
   if (reader === undefined) {
     reader = new ShardReader(acquireShardEnv(dir));
     readers.set(dir, reader);

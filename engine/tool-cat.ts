@@ -67,7 +67,7 @@ export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer
       const end = lineEndOf(text, starts, line - 1);
       if (end - start <= MAX_LINE_CHARS) {
         // No more bytes than the character limit, so no cut: copy the bytes, decode nothing.
-        if (out.total > 0 && out.total + Math.max(6, String(line).length) + 1 + (end - start) + 1 > MAX_CAT_BYTES) break;
+        if (out.total > 0 && out.total + (line < 1_000_000 ? 6 : String(line).length) + 1 + (end - start) + 1 > MAX_CAT_BYTES) break;
         out.writeLine(NO_PREFIX, line, 6, TAB, text, start, end);
       } else {
         const entry = `${String(line).padStart(6)}\t${formatLine(text, start, end)}\n`;

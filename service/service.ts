@@ -13,7 +13,7 @@
  *   to `shutdownGraceMs`), then stops ingest, flushes the audit log, and
  *   closes the read pool, the databases and the embedded cluster.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type pg from 'pg';
 import { Authenticator } from '../api/auth.js';
 import { ReadPool } from '../api/read-pool.js';
@@ -85,7 +85,9 @@ export async function startWithDatabase(
   // A damaged shard crashes the process that opens it: those are deleted (to be rebuilt) before
   // the ingest thread or the read pool may open one. The probe runs in a child process, while
   // the rest of the start goes on.
-  const shardsChecked = dropDamagedShards(db, shardsRoot(config.dataDir), (message) => log.error(message));
+  // Absolute and normalized, so that the read pool's per-thread reader cache finds it as given.
+  const shards = resolve(shardsRoot(config.dataDir));
+  const shardsChecked = dropDamagedShards(db, shards, (message) => log.error(message));
   shardsChecked.catch(() => {});
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
   const auth = new Authenticator(db, config.authCacheMs);
@@ -154,7 +156,7 @@ export async function startWithDatabase(
       readPool,
       audit,
       lookups,
-      shardDir: (workspaceId) => join(shardsRoot(config.dataDir), workspaceId),
+      shardDir: (workspaceId) => `${shards}/${workspaceId}`, // per request: no join()
       grepTimeoutMs: config.grepTimeoutMs,
       workspaceDeleted: async (workspaceId) => {
         lookups.workspaceDeleted();
