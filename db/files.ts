@@ -90,7 +90,7 @@ export async function recordUploads(
   limits: UploadLimits,
   publish: (index: number) => Promise<void>,
 ): Promise<UploadOutcome[]> {
-  const usage = await lockUsage(tx, accountId);
+  const usage = (await lockUsage(tx, accountId))!;
   // The rows that get replaced are locked here, in key order (see lockUsage).
   const existing = await tx.query<{ workspace_id: string; path: string; size_bytes: string; blob_sha256: string }>(
     `SELECT f.workspace_id, f.path, f.size_bytes, f.blob_sha256
@@ -158,7 +158,7 @@ export async function fileState(tx: Tx, workspaceId: string, path: string): Prom
 }
 
 /**
- * Locks the account's usage row (creating it if need be) and returns it.
+ * Locks the account's usage row (creating it unless `create` is false) and returns it.
  *
  * Lock order. Every transaction that changes files takes its row locks in the
  * same order, so that two of them never wait on each other in a cycle (which
@@ -167,8 +167,10 @@ export async function fileState(tx: Tx, workspaceId: string, path: string): Prom
  * Uploads and deletions start here; finishing jobs changes no usage and
  * starts at the workspaces.
  */
-export async function lockUsage(tx: Tx, accountId: string): Promise<{ files: string; bytes: string }> {
-  await tx.query('INSERT INTO account_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING', [accountId]);
+export async function lockUsage(tx: Tx, accountId: string, create = true): Promise<{ files: string; bytes: string } | undefined> {
+  // Deletions pass create = false: an account without a usage row has no files to delete, and a
+  // refused request must not write one.
+  if (create) await tx.query('INSERT INTO account_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING', [accountId]);
   const { rows } = await tx.query<{ files: string; bytes: string }>('SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE', [
     accountId,
   ]);
@@ -177,7 +179,7 @@ export async function lockUsage(tx: Tx, accountId: string): Promise<{ files: str
 
 /** Deletes a file row and its pending job; returns its blob, or null when there was no such file. */
 export async function deleteFile(tx: Tx, accountId: string, workspaceId: string, path: string): Promise<string | null> {
-  await lockUsage(tx, accountId);
+  await lockUsage(tx, accountId, false);
   await tx.query('SELECT 1 FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId]);
   const { rows } = await tx.query<{ blob_sha256: string; status: FileStatus }>(
     'DELETE FROM files WHERE workspace_id = $1 AND path = $2 RETURNING blob_sha256, status',

@@ -49,7 +49,7 @@ export async function requireWorkspace(tx: Tx, name: string): Promise<WorkspaceR
 
 /** Deletes the workspace with its files, tokens and jobs (by cascade); returns its id, or null if absent. */
 export async function deleteWorkspace(tx: Tx, accountId: string, name: string): Promise<string | null> {
-  await lockUsage(tx, accountId); // the lock order of lockUsage: the cascade deletes files, which changes usage
+  await lockUsage(tx, accountId, false); // the lock order of lockUsage: the cascade deletes files, which changes usage
   const { rows } = await tx.query<{ id: string }>('DELETE FROM workspaces WHERE name = $1 RETURNING id', [name]);
   return rows[0]?.id ?? null;
 }
