@@ -14,9 +14,9 @@
  *    of the text so RE2 stops at its end). Lines holding none are passed over at memory speed.
  *    It reports the lines path 3 would: a match inside a line contains one of the strings
  *    (none contains `\n`), and `^ $ \b` read a window's edges, which are line edges, as they
- *    read them in the whole text. Patterns that read the text's own edges (`\A`, `\z`,
- *    `(?-m)`, see `readsTextEdges`) take path 3, and so do those whose one string is their
- *    literal prefix, which RE2 skips to by itself as fast.
+ *    read them in the whole text. Patterns that might still read the text's own edges after
+ *    the rewrite below (`readsTextEdges`, conservative) take path 3, and so do those whose one
+ *    string is their literal prefix, which RE2 skips to by itself as fast.
  * 3. Otherwise RE2 searches the whole document buffer at once (a Buffer, so `lastIndex` counts
  *    bytes) and each hit is mapped to its line through the stored line starts. This is exact
  *    because RE2 returns the leftmost match and a match inside one line is also a match in the
@@ -27,6 +27,10 @@
  *       `lastIndex` to the hit's end, allocating nothing) is enough;
  *     - otherwise `exec()` gives the hit's start; a hit that runs past its line's end is
  *       checked again on that line alone, and the search resumes at the next line either way.
+ *
+ * Outside multiline mode the pattern is first rewritten to what it means on one line
+ * (`perLinePattern`): ripgrep matches each line alone, so `\A`, `\z` and `(?-m)^` are the
+ * line's edges, not the document's.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
  * touches is a matching line, as `rg -U` prints them.
@@ -172,6 +176,75 @@ export function readsTextEdges(pattern: string): boolean {
   return /\\[Az]|\(\?[A-Za-z]*-/.test(pattern);
 }
 
+/**
+ * `pattern` as ripgrep reads it outside multiline mode, for RE2 searching a whole document with
+ * `^`/`$` at line edges (flag `m`). ripgrep matches each line alone, so the text's edges are
+ * the line's: `\A` becomes `^`, `\z` becomes `$`, and `-m` is dropped from flag groups
+ * (`(?-m)`, `(?i-m:…)`). `\Q…\E` and character classes are copied as they are.
+ */
+export function perLinePattern(pattern: string): string {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    if (ch === '\\') {
+      const next = pattern[i + 1];
+      if (next === undefined) return out + ch;
+      if (next === 'Q') {
+        const end = pattern.indexOf('\\E', i + 2);
+        const stop = end === -1 ? pattern.length : end + 2;
+        out += pattern.slice(i, stop);
+        i = stop - 1;
+      } else if (!inClass && (next === 'A' || next === 'z')) {
+        out += next === 'A' ? '^' : '$';
+        i++;
+      } else {
+        out += ch + next;
+        i++;
+      }
+      continue;
+    }
+    if (inClass) {
+      if (ch === '[' && pattern[i + 1] === ':') {
+        // A POSIX class such as [:alpha:] inside the class.
+        const end = pattern.indexOf(':]', i + 2);
+        const stop = end === -1 ? i + 1 : end + 2;
+        out += pattern.slice(i, stop);
+        i = stop - 1;
+        continue;
+      }
+      if (ch === ']') inClass = false;
+      out += ch;
+      continue;
+    }
+    if (ch === '[') {
+      inClass = true;
+      out += ch;
+      // A `]` first in the class (after an optional `^`) is a literal.
+      if (pattern[i + 1] === '^') out += pattern[++i];
+      if (pattern[i + 1] === ']') out += pattern[++i];
+      continue;
+    }
+    if (ch === '(' && pattern[i + 1] === '?') {
+      let j = i + 2;
+      while (j < pattern.length && /[A-Za-z-]/.test(pattern[j])) j++;
+      const flags = pattern.slice(i + 2, j);
+      const dash = flags.indexOf('-');
+      if (dash >= 0 && (pattern[j] === ')' || pattern[j] === ':')) {
+        const on = flags.slice(0, dash);
+        const off = flags.slice(dash + 1).replace(/m/g, '');
+        const kept = off === '' ? on : `${on}-${off}`;
+        // `(?-m)` alone goes; `(?-m:` becomes a plain group.
+        if (kept !== '' || pattern[j] === ':') out += `(?${kept === '' ? '' : kept}${pattern[j]}`;
+        i = j;
+        continue;
+      }
+    }
+    out += ch;
+  }
+  return out;
+}
+
 /** Options for compiling a matcher; undefined means false. */
 export interface LineMatcherOptions {
   /** `-i`: case-insensitive (Unicode simple case folding). */
@@ -218,6 +291,14 @@ export class LineMatcher {
     } catch (error) {
       // node-re2 shows the pattern with the flags it added, e.g. `(?m)`: show the caller's pattern.
       throw invalidParameter('pattern', (error as Error).message.replace(/\(\?[ims]+\)/, ''));
+    }
+    // Line by line, the text's edges are the line's (`rg -U` reads the whole file, as RE2 does).
+    if (!this.multiline) {
+      const perLine = perLinePattern(pattern);
+      if (perLine !== pattern) {
+        pattern = perLine;
+        this.re = new RE2(pattern, flags);
+      }
     }
     this.fast = !this.multiline && cannotMatchNewline(pattern);
     const alternatives = this.multiline || options.caseInsensitive === true ? null : literalAlternatives(pattern);

@@ -73,6 +73,11 @@ const CASES: Case[] = [
   { pattern: 'bar\\b' },
   { pattern: '\\Bar' },
   { pattern: '^\\S+$' },
+  // text-edge assertions: ripgrep matches each line alone, so they mean the line's edges
+  { pattern: '\\Aint' },
+  { pattern: ';\\z' },
+  { pattern: '(?-m)^\\s*return' },
+  { pattern: '(?i-m:^INT)' },
   // repetitions
   { pattern: 'o{2,}' },
   { pattern: '(foo){2}' },

@@ -5,6 +5,7 @@ import {
   LineMatcher,
   literalAlternatives,
   literalPrefix,
+  perLinePattern,
   readsTextEdges,
   type LineMatcherOptions,
 } from '../engine/line-matcher.js';
@@ -52,6 +53,40 @@ describe('literalPrefix', () => {
     ['\\x41bc', ''],
   ])('%j -> %j', (pattern, expected) => {
     expect(literalPrefix(pattern)).toBe(expected);
+  });
+});
+
+describe('perLinePattern', () => {
+  it.each([
+    ['\\Afoo', '^foo'],
+    ['foo\\z', 'foo$'],
+    ['(?-m)^foo$', '^foo$'],
+    ['(?i-m)foo$', '(?i)foo$'],
+    ['(?i-ms:^a)', '(?i-s:^a)'],
+    ['(?-m:^a)|b', '(?:^a)|b'],
+    ['(?i)foo', '(?i)foo'],
+    ['\\\\A', '\\\\A'], // an escaped backslash, then A
+    ['[\\A]x', '[\\A]x'], // inside a class: left to RE2
+    ['[]\\A]', '[]\\A]'],
+    ['[[:alpha:]]\\A', '[[:alpha:]]^'],
+    ['\\Q\\A(?-m)\\E\\A', '\\Q\\A(?-m)\\E^'],
+    ['(?P<name>x)\\z', '(?P<name>x)$'],
+  ])('%j -> %j', (pattern, expected) => {
+    expect(perLinePattern(pattern)).toBe(expected);
+  });
+
+  it('makes \\A, \\z and (?-m) match at every line, as ripgrep does', () => {
+    const text = Buffer.from('int a;\nint b\nx int;\n');
+    const lines = (pattern: string) => {
+      const m = new LineMatcher(pattern);
+      m.begin(text, new Uint32Array([0, 7, 13])); // the starts of its three lines
+      const out: number[] = [];
+      while (m.next()) out.push(m.first);
+      return out;
+    };
+    expect(lines('\\Aint')).toEqual([0, 1]);
+    expect(lines(';\\z')).toEqual([0, 2]);
+    expect(lines('(?-m)^int')).toEqual([0, 1]);
   });
 });
 
@@ -119,8 +154,8 @@ describe('LineMatcher paths', () => {
     ['^\\s*foo_\\w+', {}, true],
     ['EXPORT_SYMBOL\\(\\w+\\)', {}, false], // RE2 skips to its literal prefix itself
     ['foo|bar', {}, false], // literal alternatives
-    ['\\Afoo_\\w', {}, false], // reads the text's edges
-    ['foo_\\w+\\z', {}, false],
+    ['\\Afoo_\\w', {}, true], // per line, \A is ^
+    ['foo_\\w+\\z', {}, false], // per line foo_\w+$: its string is its literal prefix
     ['a.b', {}, false],
     ['\\w+_probe\\(', { caseInsensitive: true }, false],
     ['\\w+_probe\\(', { multiline: true }, false],
