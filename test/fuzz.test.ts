@@ -18,10 +18,10 @@
  * markers stay in place for the whole run; the last test checks that they did
  * and that both accounts still read exactly their own files.
  */
-import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settled, startTestService, type TestService } from './helpers/service.js';
+import { exchange, type Wire } from './helpers/wire.js';
 
 const BOUND_MS = 5_000;
 /** Each property stops generating new runs after this long (a slow machine does fewer, never a longer test). */
@@ -51,52 +51,6 @@ const other = (x: Tenant) => (x === A ? B : A);
 // Raw HTTP
 // ---------------------------------------------------------------------------
 
-interface Wire {
-  outcome: 'answered' | 'closed' | 'timeout';
-  status: number;
-  contentType: string;
-  text: string;
-  /** Everything received, head included, for the leak check. */
-  raw: string;
-  /** Bytes after the head. */
-  bodyBytes: number;
-  ms: number;
-}
-
-function exchange(bytes: Buffer): Promise<Wire> {
-  const started = performance.now();
-  return new Promise((resolve) => {
-    const socket = connect(t.service.port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    let done = false;
-    const finish = (timedOut: boolean): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      const buf = Buffer.concat(chunks);
-      const end = buf.indexOf('\r\n\r\n');
-      const head = end < 0 ? '' : buf.subarray(0, end).toString('latin1');
-      const m = /^HTTP\/1\.[01] (\d{3})/.exec(head);
-      const contentType = /\r\ncontent-type: *([^\r]*)/i.exec(head)?.[1] ?? '';
-      resolve({
-        outcome: timedOut ? 'timeout' : m === null ? 'closed' : 'answered',
-        status: m === null ? 0 : Number(m[1]),
-        contentType,
-        text: end < 0 ? '' : buf.subarray(end + 4).toString('utf8'),
-        raw: buf.toString('latin1'),
-        bodyBytes: end < 0 ? 0 : buf.length - end - 4,
-        ms: performance.now() - started,
-      });
-    };
-    const timer = setTimeout(() => finish(true), BOUND_MS);
-    socket.on('data', (d: Buffer) => chunks.push(d));
-    socket.on('error', () => finish(false));
-    socket.on('close', () => finish(false));
-    socket.write(bytes);
-  });
-}
-
 /** A request as generated. */
 interface Req {
   method: string;
@@ -112,7 +66,7 @@ function send(r: Req): Promise<Wire> {
   if (r.contentType !== undefined) lines.push(`content-type: ${r.contentType}`);
   if (r.body !== undefined) lines.push(`content-length: ${r.body.length}`);
   const head = Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1');
-  return exchange(r.body === undefined ? head : Buffer.concat([head, r.body]));
+  return exchange(t.service.port, [r.body === undefined ? head : Buffer.concat([head, r.body])], { timeoutMs: BOUND_MS, head: r.method === 'HEAD' });
 }
 
 /** Percent-encodes every byte outside the unreserved set: any string (lone surrogates too) becomes a well-formed request-target piece. */
@@ -138,13 +92,13 @@ function checkAnswer(r: Wire, req: Req, caller: Tenant | null, kind: 'json' | 't
     expect(r.raw.includes(x.marker) || r.raw.includes(x.marker.toLowerCase()), `${label}: answer carries ${x.marker}: ${r.text.slice(0, 300)}`).toBe(false);
   }
   if (r.status >= 400 && kind === 'json') {
-    expect(r.contentType, label).toBe('application/json');
+    expect(r.headers['content-type'], label).toBe('application/json');
     const parsed = JSON.parse(r.text) as Record<string, unknown>;
     expect(Object.keys(parsed), label).toEqual(['error']);
     expect(typeof parsed.error).toBe('string');
   }
   if (r.status >= 400 && kind === 'text') {
-    expect(r.contentType, label).toBe('text/plain; charset=utf-8');
+    expect(r.headers['content-type'], label).toBe('text/plain; charset=utf-8');
     expect(r.text.length, label).toBeGreaterThan(0);
   }
 }

@@ -15,11 +15,11 @@
  * malformed HTTP below the routes.
  */
 import { readdir } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
+import { exchange as rawExchange, type Wire } from './helpers/wire.js';
 
 /** Longest any single request may take to be answered. */
 const BOUND_MS = 5_000;
@@ -34,92 +34,11 @@ let otherKey: string;
 /** A request header as sent. */
 type Header = readonly [string, string];
 
-/** What came back on the wire. */
-interface Wire {
-  /** `answered`: a status line and head arrived; `closed`: the server hung up without one; `timeout`: the bound passed first. */
-  outcome: 'answered' | 'closed' | 'timeout';
-  status: number;
-  headers: Record<string, string>;
-  text: string;
-  /** Bytes after the head as they arrived (on HEAD there must be none). */
-  bodyBytes: number;
-  /** Everything received, for the cases that look at raw framing. */
-  raw: Buffer;
-  ms: number;
-}
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/**
- * Writes `pieces` to a fresh connection (waiting `pieceDelayMs` between them)
- * and reads until the server closes it, or the bound passes.
- */
+/** A raw exchange with the service under test, bounded at BOUND_MS unless told otherwise. */
 function exchange(pieces: Buffer[], options: { pieceDelayMs?: number; head?: boolean; timeoutMs?: number } = {}): Promise<Wire> {
-  const started = performance.now();
-  return new Promise((resolve) => {
-    const socket = connect(t.service.port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    let done = false;
-    const finish = (timedOut: boolean): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(parseWire(Buffer.concat(chunks), timedOut, options.head === true, performance.now() - started));
-    };
-    const timer = setTimeout(() => finish(true), options.timeoutMs ?? BOUND_MS);
-    socket.on('data', (d: Buffer) => chunks.push(d));
-    socket.on('error', () => finish(false));
-    socket.on('close', () => finish(false));
-    void (async () => {
-      for (const [i, piece] of pieces.entries()) {
-        if (i > 0 && options.pieceDelayMs !== undefined) await sleep(options.pieceDelayMs);
-        if (done || socket.destroyed) return;
-        socket.write(piece);
-      }
-    })();
-  });
-}
-
-function parseWire(buf: Buffer, timedOut: boolean, head: boolean, ms: number): Wire {
-  const end = buf.indexOf('\r\n\r\n');
-  const headText = end < 0 ? '' : buf.subarray(0, end).toString('latin1');
-  const m = /^HTTP\/1\.[01] (\d{3})/.exec(headText);
-  if (m === null) return { outcome: timedOut ? 'timeout' : 'closed', status: 0, headers: {}, text: '', bodyBytes: 0, raw: buf, ms };
-  const headers: Record<string, string> = {};
-  for (const line of headText.split('\r\n').slice(1)) {
-    const colon = line.indexOf(':');
-    const name = line.slice(0, colon).trim().toLowerCase();
-    const value = line.slice(colon + 1).trim();
-    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
-  }
-  const rest = buf.subarray(end + 4);
-  let body = rest;
-  if (/chunked/i.test(headers['transfer-encoding'] ?? '')) body = dechunk(rest);
-  else if (headers['content-length'] !== undefined) body = rest.subarray(0, Number(headers['content-length']));
-  return {
-    outcome: timedOut ? 'timeout' : 'answered',
-    status: Number(m[1]),
-    headers,
-    text: head ? '' : body.toString('utf8'),
-    bodyBytes: rest.length,
-    raw: buf,
-    ms,
-  };
-}
-
-function dechunk(buf: Buffer): Buffer {
-  const out: Buffer[] = [];
-  let at = 0;
-  for (;;) {
-    const eol = buf.indexOf('\r\n', at);
-    if (eol < 0) break;
-    const size = parseInt(buf.subarray(at, eol).toString('latin1'), 16);
-    if (!(size > 0)) break;
-    out.push(buf.subarray(eol + 2, eol + 2 + size));
-    at = eol + 2 + size + 2;
-  }
-  return Buffer.concat(out);
+  return rawExchange(t.service.port, pieces, { timeoutMs: BOUND_MS, ...options });
 }
 
 /** The bytes of one HTTP/1.1 request; `connection: close` so that the answer ends with the connection. */
