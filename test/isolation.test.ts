@@ -24,6 +24,7 @@ import { provisionDatabase } from '../db/provision.js';
 import { loadConfig } from '../service/config.js';
 import { type Service, startWithDatabase } from '../service/service.js';
 import { listAll, settled, startTestService, type Reply, type TestService } from './helpers/service.js';
+import { seededRandom } from './helpers/random.js';
 
 const BOUND_MS = 5_000;
 
@@ -447,8 +448,7 @@ describe('interleaved tenants under concurrency, with aborted requests', () => {
     // 400 requests, tenants alternating, over 8 keep-alive sockets (about three per database
     // connection); one in four is aborted 1-30 ms after it starts.
     const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-    let seed = 12345;
-    const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const random = seededRandom(12345);
     const runs = Array.from({ length: 400 }, (_, i) => {
       const x = i % 2 === 0 ? a : b;
       const other = x === a ? b : a;

@@ -11,18 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newCredential } from '../../core/credentials.js';
 import { type ServiceProcess, runAdmin, startServiceProcess } from './process.js';
-
-/** A deterministic pseudo-random source (mulberry32), so a failing run can be replayed from its seed. */
-export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from './random.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -201,7 +190,7 @@ export function needleCount(i: number): number {
  * stopped.
  */
 export async function uploadsUnderKills(svc: FaultService, ws: string, o: KillOptions): Promise<UploadRun> {
-  const rnd = random(o.seed);
+  const rnd = seededRandom(o.seed);
   const sent = new Map<string, number>();
   const acknowledged = new Set<string>();
   const cleaned = { tempFiles: 0, blobs: 0 };
@@ -412,7 +401,7 @@ export function eventMarker(event: { tool: string; params: Record<string, string
  * Leaves the service stopped.
  */
 export async function readsUnderKills(svc: FaultService, ws: string, token: string, o: KillOptions): Promise<ReadRun> {
-  const rnd = random(o.seed);
+  const rnd = seededRandom(o.seed);
   const reads: SentRead[] = [];
   let next = 0;
   for (let round = 0; round < o.kills; round++) {
