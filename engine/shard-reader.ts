@@ -8,6 +8,9 @@
  *               "format": FORMAT_VERSION; a reader refuses a shard with another value.
  *               "state":  ShardState { nextDocId, liveDocs, deadIds, textBytes, segFirst, segNext,
  *                         recentBytes } (the writer's books).
+ *               "docsVersion": a counter the writer increments in every transaction that
+ *                         changes `docs` or `paths` (absent means 0): readers cache the live
+ *                         records per version (shard-catalog.ts).
  *   docs      u32 docId → DocRecord. A doc id is live iff it has an entry here.
  *   paths     path (UTF-8 string key) → the same DocRecord, for the live version of each path.
  *             Keys sort by UTF-8 bytes, i.e. by code point, so the files under directory `/a`
@@ -60,6 +63,8 @@ import { resolve } from 'node:path';
 import { open, type Database, type Key, type RootDatabase, type Transaction } from 'lmdb';
 import { blockCount, decodeBlock, findInGroup } from './posting-block.js';
 import { startsOffset, startWidth } from './doc-text.js';
+import { ShardCatalog } from './shard-catalog.js';
+import { comparePaths } from './tool-output.js';
 
 /** Version of the on-disk format described above; bump it on any change. */
 export const FORMAT_VERSION = 1;
@@ -291,38 +296,89 @@ export class ShardSnapshot {
   private finished = false;
   private cachedState: ShardState | undefined;
 
-  constructor(private readonly shard: ShardEnv) {
+  /** This snapshot's `docsVersion` (see the format description). */
+  readonly docsVersion: number;
+  /** The live records of `docsVersion`, when the reader holds them; else they are read from LMDB. */
+  private catalog: ShardCatalog | null = null;
+  /** Records read from LMDB, reported to the reader (see ShardReader.snapshot). */
+  private recordsRead = 0;
+
+  constructor(
+    private readonly shard: ShardEnv,
+    private readonly onDone: (snapshot: ShardSnapshot, recordsRead: number) => void = () => {},
+  ) {
     this.txn = shard.env.useReadTransaction();
     this.opts = { transaction: this.txn };
+    this.docsVersion = (shard.info.get('docsVersion', this.opts) as number | undefined) ?? 0;
+  }
+
+  /** Serves this snapshot's records from `catalog`, which must hold this snapshot's `docsVersion`. */
+  useCatalog(catalog: ShardCatalog): void {
+    if (catalog.version !== this.docsVersion) throw new Error(`catalog of version ${catalog.version} for a snapshot of version ${this.docsVersion}`);
+    this.catalog = catalog;
+  }
+
+  /** True when the records come from an in-memory catalog. */
+  get cataloged(): boolean {
+    return this.catalog !== null;
+  }
+
+  /** A catalog of this snapshot's live records (reads every one of them). */
+  buildCatalog(): ShardCatalog {
+    const docs: DocMeta[] = [];
+    for (const { value } of this.shard.paths.getRange({ transaction: this.txn })) docs.push(fromRecord(value));
+    return new ShardCatalog(this.docsVersion, docs);
   }
 
   /** The live document with this id, or undefined (dead or never allocated). */
   docById(id: number): DocMeta | undefined {
+    if (this.catalog !== null) return this.catalog.docById(id);
+    this.recordsRead++;
     const record = this.shard.docs.get(id, this.opts);
     return record === undefined ? undefined : fromRecord(record);
   }
 
   /** The live document at this canonical path, or undefined. */
   docByPath(path: string): DocMeta | undefined {
+    if (this.catalog !== null) return this.catalog.docByPath(path);
+    this.recordsRead++;
     const record = this.shard.paths.get(path, this.opts);
     return record === undefined ? undefined : fromRecord(record);
   }
 
-  /** Paths in [start, end) in code point order (keys only: no record is decoded). */
-  pathsInRange(start: string, end: string): Iterable<string> {
-    return this.shard.paths.getKeys({ start, end, transaction: this.txn }) as Iterable<string>;
+  /** Paths in [start, end) in code point order (from LMDB, keys only: no record is decoded). */
+  *pathsInRange(start: string, end: string): Generator<string> {
+    if (this.catalog !== null) {
+      for (const doc of this.catalogRange(this.catalog, start, end)) yield doc.path;
+      return;
+    }
+    for (const key of this.shard.paths.getKeys({ start, end, transaction: this.txn })) {
+      this.recordsRead++;
+      yield key as string;
+    }
   }
 
-  /** The number of paths in [start, end) (counted in LMDB: no key or record reaches JS). */
+  /** The number of paths in [start, end) (from LMDB, counted natively: no key reaches JS). */
   countPathsInRange(start: string, end: string): number {
+    if (this.catalog !== null) return this.catalog.lowerBound(end) - Math.min(this.catalog.lowerBound(start), this.catalog.lowerBound(end));
     return this.shard.paths.getKeysCount({ start, end, transaction: this.txn });
   }
 
   /** Documents whose paths are in [start, end), in code point order of path. */
   *docsInRange(start: string, end: string): Generator<DocMeta> {
+    if (this.catalog !== null) {
+      yield* this.catalogRange(this.catalog, start, end);
+      return;
+    }
     for (const { value } of this.shard.paths.getRange({ start, end, transaction: this.txn })) {
+      this.recordsRead++;
       yield fromRecord(value);
     }
+  }
+
+  private *catalogRange(catalog: ShardCatalog, start: string, end: string): Generator<DocMeta> {
+    const docs = catalog.docs;
+    for (let i = catalog.lowerBound(start); i < docs.length && comparePaths(docs[i].path, end) < 0; i++) yield docs[i];
   }
 
   /**
@@ -382,31 +438,91 @@ export class ShardSnapshot {
     if (this.finished) return;
     this.finished = true;
     this.txn.done();
+    this.onDone(this, this.recordsRead);
   }
 }
 
 /** A shard opened for reading: hands out snapshots. Cheap to keep open per thread. */
 export class ShardReader {
   private closed = false;
+  /** The catalog of the newest version seen that earned one (shard-catalog.ts). */
+  private catalog: ShardCatalog | null = null;
+  /** Records that snapshots of `spentVersion` read from LMDB. */
+  private spent = 0;
+  private spentVersion = -1;
+  private readonly account = (snapshot: ShardSnapshot, recordsRead: number): void => {
+    if (snapshot.docsVersion === this.spentVersion) this.spent += recordsRead;
+  };
+
+  /**
+   * A catalog is built once snapshots of one version have read this many times its live
+   * documents' records from LMDB (1: the ski-rental rule; 0: at once; Infinity: never).
+   */
+  catalogAfter = 1;
 
   constructor(readonly shard: ShardEnv) {}
 
   /** Begins a snapshot of the latest committed state. */
   snapshot(): ShardSnapshot {
     if (this.closed) throw new Error(`shard reader for ${this.shard.dir} is closed`);
-    return new ShardSnapshot(this.shard);
+    const snapshot = new ShardSnapshot(this.shard, this.account);
+    const version = snapshot.docsVersion;
+    if (this.catalog?.version !== version) {
+      if (this.spentVersion !== version) {
+        this.spentVersion = version;
+        this.spent = 0;
+      }
+      const live = snapshot.state().liveDocs;
+      if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= CATALOG_BUDGET_DOCS) {
+        this.catalog = snapshot.buildCatalog();
+        keepCatalog(this, live);
+      }
+    } else keepCatalog(this, this.catalog.docs.length);
+    if (this.catalog?.version === version) snapshot.useCatalog(this.catalog);
+    return snapshot;
+  }
+
+  /** Drops the catalog; the next snapshots read LMDB until one is earned again. */
+  dropCatalog(): void {
+    this.catalog = null;
+    this.spent = 0;
+    releaseCatalog(this);
   }
 
   /** Closes the reader (and the environment once no writer uses it on this thread). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.dropCatalog();
     if (readers.get(this.shard.dir) === this) readers.delete(this.shard.dir);
     await releaseShardEnv(this.shard);
   }
 }
 
 const readers = new Map<string, ShardReader>();
+
+/** Live documents the catalogs of one thread may hold in all (about 200 bytes each). */
+export const CATALOG_BUDGET_DOCS = 500_000;
+
+/** The readers holding a catalog, least recently used first, with its document count. */
+const catalogs = new Map<ShardReader, number>();
+let catalogedDocs = 0;
+
+/** Marks `reader`'s catalog of `docs` documents as just used, dropping the oldest over budget. */
+function keepCatalog(reader: ShardReader, docs: number): void {
+  releaseCatalog(reader);
+  catalogs.set(reader, docs);
+  catalogedDocs += docs;
+  for (const oldest of catalogs.keys()) {
+    if (catalogedDocs <= CATALOG_BUDGET_DOCS || oldest === reader) break;
+    oldest.dropCatalog();
+  }
+}
+
+function releaseCatalog(reader: ShardReader): void {
+  catalogedDocs -= catalogs.get(reader) ?? 0;
+  catalogs.delete(reader);
+}
 
 /**
  * The reader of the shard in directory `dir`, opened once per thread and cached. A missing

@@ -310,6 +310,7 @@ export class ShardWriter {
         state.deadIds++;
         state.textBytes -= old.textBytes;
         this.shard.info.put('state', state);
+        this.bumpDocsVersion();
         return true;
       });
     });
@@ -359,6 +360,11 @@ export class ShardWriter {
    */
   private atomically<T>(fn: () => T): Promise<T> {
     return this.shard.env.childTransaction(fn);
+  }
+
+  /** Inside a write transaction that changes `docs` or `paths`: readers' catalogs of the old version stop applying. */
+  private bumpDocsVersion(): void {
+    this.shard.info.put('docsVersion', ((this.shard.info.get('docsVersion') as number | undefined) ?? 0) + 1);
   }
 
   private readState(): ShardState {
@@ -445,6 +451,7 @@ export class ShardWriter {
       this.writeSegment(postings, state);
       state.nextDocId = nextId;
       this.shard.info.put('state', state);
+      this.bumpDocsVersion();
       if (this.shard.info.get('format') === undefined) this.shard.info.put('format', FORMAT_VERSION);
     });
     return { indexed: fresh.length, unchanged: byPath.size - fresh.length };

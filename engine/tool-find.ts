@@ -32,18 +32,33 @@ export const DEFAULT_FIND_LIMIT = 100;
 /** Largest accepted `headLimit`. */
 export const MAX_FIND_LIMIT = 1000;
 
+/** Compiled globs by pattern, least recently used first: agents repeat their patterns. */
+const globs = new Map<string, (path: string) => boolean>();
+const MAX_GLOBS = 256;
+
+/** The matcher of a glob; INVALID_PARAMETER naming `pattern` when picomatch refuses it. */
+function compiledGlob(pattern: string): (path: string) => boolean {
+  let isMatch = globs.get(pattern);
+  if (isMatch !== undefined) globs.delete(pattern);
+  else {
+    try {
+      isMatch = picomatch(pattern, { dot: true });
+    } catch (error) {
+      throw invalidParameter('pattern', (error as Error).message);
+    }
+    if (globs.size >= MAX_GLOBS) globs.delete(globs.keys().next().value!);
+  }
+  globs.set(pattern, isMatch);
+  return isMatch;
+}
+
 /** Runs `find`. Throws NO_SUCH_FILE when `path` is not a directory with a visible file. */
 export function* find(reader: ShardReader, request: FindRequest): Generator<Buffer, ToolSummary> {
   const dir = requestDirPath(request.path);
   const headLimit = Math.min(request.headLimit ?? DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT);
   if (request.pattern.length === 0) throw invalidParameter('pattern', 'the pattern is empty');
   const absolute = request.pattern.startsWith('/');
-  let isMatch: (s: string) => boolean;
-  try {
-    isMatch = picomatch(request.pattern, { dot: true });
-  } catch (error) {
-    throw invalidParameter('pattern', (error as Error).message);
-  }
+  const isMatch = compiledGlob(request.pattern);
   const visibility = new Visibility(request.claims);
   const snapshot = reader.snapshot();
   try {

@@ -1,0 +1,61 @@
+/**
+ * A shard's live documents held in memory, for one `docsVersion` of the shard (see the format
+ * description in shard-reader.ts): the same DocMeta records as `docs` and `paths`, in path
+ * order, with lookups by id and by path.
+ *
+ * `ls`, `find` and grep's candidate selection read one record per listed path or candidate;
+ * from LMDB each costs a cursor step and a msgpack decode (about 1 µs), from here an array or
+ * map access. The writer bumps `docsVersion` in every transaction that changes `docs` or
+ * `paths`, so a catalog built in a snapshot that read version V holds exactly the records of
+ * every later snapshot that reads V: serving those snapshots from it is exact.
+ *
+ * Building costs about one record read per live document. ShardReader builds one only after
+ * snapshots of the same version have read that many records themselves (the ski-rental rule:
+ * at most twice the cost of the cheaper choice in hindsight), so a shard rewritten faster than
+ * it is read never pays for catalogs it would not use.
+ */
+
+import type { DocMeta } from './shard-reader.js';
+import { comparePaths } from './tool-output.js';
+
+/** The live documents of one version of a shard. */
+export class ShardCatalog {
+  /** Every live document, in code point order of path (the order of the `paths` keys). */
+  readonly docs: readonly DocMeta[];
+  private readonly byId = new Map<number, DocMeta>();
+  private readonly byPath = new Map<string, DocMeta>();
+
+  /** `docs` must be the records of `paths` in key order, as read in one snapshot of `version`. */
+  constructor(
+    readonly version: number,
+    docs: DocMeta[],
+  ) {
+    this.docs = docs;
+    for (const doc of docs) {
+      this.byId.set(doc.id, doc);
+      this.byPath.set(doc.path, doc);
+    }
+  }
+
+  /** The live document with this id, or undefined. */
+  docById(id: number): DocMeta | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The live document at this canonical path, or undefined. */
+  docByPath(path: string): DocMeta | undefined {
+    return this.byPath.get(path);
+  }
+
+  /** The index of the first document whose path is not below `path` in code point order. */
+  lowerBound(path: string): number {
+    let lo = 0;
+    let hi = this.docs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (comparePaths(this.docs[mid].path, path) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
