@@ -15,6 +15,7 @@ import {
   type GrepContentSummary,
   grepContentFooter,
   type GrepRequest,
+  type GrepSplit,
   ls,
   openShardReader,
   type ShardReader,
@@ -154,15 +155,48 @@ export class ReadPool {
   }
 
   /**
-   * Splits a sorted-mode grep into one share per thread (documents by id
-   * modulo the thread count), then merges and formats the counts here.
+   * Starts a grep split into path ranges (engine/tool-grep.ts): a lead share
+   * finds the candidates and reports the split, then one share per further
+   * range starts with the lead's candidates. `calls` lists every task started
+   * (for cancelling); `shares` resolves to them in range order.
    */
+  private split(tool: 'grep' | 'grepShare', shardDir: string, request: GrepRequest, sinkFor: (share: number) => ChunkSink): { calls: TaskCall[]; shares: Promise<TaskCall[]>; cancel(): void } {
+    const calls: TaskCall[] = [];
+    let cancelled = false;
+    let onSplit!: (split: GrepSplit) => void;
+    const reported = new Promise<GrepSplit>((resolve) => (onSplit = resolve));
+    const lead = this.task(tool, shardDir, { ...request, lead: { count: this.threads, minBytes: this.splitMinBytes } }, sinkFor(0), onSplit);
+    calls.push(lead);
+    const shares = (async (): Promise<TaskCall[]> => {
+      // The lead reports its split before its first chunk, or fails without one.
+      const split = await Promise.race([reported, lead.outcome.then(() => null)]);
+      const started = [lead];
+      if (split === null) return started;
+      const { docsVersion, bounds, ids } = split;
+      for (const [k, from] of bounds.entries()) {
+        if (cancelled) break;
+        const share = { ...request, pathRange: { from, to: bounds[k + 1] ?? null }, candidateIds: { docsVersion, ids: ids[k] } };
+        const call = this.task(tool, shardDir, share, sinkFor(k + 1));
+        calls.push(call);
+        started.push(call);
+      }
+      return started;
+    })();
+    return {
+      calls,
+      shares,
+      cancel: () => {
+        cancelled = true;
+        calls.forEach((c) => c.cancel());
+      },
+    };
+  }
+
+  /** A sorted-mode grep split into path ranges; the counts are merged and formatted here. */
   private parallelCounts(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
-    const shares = Array.from({ length: this.threads }, (_, index) =>
-      this.task('grepShare', shardDir, { ...request, partition: { index, count: this.threads } }, () => {}),
-    );
+    const split = this.split('grepShare', shardDir, request, () => () => {});
     const outcome = (async (): Promise<ReadOutcome> => {
-      const results = await Promise.all(shares.map((s) => s.outcome));
+      const results = await Promise.all((await split.shares).map((s) => s.outcome));
       const failed = results.find((r) => !r.ok);
       if (failed !== undefined && !failed.ok) return failed;
       const output = emitGrepCounts(
@@ -174,20 +208,16 @@ export class ReadPool {
         if (step.value.length > 0) sink(new Uint8Array(step.value), () => {});
       }
     })();
-    return { outcome, cancel: () => shares.forEach((s) => s.cancel()) };
+    return { outcome, cancel: split.cancel };
   }
 
   /**
-   * Splits a content-mode grep into contiguous path ranges, one per thread
-   * (engine/tool-grep.ts): the first share finds the candidates, reports the
-   * boundaries (none when the candidates are few) and streams its range to
-   * the client; each further share starts on the boundaries and waits with
-   * its first chunks queued (its worker blocks once its flow-control window
-   * is full) until those before it have ended.
+   * A content-mode grep split into path ranges: the lead streams its range to
+   * the client at once; each further share waits with its first chunks
+   * queued (its worker blocks once its flow-control window is full) until
+   * those before it have ended.
    */
   private parallelContent(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
-    const calls: TaskCall[] = [];
-    let cancelled = false;
     const context = (request.before ?? request.context ?? 0) > 0 || (request.after ?? request.context ?? 0) > 0;
     let current = 0; // the share whose output goes to the client
     let printed = -1; // the last share that sent the client something
@@ -198,28 +228,15 @@ export class ReadPool {
       printed = i;
       sink(data, release);
     };
-    const shareSink =
-      (i: number): ChunkSink =>
-      (data, release) => {
+    const split = this.split('grep', shardDir, request, (i) => {
+      queued[i] = [];
+      return (data, release) => {
         if (i === current) forward(i, data, release);
         else queued[i].push([data, release]);
       };
-    let onBounds!: (bounds: string[]) => void;
-    const bounds = new Promise<string[]>((resolve) => (onBounds = resolve));
-    const lead = this.task('grepLead', shardDir, { ...request, lead: { count: this.threads, minBytes: this.splitMinBytes } }, shareSink(0), onBounds);
-    calls.push(lead);
-    queued.push([]);
+    });
     const outcome = (async (): Promise<ReadOutcome> => {
-      // The lead reports its bounds before its first chunk, or fails without any.
-      const edges = await Promise.race([bounds, lead.outcome.then(() => [] as string[])]);
-      const shares = [lead];
-      for (const [k, from] of edges.entries()) {
-        if (cancelled) break;
-        queued.push([]);
-        const call = this.task('grep', shardDir, { ...request, pathRange: { from, to: edges[k + 1] ?? null } }, shareSink(k + 1));
-        calls.push(call);
-        shares.push(call);
-      }
+      const shares = await split.shares;
       const summaries: GrepContentSummary[] = [];
       for (const [i, share] of shares.entries()) {
         // Share i's output follows once the shares before it have ended.
@@ -236,17 +253,11 @@ export class ReadPool {
       if (footer !== null) sink(Buffer.from(footer), () => {});
       return { ok: true, resultCount: summaries.reduce((n, s) => n + s.resultCount, 0) };
     })();
-    return {
-      outcome,
-      cancel: () => {
-        cancelled = true;
-        calls.forEach((c) => c.cancel());
-      },
-    };
+    return { outcome, cancel: split.cancel };
   }
 
   /** Runs one task on a thread; its port delivers chunks, then its result. */
-  private task(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink, onBounds?: (bounds: string[]) => void): TaskCall {
+  private task(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink, onSplit?: (split: GrepSplit) => void): TaskCall {
     const { port1, port2 } = new MessageChannel();
     const shared = new SharedArrayBuffer(8);
     const control = new Int32Array(shared);
@@ -258,7 +269,7 @@ export class ReadPool {
     const outcome = new Promise<TaskOutcome>((resolve) => (settle = resolve));
     port1.on('message', (message: ReadMessage) => {
       if (message.type === 'chunk') sink(message.data, release);
-      else if (message.type === 'bounds') onBounds?.(message.bounds);
+      else if (message.type === 'split') onSplit?.(message.split);
       else if (message.type === 'end') settle({ ok: true, result: message.result });
       else if (message.type === 'cancelled') settle({ ok: false, status: 0, message: 'cancelled' });
       else settle({ ok: false, status: message.status, message: message.message });

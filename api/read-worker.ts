@@ -11,7 +11,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { VfsError } from '../core/errors.js';
-import { cat, collectGrepCounts, find, grep, type GrepRequest, ls, openShardReader } from '../engine/index.js';
+import { cat, collectGrepCounts, find, grep, type GrepRequest, type GrepSplit, ls, openShardReader } from '../engine/index.js';
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
 export const WINDOW = 4;
@@ -21,11 +21,11 @@ export const IN_FLIGHT = 0;
 export const CANCELLED = 1;
 
 /**
- * The four tools, by name, one share of a sorted-mode grep, and the first share of a content
- * grep split into path ranges (its request's `lead` lacks `onBounds`, which posts a `bounds`
- * message here; see read-pool.ts).
+ * The four tools, by name, and one share of a sorted-mode grep. The first share of a grep split
+ * into path ranges comes with a `lead` that lacks `onSplit`: here it posts a `split` message
+ * (see read-pool.ts).
  */
-const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts, grepLead: grep } as const;
+const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts } as const;
 
 /** A read task. */
 export interface ReadTask {
@@ -39,7 +39,7 @@ export interface ReadTask {
 /** Messages on the task's port. */
 export type ReadMessage =
   | { type: 'chunk'; data: Uint8Array }
-  | { type: 'bounds'; bounds: string[] }
+  | { type: 'split'; split: GrepSplit }
   | { type: 'end'; result: unknown }
   | { type: 'cancelled' }
   | { type: 'error'; status: number; message: string };
@@ -55,9 +55,9 @@ export default function runReadTask(task: ReadTask): void {
     reader.shard.env.resetReadTxn();
     const tool = TOOLS[task.tool] as (r: typeof reader, q: unknown) => Generator<Buffer, unknown>;
     let request = task.request;
-    if (task.tool === 'grepLead') {
-      const lead = (request as GrepRequest).lead!;
-      request = { ...(request as GrepRequest), lead: { ...lead, onBounds: (bounds: string[]) => port.postMessage({ type: 'bounds', bounds } satisfies ReadMessage) } };
+    const lead = (request as GrepRequest).lead;
+    if (lead !== undefined) {
+      request = { ...(request as GrepRequest), lead: { ...lead, onSplit: (split: GrepSplit) => port.postMessage({ type: 'split', split } satisfies ReadMessage) } };
     }
     const output = tool(reader, request);
     try {

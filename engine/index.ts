@@ -18,6 +18,8 @@ export {
   type GrepContentSummary,
   type GrepPathRange,
   type GrepLead,
+  type GrepSplit,
+  type GrepCandidateIds,
   type GrepRequest,
   type GrepOutputMode,
   type GrepPartition,

@@ -25,15 +25,20 @@
  * share). Shares taken from different snapshots may disagree about a file written meanwhile;
  * `emitGrepCounts` keeps one entry per path.
  *
- * Content mode prints in path order, so its shares are contiguous path ranges. The first share
- * runs with `lead`: having found its candidates, it picks boundaries between them that balance
- * their text bytes (none when they are too few to be worth splitting), reports them through
- * `lead.onBounds` before reading any text, and searches the first range. The caller starts one
- * share per further range (`pathRange`); boundaries are paths, so shares from different
- * snapshots still cover every path exactly once. Shares print no footer (their
- * GrepContentSummary says whether they stopped early): the caller concatenates the outputs in
- * range order, puts `--` between two shares' output when context is on, and ends with
- * `grepContentFooter`.
+ * Content mode prints in path order, so its shares are contiguous path ranges; so are the
+ * shares of a sorted-mode search run with `lead`. The first share runs with `lead`: having found
+ * its candidates, it picks boundaries between them that balance their text bytes (none when they
+ * are too few to be worth splitting), reports them with each further range's candidate ids
+ * through `lead.onSplit` before reading any text, and searches the first range. The caller
+ * starts one share per further range (`pathRange`, `candidateIds`). A share whose snapshot has
+ * the lead's docsVersion holds exactly the lead's documents, so it takes the lead's candidates
+ * instead of evaluating the query again, and the whole search reads one version of the shard;
+ * otherwise (a write committed in between) it evaluates the query over its range. Boundaries
+ * are paths, so shares from different versions still cover every path exactly once. Content
+ * shares print no footer (their GrepContentSummary says whether they stopped early): the caller
+ * concatenates the outputs in range order, puts `--` between two shares' output when context is
+ * on, and ends with `grepContentFooter`; sorted-mode shares return GrepCollections for
+ * `emitGrepCounts`.
  */
 
 import { VfsError } from '../core/errors.js';
@@ -93,20 +98,40 @@ export interface GrepRequest {
   deadline?: number;
   /** Search only this share of the documents (see the module comment); default all. */
   partition?: GrepPartition;
-  /** Content mode: search only the files whose paths are in this range, and print no footer (see the module comment); default all. */
+  /** Search only the files whose paths are in this range, and (content mode) print no footer (see the module comment); default all. */
   pathRange?: GrepPathRange;
-  /** Content mode: be the first of `count` path-range shares (see the module comment); default: search alone. */
+  /** The lead's candidates for `pathRange`, used if this snapshot has the same docsVersion (see the module comment); default: evaluate the query. */
+  candidateIds?: GrepCandidateIds;
+  /** Be the first of `count` path-range shares (see the module comment); default: search alone. */
   lead?: GrepLead;
 }
 
-/** How the first share of a content search splits it. */
+/** How the first share of a search splits it. */
 export interface GrepLead {
   /** Shares wanted (at most this many ranges). */
   count: number;
   /** Candidates with fewer text bytes than this are searched by the lead alone. */
   minBytes: number;
-  /** Receives the boundaries (ascending paths, count - 1 at most) before any text is read. */
-  onBounds: (bounds: string[]) => void;
+  /** Receives the split before any text is read. */
+  onSplit: (split: GrepSplit) => void;
+}
+
+/** A lead's split of a search into path ranges. */
+export interface GrepSplit {
+  /** The docsVersion of the lead's snapshot. */
+  docsVersion: number;
+  /** Where ranges 2, 3, ... begin (ascending paths, count - 1 at most; none: no split). */
+  bounds: string[];
+  /** The candidate ids of ranges 2, 3, ... (one array per bound). */
+  ids: Uint32Array[];
+}
+
+/** Candidates found by another share's snapshot. */
+export interface GrepCandidateIds {
+  /** The docsVersion of the snapshot that found them. */
+  docsVersion: number;
+  /** Their ids. */
+  ids: Uint32Array;
 }
 
 /** The paths [from, to) in code point order; null is unbounded. */
@@ -169,6 +194,7 @@ interface GrepPlan {
   deadline: number;
   partition: GrepPartition | undefined;
   pathRange: GrepPathRange | undefined;
+  candidateIds: GrepCandidateIds | undefined;
   lead: GrepLead | undefined;
 }
 
@@ -194,16 +220,22 @@ function plan(request: GrepRequest): GrepPlan {
     deadline: request.deadline ?? Infinity,
     partition: request.partition,
     pathRange: request.pathRange,
+    candidateIds: request.candidateIds,
     lead: request.lead,
   };
 }
 
-/** Candidate documents of a planned search; NO_SUCH_FILE when the root does not exist. */
+/**
+ * Candidate documents of a planned search, in path order; NO_SUCH_FILE when the root does not
+ * exist. A lead reports its split here and keeps the first range.
+ */
 function candidates(snapshot: ShardSnapshot, p: GrepPlan): DocMeta[] {
   const kind = rootExists(snapshot, p.root, p.visibility);
   if (kind === null) throw new VfsError('NO_SUCH_FILE', { path: p.root });
-  const ids = evaluateQuery(snapshot, regexQuery(p.pattern, { caseInsensitive: p.caseInsensitive, multiline: p.multiline }));
-  return selectCandidates(snapshot, ids, {
+  // The same docsVersion means the same documents: the lead's candidates are this snapshot's.
+  const given = p.candidateIds !== undefined && p.candidateIds.docsVersion === snapshot.docsVersion ? p.candidateIds.ids : undefined;
+  const ids = given ?? evaluateQuery(snapshot, regexQuery(p.pattern, { caseInsensitive: p.caseInsensitive, multiline: p.multiline }));
+  const docs = selectCandidates(snapshot, ids, {
     root: p.root,
     rootIsFile: kind === 'file',
     filter: p.filter,
@@ -211,6 +243,10 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan): DocMeta[] {
     partition: p.partition,
     pathRange: p.pathRange,
   });
+  if (p.lead === undefined) return docs;
+  const split = splitRanges(docs, p.lead.count, p.lead.minBytes);
+  p.lead.onSplit({ docsVersion: snapshot.docsVersion, bounds: split.bounds, ids: split.ids });
+  return split.first;
 }
 
 /** Matching lines of one document (reads its text; nothing is kept). */
@@ -315,24 +351,27 @@ export function* emitGrepCounts(request: GrepRequest, collections: readonly Grep
 }
 
 /**
- * Boundaries splitting `docs` (in path order) into at most `count` contiguous ranges with about
- * as many text bytes each: the paths where ranges 2, 3, ... begin; none when the documents hold
- * fewer than `minBytes`.
+ * Splits `docs` (in path order) into at most `count` contiguous ranges with about as many text
+ * bytes each: the documents of the first range, the paths where ranges 2, 3, ... begin, and the
+ * ids of each of those; one range when the documents hold fewer than `minBytes`.
  */
-function splitBounds(docs: readonly DocMeta[], count: number, minBytes: number): string[] {
+function splitRanges(docs: DocMeta[], count: number, minBytes: number): { first: DocMeta[]; bounds: string[]; ids: Uint32Array[] } {
   let total = 0;
   for (const d of docs) total += d.textBytes;
-  const bounds: string[] = [];
-  if (total < minBytes) return bounds;
-  let before = 0; // text bytes of the documents before docs[i]
-  for (let i = 0, share = 1; i < docs.length && share < count; i++) {
-    if (i > 0 && before >= (total * share) / count) {
-      bounds.push(docs[i].path);
-      while (share < count && before >= (total * share) / count) share++;
+  const starts: number[] = []; // index in `docs` where ranges 2, 3, ... begin
+  if (total >= minBytes) {
+    let before = 0; // text bytes of the documents before docs[i]
+    for (let i = 0, share = 1; i < docs.length && share < count; i++) {
+      if (i > 0 && before >= (total * share) / count) {
+        starts.push(i);
+        while (share < count && before >= (total * share) / count) share++;
+      }
+      before += docs[i].textBytes;
     }
-    before += docs[i].textBytes;
   }
-  return bounds;
+  if (starts.length === 0) return { first: docs, bounds: [], ids: [] };
+  const ids = starts.map((from, k) => Uint32Array.from(docs.slice(from, starts[k + 1] ?? docs.length), (d) => d.id).sort());
+  return { first: docs.slice(0, starts[0]), bounds: starts.map((i) => docs[i].path), ids };
 }
 
 /** The footer of a content search run as path-range shares, or null (see the module comment). */
@@ -359,15 +398,7 @@ export function* grep(reader: ShardReader, request: GrepRequest): Generator<Buff
 function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepContentSummary> {
   const snapshot = reader.snapshot();
   try {
-    let docs = candidates(snapshot, p);
-    if (p.lead !== undefined) {
-      const bounds = splitBounds(docs, p.lead.count, p.lead.minBytes);
-      p.lead.onBounds(bounds);
-      if (bounds.length > 0) {
-        const end = bounds[0];
-        docs = docs.filter((d) => comparePaths(d.path, end) < 0);
-      }
-    }
+    const docs = candidates(snapshot, p);
     const out = new ChunkedOutput();
     const separators = p.before > 0 || p.after > 0;
     const matcher = p.matcher;

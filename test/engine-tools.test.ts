@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cat, find, grep, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest } from '../engine/index.js';
+import { cat, find, grep, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
 import { comparePaths } from '../engine/tool-output.js';
 import { buildShard, output, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 
@@ -169,34 +169,49 @@ describe('tools on a small workspace', () => {
       expect(toolError(grep(s.reader, { claims: MGMT, pattern: 'x', path: '/nope' }))?.code).toBe('NO_SUCH_FILE');
     });
 
+    /** The collection a sorted-mode share returns. */
+    const collect = (gen: Generator<Buffer, GrepCollection>): GrepCollection => {
+      let r = gen.next();
+      while (r.done !== true) r = gen.next();
+      return r.value;
+    };
+
     it('partitions merge to the unpartitioned result', () => {
       const request: GrepRequest = { claims: MGMT, pattern: 'e', outputMode: 'count' };
-      const parts: GrepCollection[] = [0, 1, 2].map((index) => {
-        const gen = collectGrepCounts(s.reader, { ...request, partition: { index, count: 3 } });
-        let r = gen.next();
-        while (r.done !== true) r = gen.next();
-        return r.value;
-      });
+      const parts: GrepCollection[] = [0, 1, 2].map((index) => collect(collectGrepCounts(s.reader, { ...request, partition: { index, count: 3 } })));
       expect(output(emitGrepCounts(request, parts))).toBe(output(grep(s.reader, request)));
     });
 
-    /** Runs a content grep as the read pool does: a lead share, then one per further range. */
-    const splitGrep = (reader: TestShard['reader'], request: GrepRequest, count: number, minBytes = 0): { bounds: string[]; shares: string[] } => {
-      let bounds: string[] | undefined;
-      const lead = output(grep(reader, { ...request, lead: { count, minBytes, onBounds: (b) => (bounds = b) } }));
-      expect(bounds).toBeDefined();
-      const edges = [...bounds!, null];
-      const rest = bounds!.map((from, k) => output(grep(reader, { ...request, pathRange: { from, to: edges[k + 1] } })));
-      return { bounds: bounds!, shares: [lead, ...rest] };
+    /**
+     * Runs a content grep as the read pool does: a lead share, then one per further range, with
+     * the lead's candidates (or, with `ownQuery`, evaluating the query again as after a write).
+     */
+    const splitGrep = (reader: TestShard['reader'], request: GrepRequest, count: number, minBytes = 0, ownQuery = false): { bounds: string[]; shares: string[] } => {
+      let split: GrepSplit | undefined;
+      const lead = output(grep(reader, { ...request, lead: { count, minBytes, onSplit: (x) => (split = x) } }));
+      expect(split).toBeDefined();
+      const { bounds, ids, docsVersion } = split!;
+      expect(ids.length).toBe(bounds.length);
+      const edges = [...bounds, null];
+      const rest = bounds.map((from, k) =>
+        output(grep(reader, { ...request, pathRange: { from, to: edges[k + 1] }, candidateIds: ownQuery ? undefined : { docsVersion, ids: ids[k] } })),
+      );
+      return { bounds, shares: [lead, ...rest] };
     };
 
-    it.each([2, 3, 5, 50])('content mode split into %i path ranges concatenates to the whole output', (count) => {
+    it.each([
+      [2, false],
+      [3, false],
+      [5, false],
+      [50, false],
+      [3, true],
+    ])('content mode split into %i path ranges (own query: %s) concatenates to the whole output', (count, ownQuery) => {
       for (const request of [
         { claims: MGMT, pattern: 'e', outputMode: 'content' },
         { claims: MGMT, pattern: '[a-z]', outputMode: 'content', lineNumbers: false },
         { claims: MGMT, pattern: 'helper|define', outputMode: 'content', context: 1 },
       ] as const) {
-        const { bounds, shares } = splitGrep(s.reader, request, count);
+        const { bounds, shares } = splitGrep(s.reader, request, count, 0, ownQuery);
         expect(bounds.length).toBeGreaterThan(0);
         expect(bounds.length).toBeLessThan(count);
         expect([...new Set(bounds)].sort(comparePaths)).toEqual(bounds);
@@ -204,6 +219,41 @@ describe('tools on a small workspace', () => {
         const printed = shares.filter((x) => x !== '');
         expect(printed.join('context' in request ? '--\n' : '')).toBe(output(grep(s.reader, request)));
         expect(printed.length).toBeGreaterThan(1);
+      }
+    });
+
+    it.each([2, 3, 50])('sorted modes split into %i path ranges merge to the whole output', (count) => {
+      for (const outputMode of ['files_with_matches', 'count'] as const) {
+        const request: GrepRequest = { claims: MGMT, pattern: 'e|x', outputMode };
+        let split: GrepSplit | undefined;
+        const lead = collect(collectGrepCounts(s.reader, { ...request, lead: { count, minBytes: 0, onSplit: (x) => (split = x) } }));
+        expect(split!.bounds.length).toBeGreaterThan(0);
+        const edges = [...split!.bounds, null];
+        const rest = split!.bounds.map((from, k) =>
+          collect(collectGrepCounts(s.reader, { ...request, pathRange: { from, to: edges[k + 1] }, candidateIds: { docsVersion: split!.docsVersion, ids: split!.ids[k] } })),
+        );
+        expect(rest.every((c) => c.files.length > 0)).toBe(true);
+        expect(output(emitGrepCounts(request, [lead, ...rest]))).toBe(output(grep(s.reader, request)));
+      }
+    });
+
+    it("a share whose snapshot is newer than the lead's evaluates the query itself", async () => {
+      const t = await buildShard([
+        { path: '/a.txt', text: 'match\n'.repeat(200) },
+        { path: '/m.txt', text: 'match\n'.repeat(100) },
+        { path: '/z.txt', text: 'match\n'.repeat(100) },
+      ]);
+      try {
+        const request: GrepRequest = { claims: MGMT, pattern: 'match', outputMode: 'files_with_matches' };
+        let split: GrepSplit | undefined;
+        collect(collectGrepCounts(t.reader, { ...request, lead: { count: 2, minBytes: 0, onSplit: (x) => (split = x) } }));
+        expect(split!.bounds).toEqual(['/m.txt']);
+        // A write between the lead and the share: the lead's ids do not list the new file.
+        await t.write([{ path: '/n.txt', text: 'match\n' }]);
+        const share = collect(collectGrepCounts(t.reader, { ...request, pathRange: { from: '/m.txt', to: null }, candidateIds: { docsVersion: split!.docsVersion, ids: split!.ids[0] } }));
+        expect(share.files.map((f) => f.path).sort()).toEqual(['/m.txt', '/n.txt', '/z.txt']);
+      } finally {
+        await t.close();
       }
     });
 
