@@ -112,13 +112,11 @@ export class ReadPool {
   constructor(
     private readonly threads: number,
     /**
-     * A content grep whose candidates hold fewer text bytes is searched by one
-     * thread: each share finds the candidates again (5-10 ms on the Linux
-     * tree) and the second waits for the first's boundaries. On the engine a
-     * lead and a second share took 20 + 20 ms against 35 ms whole for 68 MB
-     * of candidates, and over HTTP the split was no faster below ~128 MiB.
+     * A grep whose candidates hold fewer text bytes is searched by one thread:
+     * a further share costs a task hop and a lookup of its candidates (about
+     * a millisecond), the time to verify a few MiB of text.
      */
-    private readonly splitMinBytes = 128 * 1024 * 1024,
+    private readonly splitMinBytes = 4 * 1024 * 1024,
   ) {
     const needsTsx = !process.execArgv.some((a) => a.includes('tsx'));
     this.piscina = new Piscina<ReadTask, void>({

@@ -9,8 +9,8 @@
  * each pattern, times `grep` (count mode, the sorted-mode path, and content mode) over the
  * shard and `rg --count` over the same files, and prints the ratio (median of three runs each).
  * Documents are written in batches of M MiB of text (default 32). With `--parallel N` the
- * count search also runs as N partitions in N worker threads, as the service's read pool
- * would.
+ * count search also runs split into N path ranges in N worker threads, as the service's read
+ * pool splits it.
  */
 
 import { spawnSync } from 'node:child_process';
@@ -29,6 +29,7 @@ import {
   type DocInput,
   type GrepCollection,
   type GrepRequest,
+  type GrepSplit,
 } from '../engine/index.js';
 
 const DEFAULT_PATTERNS = ['PTHREAD_MUTEX_INITIALIZER', 'struct \\w+_operations', 'EXPORT_SYMBOL\\(\\w+\\)', '(?i)copyright', '[0-9]{5}', 'x.y.z'];
@@ -139,30 +140,47 @@ const { parentPort, workerData } = require('node:worker_threads');
 import('tsx/esm/api').then(({ tsImport }) => tsImport(workerData.engine, workerData.base)).then((engine) => {
   parentPort.on('message', (req) => {
     const reader = engine.openShardReader(workerData.shardDir);
+    reader.shard.env.resetReadTxn();
+    if (req.lead) req = { ...req, lead: { ...req.lead, onSplit: (split) => parentPort.postMessage({ split }) } };
     const gen = engine.collectGrepCounts(reader, req);
     let r = gen.next();
     while (!r.done) r = gen.next();
-    parentPort.postMessage(r.value);
+    parentPort.postMessage({ collection: r.value });
   });
   parentPort.postMessage('ready');
 });
 `;
 
-/** Median wall time of a count search split into one partition per worker, merged here. */
+/** Sends a count-search share to a worker: its split (if it leads), then its collection. */
+function share(worker: Worker, request: GrepRequest, onSplit?: (split: GrepSplit) => void): Promise<GrepCollection> {
+  return new Promise((resolve) => {
+    const onMessage = (message: { split?: GrepSplit; collection?: GrepCollection }): void => {
+      if (message.split !== undefined) onSplit?.(message.split);
+      if (message.collection === undefined) return;
+      worker.off('message', onMessage);
+      resolve(message.collection);
+    };
+    worker.on('message', onMessage);
+    worker.postMessage(request);
+  });
+}
+
+/**
+ * Median wall time of a count search split into path ranges as the service's read pool splits
+ * it (a lead on the first worker hands each other worker its candidates), merged here.
+ */
 async function timeParallel(workers: Worker[], request: GrepRequest): Promise<number> {
   const times: number[] = [];
   for (let run = 0; run < RUNS; run++) {
     const t = performance.now();
-    const parts = await Promise.all(
-      workers.map(
-        (w, index) =>
-          new Promise<GrepCollection>((resolve) => {
-            w.once('message', resolve);
-            w.postMessage({ ...request, partition: { index, count: workers.length } });
-          }),
-      ),
-    );
-    drain(emitGrepCounts(request, parts));
+    const shares: Promise<GrepCollection>[] = [];
+    const lead = share(workers[0], { ...request, lead: { count: workers.length, minBytes: 0 } as GrepRequest['lead'] }, ({ docsVersion, bounds, ids }) => {
+      for (const [k, from] of bounds.entries()) {
+        shares.push(share(workers[k + 1], { ...request, pathRange: { from, to: bounds[k + 1] ?? null }, candidateIds: { docsVersion, ids: ids[k] } }));
+      }
+    });
+    const first = await lead;
+    drain(emitGrepCounts(request, [first, ...(await Promise.all(shares))]));
     times.push(performance.now() - t);
   }
   return times.sort((a, b) => a - b)[RUNS >> 1];

@@ -1,7 +1,7 @@
 /**
  * grep's candidate documents: the trigram query of the pattern evaluated over the postings
  * (AND lists intersected rarest first, OR lists merged, `all` = every live document), then
- * the path, glob/type, partition and visibility filters, all before any text is read.
+ * the path, glob/type, path-range and visibility filters, all before any text is read.
  *
  * Candidate ids are resolved id by id in `docs` (then sorted by path) when that is cheaper
  * than one range scan of `paths` under the search root (which yields path order for free):
@@ -249,14 +249,6 @@ function intersectList(list: PostingBlocks, sorted: Uint32Array): Uint32Array {
   return out.subarray(0, n);
 }
 
-/** Restricts a scan to a share of the documents, so that shares can run in parallel. */
-export interface GrepPartition {
-  /** This share, 0 ≤ index < count. */
-  index: number;
-  /** Number of shares. A document belongs to share `docId % count`. */
-  count: number;
-}
-
 /** How candidates are chosen. */
 export interface CandidateOptions {
   /** Search root: `/`, a directory, or a file. */
@@ -267,19 +259,17 @@ export interface CandidateOptions {
   filter: GrepFilter;
   /** The caller's visibility. */
   visibility: Visibility;
-  /** Only this share of the documents, if set. */
-  partition: GrepPartition | undefined;
   /** Only the paths in [from, to) (null: unbounded), if set: one share of a content search. */
   pathRange: { from: string | null; to: string | null } | undefined;
 }
 
 /** The live, visible, filtered documents whose ids are in `ids` (null: all), in path order. */
 export function selectCandidates(snapshot: ShardSnapshot, ids: Uint32Array | null, options: CandidateOptions): DocMeta[] {
-  const { root, filter, visibility, partition } = options;
+  const { root, visibility } = options;
   if (options.rootIsFile) {
     const meta = snapshot.docByPath(root);
     // SECURITY: visibility is checked on the file.
-    if (meta !== undefined && inShare(meta.id, partition) && inRange(meta.path, options) && visibility.canSee(meta.claims) && (ids === null || contains(ids, meta.id))) {
+    if (meta !== undefined && inRange(meta.path, options) && visibility.canSee(meta.claims) && (ids === null || contains(ids, meta.id))) {
       return [meta];
     }
     return [];
@@ -293,13 +283,11 @@ export function selectCandidates(snapshot: ShardSnapshot, ids: Uint32Array | nul
  * Exported for tests and benchmarks; selectCandidates picks the cheaper of the two.
  */
 export function lookupCandidates(snapshot: ShardSnapshot, ids: Uint32Array, options: CandidateOptions): DocMeta[] {
-  const { root, filter, visibility, partition } = options;
+  const { root, filter, visibility } = options;
   const out: DocMeta[] = [];
   const prefix = root === '/' ? '/' : root + '/';
   for (let i = 0; i < ids.length; i++) {
-    const id = ids[i];
-    if (!inShare(id, partition)) continue;
-    const meta = snapshot.docById(id);
+    const meta = snapshot.docById(ids[i]);
     if (meta === undefined || !meta.path.startsWith(prefix) || !inRange(meta.path, options)) continue;
     // SECURITY: visibility is checked on every candidate.
     if (!filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
@@ -313,7 +301,7 @@ export function lookupCandidates(snapshot: ShardSnapshot, ids: Uint32Array, opti
  * in `ids` (null: all). Exported for tests and benchmarks.
  */
 export function scanCandidates(snapshot: ShardSnapshot, ids: Uint32Array | null, options: CandidateOptions): DocMeta[] {
-  const { root, filter, visibility, partition } = options;
+  const { root, filter, visibility } = options;
   const out: DocMeta[] = [];
   let member: Uint8Array | null = null;
   if (ids !== null) {
@@ -330,7 +318,7 @@ export function scanCandidates(snapshot: ShardSnapshot, ids: Uint32Array | null,
     const id = meta.id;
     if (member !== null && (id >= member.length || member[id] === 0)) continue;
     // SECURITY: visibility is checked on every candidate.
-    if (!inShare(id, partition) || !filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
+    if (!filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
     out.push(meta);
   }
   return out;
@@ -338,18 +326,11 @@ export function scanCandidates(snapshot: ShardSnapshot, ids: Uint32Array | null,
 
 /**
  * Whether looking `ids` up one by one is cheaper than scanning the root: LOOKUP_COST times the
- * ids of the share against the live documents under the root, counted only when the answer
- * depends on it.
+ * ids against the live documents under the root, counted only when the answer depends on it.
  */
 function preferLookups(snapshot: ShardSnapshot, ids: Uint32Array, options: CandidateOptions): boolean {
-  const { partition } = options;
-  let wanted = ids.length;
-  if (partition !== undefined) {
-    wanted = 0;
-    for (let i = 0; i < ids.length; i++) if (inShare(ids[i], partition)) wanted++;
-  }
-  if (wanted <= LOOKUP_ALWAYS) return true;
-  const cost = wanted * LOOKUP_COST;
+  if (ids.length <= LOOKUP_ALWAYS) return true;
+  const cost = ids.length * LOOKUP_COST;
   // The root holds at most every live document, and exactly those when it is `/`.
   const live = snapshot.state().liveDocs;
   if (cost > live) return false;
@@ -361,10 +342,6 @@ function preferLookups(snapshot: ShardSnapshot, ids: Uint32Array, options: Candi
 function inRange(path: string, { pathRange }: CandidateOptions): boolean {
   if (pathRange === undefined) return true;
   return (pathRange.from === null || comparePaths(path, pathRange.from) >= 0) && (pathRange.to === null || comparePaths(path, pathRange.to) < 0);
-}
-
-function inShare(id: number, partition: GrepPartition | undefined): boolean {
-  return partition === undefined || id % partition.count === partition.index;
 }
 
 /** Whether some visible file is at `root` or under it. */

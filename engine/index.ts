@@ -22,7 +22,6 @@ export {
   type GrepCandidateIds,
   type GrepRequest,
   type GrepOutputMode,
-  type GrepPartition,
   type GrepFileCount,
   type GrepCollection,
 } from './tool-grep.js';

@@ -18,32 +18,25 @@
  * glob, type and visibility filters drop candidates before any text is read; RE2 verifies each
  * remaining document in one pass over its buffer (line-matcher.ts).
  *
- * Parallel scans. For the sorted modes, `partition` restricts a call to the documents with
- * docId % count === index: the caller runs `collectGrepCounts` once per share (e.g. in a
- * piscina pool; each worker opens the shard itself), then passes all the collections to
- * `emitGrepCounts`, which sorts and formats them (this is exactly what `grep` does with one
- * share). Shares taken from different snapshots may disagree about a file written meanwhile;
- * `emitGrepCounts` keeps one entry per path.
- *
- * Content mode prints in path order, so its shares are contiguous path ranges; so are the
- * shares of a sorted-mode search run with `lead`. The first share runs with `lead`: having found
- * its candidates, it picks boundaries between them that balance their text bytes (none when they
- * are too few to be worth splitting), reports them with each further range's candidate ids
- * through `lead.onSplit` before reading any text, and searches the first range. The caller
- * starts one share per further range (`pathRange`, `candidateIds`). A share whose snapshot has
- * the lead's docsVersion holds exactly the lead's documents, so it takes the lead's candidates
- * instead of evaluating the query again, and the whole search reads one version of the shard;
- * otherwise (a write committed in between) it evaluates the query over its range. Boundaries
- * are paths, so shares from different versions still cover every path exactly once. Content
- * shares print no footer (their GrepContentSummary says whether they stopped early): the caller
- * concatenates the outputs in range order, puts `--` between two shares' output when context is
- * on, and ends with `grepContentFooter`; sorted-mode shares return GrepCollections for
- * `emitGrepCounts`.
+ * Parallel scans. A search can be split into contiguous path ranges (content mode prints in
+ * path order) that run in parallel, e.g. in a piscina pool where each worker opens the shard
+ * itself. The first share runs with `lead`: having found its candidates, it picks boundaries
+ * between them that balance their text bytes (none when they are too few to be worth
+ * splitting), reports them with each further range's candidate ids through `lead.onSplit`
+ * before reading any text, and searches the first range. The caller starts one share per
+ * further range (`pathRange`, `candidateIds`). A share whose snapshot has the lead's
+ * docsVersion holds exactly the lead's documents, so it takes the lead's candidates instead of
+ * evaluating the query again, and the whole search reads one version of the shard; otherwise
+ * (a write committed in between) it evaluates the query over its range. Boundaries are paths,
+ * so shares from different versions still cover every path exactly once. Content shares print
+ * no footer (their GrepContentSummary says whether they stopped early): the caller concatenates
+ * the outputs in range order, puts `--` between two shares' output when context is on, and ends
+ * with `grepContentFooter`. Sorted-mode shares return GrepCollections for `emitGrepCounts`.
  */
 
 import { VfsError } from '../core/errors.js';
 import { lineEndOf, lineStartsOf, type LineStarts } from './doc-text.js';
-import { evaluateQuery, rootExists, selectCandidates, type GrepPartition } from './grep-candidates.js';
+import { evaluateQuery, rootExists, selectCandidates } from './grep-candidates.js';
 import { GrepFilter } from './grep-filter.js';
 import { LineMatcher } from './line-matcher.js';
 import { regexQuery } from './regex-query.js';
@@ -58,8 +51,6 @@ import {
   type ToolSummary,
 } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
-
-export type { GrepPartition } from './grep-candidates.js';
 
 /** What grep prints. */
 export type GrepOutputMode = 'files_with_matches' | 'content' | 'count';
@@ -96,8 +87,6 @@ export interface GrepRequest {
   offset?: number;
   /** Time (ms since the epoch) after which the search stops with partial results; default none. */
   deadline?: number;
-  /** Search only this share of the documents (see the module comment); default all. */
-  partition?: GrepPartition;
   /** Search only the files whose paths are in this range, and (content mode) print no footer (see the module comment); default all. */
   pathRange?: GrepPathRange;
   /** The lead's candidates for `pathRange`, used if this snapshot has the same docsVersion (see the module comment); default: evaluate the query. */
@@ -192,7 +181,6 @@ interface GrepPlan {
   headLimit: number;
   offset: number;
   deadline: number;
-  partition: GrepPartition | undefined;
   pathRange: GrepPathRange | undefined;
   candidateIds: GrepCandidateIds | undefined;
   lead: GrepLead | undefined;
@@ -218,7 +206,6 @@ function plan(request: GrepRequest): GrepPlan {
     headLimit: request.headLimit ?? Infinity,
     offset: request.offset ?? 0,
     deadline: request.deadline ?? Infinity,
-    partition: request.partition,
     pathRange: request.pathRange,
     candidateIds: request.candidateIds,
     lead: request.lead,
@@ -240,7 +227,6 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan): DocMeta[] {
     rootIsFile: kind === 'file',
     filter: p.filter,
     visibility: p.visibility,
-    partition: p.partition,
     pathRange: p.pathRange,
   });
   if (p.lead === undefined) return docs;

@@ -176,12 +176,6 @@ describe('tools on a small workspace', () => {
       return r.value;
     };
 
-    it('partitions merge to the unpartitioned result', () => {
-      const request: GrepRequest = { claims: MGMT, pattern: 'e', outputMode: 'count' };
-      const parts: GrepCollection[] = [0, 1, 2].map((index) => collect(collectGrepCounts(s.reader, { ...request, partition: { index, count: 3 } })));
-      expect(output(emitGrepCounts(request, parts))).toBe(output(grep(s.reader, request)));
-    });
-
     /**
      * Runs a content grep as the read pool does: a lead share, then one per further range, with
      * the lead's candidates (or, with `ownQuery`, evaluating the query again as after a write).

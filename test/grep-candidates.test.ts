@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluateQuery, lookupCandidates, scanCandidates, selectCandidates, union, type CandidateOptions, type GrepPartition } from '../engine/grep-candidates.js';
+import { evaluateQuery, lookupCandidates, scanCandidates, selectCandidates, union, type CandidateOptions } from '../engine/grep-candidates.js';
 import { GrepFilter } from '../engine/grep-filter.js';
 import { evalQuery, regexQuery, type Query } from '../engine/regex-query.js';
 import type { DocMeta, ShardSnapshot } from '../engine/shard-reader.js';
+import { comparePaths } from '../engine/tool-output.js';
 import { Visibility } from '../engine/visibility.js';
 import { buildShard, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 
@@ -239,7 +240,8 @@ describe('selectCandidates', () => {
     for (const path of snap.pathsInRange('/', '0')) {
       const meta = snap.docByPath(path)!;
       if (!wanted.has(meta.id) || !path.startsWith(prefix) || !o.filter.test(path) || !o.visibility.canSee(meta.claims)) continue;
-      if (o.partition !== undefined && meta.id % o.partition.count !== o.partition.index) continue;
+      const range = o.pathRange;
+      if (range !== undefined && ((range.from !== null && comparePaths(path, range.from) < 0) || (range.to !== null && comparePaths(path, range.to) >= 0))) continue;
       out.push(path);
     }
     return out;
@@ -256,26 +258,25 @@ describe('selectCandidates', () => {
     ['12 ids', () => Uint32Array.from([1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 7201, 7202])],
     ['no id', () => new Uint32Array(0)],
   ];
-  const settings: [string, string, string | undefined, readonly string[] | null, GrepPartition | undefined][] = [
-    // name, root, glob, token claims, partition
+  const settings: [string, string, string | undefined, readonly string[] | null, CandidateOptions['pathRange']][] = [
+    // name, root, glob, token claims, path range
     ['everything', '/', undefined, null, undefined],
     ['under /src', '/src', undefined, null, undefined],
     ['under /src/a, *.ts', '/src/a', '*.ts', null, undefined],
-    ['share 1 of 3', '/', undefined, null, { index: 1, count: 3 }],
+    ['paths in [/src/a/f3, /src/b)', '/', undefined, null, { from: '/src/a/f3', to: '/src/b' }],
     ['team-a only', '/', undefined, ['team-a'], undefined],
-    ['team-b under /src, share 0 of 2', '/src', undefined, ['team-b'], { index: 0, count: 2 }],
+    ['team-b under /src, paths from /src/a/f1 on', '/src', undefined, ['team-b'], { from: '/src/a/f1', to: null }],
   ];
   const cases = settings.flatMap((setting) => idSets.map(([name, ids]) => [setting[0], name, setting, ids] as const));
 
-  it.each(cases)('%s, %s', (_, idName, [, root, glob, claims, partition], makeIds) => {
+  it.each(cases)('%s, %s', (_, idName, [, root, glob, claims, pathRange], makeIds) => {
     const ids = makeIds();
     const options: CandidateOptions = {
       root,
       rootIsFile: false,
       filter: new GrepFilter(root, glob, undefined),
       visibility: new Visibility(claims),
-      partition,
-      pathRange: undefined,
+      pathRange,
     };
     const snap = s.reader.snapshot();
     try {
@@ -297,7 +298,6 @@ describe('selectCandidates', () => {
         rootIsFile: false,
         filter: new GrepFilter(root, undefined, undefined),
         visibility: new Visibility(claims),
-        partition: undefined,
         pathRange: undefined,
       });
       // Dead and unallocated ids are dropped; each live file appears once.
