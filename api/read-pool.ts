@@ -57,6 +57,9 @@ function currentReader(shardDir: string): ShardReader {
 
 /** Whether `find` over this shard is small enough to run on the calling thread. */
 function smallShard(reader: ShardReader): boolean {
+  // A catalog's size is recent enough to decide by, and costs no snapshot.
+  const cataloged = reader.catalogedDocs;
+  if (cataloged !== null) return cataloged <= INLINE_FIND_DOCS;
   const snapshot = reader.snapshot();
   try {
     return snapshot.state().liveDocs <= INLINE_FIND_DOCS;

@@ -482,6 +482,11 @@ export class ShardReader {
     return snapshot;
   }
 
+  /** Live documents of the last cataloged version, or null without a catalog (a hint: the shard may have changed since). */
+  get catalogedDocs(): number | null {
+    return this.catalog === null ? null : this.catalog.docs.length;
+  }
+
   /** Drops the catalog; the next snapshots read LMDB until one is earned again. */
   dropCatalog(): void {
     this.catalog = null;
