@@ -345,11 +345,14 @@ export class LineMatcher {
     // Path 2: a window of whole lines from the line of the next required string. A line holding
     // none has no match (so an empty line never matches here and may end a window unsearched).
     const starts = this.starts;
-    // After a hit, the rest of its window is searched before looking for the strings again.
-    if (this.pos < this.windowEnd && this.search(this.pos, this.windowEnd)) return true;
     while (this.pos < this.end) {
       const at = this.finder.find(this.text, this.pos);
       if (at === -1 || at >= this.end) break;
+      // After a hit, the rest of its window is searched first if a string occurs there.
+      if (at < this.windowEnd) {
+        if (this.search(this.pos, this.windowEnd)) return true;
+        continue;
+      }
       const from = starts[lineIndexAt(starts, at)];
       const last = lineIndexAt(starts, Math.min(from + WINDOW_BYTES, this.end - 1));
       this.pos = from;
