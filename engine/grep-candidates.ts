@@ -69,22 +69,43 @@ function merge(a: Uint32Array, b: Uint32Array): Uint32Array {
 }
 
 /**
- * Skip a conjunct of an AND when intersecting it would decode more than this many ids per
- * remaining candidate. Dropping a conjunct only widens the answer, which stays a superset
- * (every candidate is verified against the text afterwards), so the rule trades index work
- * for verification work: verifying one candidate reads and matches its text (about 56 µs per
- * file on the Linux source: 713 files in 40 ms), decoding one id costs about 4 ns, so
- * decoding 1000 ids per candidate (4 µs) pays off when the conjunct removes at least one
- * candidate in fourteen. Only the blocks that can hold a candidate count, so a long list
- * against a handful of candidates is still cheap and still used. An OR inside an AND whose
- * lists cost more than this is not evaluated at all (it narrows nothing, as if `all`).
+ * The costs that decide how much of an AND to evaluate (bench machine, Linux source). Leaving a
+ * conjunct out only widens the answer, which stays a superset (every candidate is verified
+ * against its text afterwards), so evaluation trades index work for verification work:
+ *
+ *   DECODE_NS_PER_ID         decoding one posting id while intersecting (intersectBlock,
+ *                            4.4-4.8 ns per id over 763k ids of 16 lists);
+ *   VERIFY_NS_PER_CANDIDATE  selecting and reading one candidate (a lookup in `docs`, one in
+ *                            `text`), and VERIFY_NS_PER_BYTE searching its text: 713 candidates
+ *                            of 68 MB cost 3 ms to select and 20 ms to verify, 4,956 of 111 MB
+ *                            15 and 50 ms;
+ *   CANDIDATE_SIZE           a candidate's expected size in average documents: a selective
+ *                            query's candidates are bigger than the average file (95, 22 and
+ *                            72 KB for the three patterns of the bench against 16.5 KB).
+ *
+ * What a conjunct will remove is not known before it is decoded. The next one is expected to
+ * remove the share of the candidates the previous one removed (PRIOR_REMOVAL for the first);
+ * if decoding it all does not pay at that rate, it is tried on the first 1/SAMPLE_SHARE of the
+ * candidates (at least MIN_SAMPLE), and decoded for the rest only if it pays at the rate seen
+ * there. On the Linux source the last conjuncts of a long literal remove almost nothing (the
+ * 20 largest of `static int \w+_probe\(struct platform_device`, 1M ids, remove 5 of 4,961
+ * candidates), but not always in order of size (after 0 removed by `rob`, ` pl` removes 352 of
+ * 5,489), hence a sample of each rather than a stop.
  */
-const SKIP_IDS_PER_CANDIDATE = 1000;
+const DECODE_NS_PER_ID = 4.5;
+const VERIFY_NS_PER_CANDIDATE = 5_000;
+const VERIFY_NS_PER_BYTE = 0.4;
+const CANDIDATE_SIZE = 2;
+/** The share of the candidates the first narrowing conjunct is expected to remove. */
+const PRIOR_REMOVAL = 1 / 14;
+const SAMPLE_SHARE = 8;
+const MIN_SAMPLE = 32;
 
 /**
  * The ascending ids (possibly dead) of the documents that can match `query`, or null for
  * "every document" (`all`). The answer is a SUPERSET of the documents the query selects (it
- * may leave out conjuncts, see SKIP_IDS_PER_CANDIDATE), which is all the caller needs.
+ * may leave out conjuncts, or apply one to part of the candidates: see the costs above),
+ * which is all the caller needs.
  *
  * An AND reads the block headers of all its trigrams first (no varint decoded), answers EMPTY
  * at once if one of them occurs nowhere, then narrows the candidates conjunct by conjunct in
@@ -102,8 +123,13 @@ export function evaluateQuery(snapshot: ShardSnapshot, query: Query): Uint32Arra
 class QueryEvaluation {
   private readonly lists = new Map<number, PostingBlocks>();
   private readonly bounds = new Map<Query, number>();
+  /** What verifying one candidate is expected to cost, in ns (see the costs above). */
+  private readonly candidateNs: number;
 
-  constructor(private readonly snapshot: ShardSnapshot) {}
+  constructor(private readonly snapshot: ShardSnapshot) {
+    const { textBytes, liveDocs } = snapshot.state();
+    this.candidateNs = VERIFY_NS_PER_CANDIDATE + (VERIFY_NS_PER_BYTE * CANDIDATE_SIZE * textBytes) / Math.max(1, liveDocs);
+  }
 
   /**
    * The ids of `within` (null: of every document) that may match `q`, ascending, or null when
@@ -138,17 +164,39 @@ class QueryEvaluation {
     }
     order.sort((a, b) => a.bound - b.bound);
     let result = within;
+    let removal = PRIOR_REMOVAL;
     for (const { conjunct } of order) {
       if (result !== null && result.length === 0) return EMPTY;
       if (typeof conjunct === 'number') {
         const list = this.list(conjunct);
-        if (result === null) result = decodePostings(list);
-        else if (idsToDecode(list, result) <= SKIP_IDS_PER_CANDIDATE * result.length) result = intersectList(list, result);
+        if (result === null) {
+          result = decodePostings(list);
+          continue;
+        }
+        const before = result.length;
+        let sample = before;
+        if (!this.pays(idsToDecode(list, result), removal * before)) {
+          if (before < MIN_SAMPLE * SAMPLE_SHARE) continue; // too few candidates to sample: left out
+          sample = Math.ceil(before / SAMPLE_SHARE);
+        }
+        const head = intersectList(list, result.subarray(0, sample));
+        removal = (sample - head.length + 0.5) / (sample + 1);
+        if (sample === before) {
+          result = head;
+          continue;
+        }
+        const rest = result.subarray(sample);
+        result = concat(head, this.pays(idsToDecode(list, rest), removal * rest.length) ? intersectList(list, rest) : rest);
       } else {
         result = this.evaluate(conjunct, result) ?? result;
       }
     }
     return result;
+  }
+
+  /** Whether decoding `ids` posting ids costs less than verifying `removed` candidates. */
+  private pays(ids: number, removed: number): boolean {
+    return ids * DECODE_NS_PER_ID <= removed * this.candidateNs;
   }
 
   private or(trigrams: readonly number[], subs: readonly Query[], within: Uint32Array | null): Uint32Array | null {
@@ -158,7 +206,7 @@ class QueryEvaluation {
       // A union needs every list: if that is too much work for the candidates, narrow nothing.
       let work = 0;
       for (const t of trigrams) work += idsToDecode(this.list(t), within);
-      if (work > SKIP_IDS_PER_CANDIDATE * within.length) return null;
+      if (!this.pays(work, PRIOR_REMOVAL * within.length)) return null;
     }
     for (const t of trigrams) {
       const list = this.list(t);
@@ -208,6 +256,14 @@ class QueryEvaluation {
     this.bounds.set(q, bound);
     return bound;
   }
+}
+
+/** `a` followed by `b`. */
+function concat(a: Uint32Array, b: Uint32Array): Uint32Array {
+  const out = new Uint32Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
 }
 
 /** Index in `sorted` of the first id ≥ `id`, searching from `lo`. */

@@ -6,12 +6,13 @@
  * and then resumes at the next line's start:
  *
  * 1. Literal alternatives (`literalAlternatives`: `foo|bar\(`) need no regex: the leftmost
- *    occurrence of any of them, found with indexOf (memmem), is the leftmost match.
+ *    occurrence of any of them (StringFinder, string-finder.ts) is the leftmost match.
  * 2. Required-literal prefilter: when every match contains one of a few strings
  *    (`requiredLiterals` in regex-query.ts, e.g. `_probe(struct platform_device` for
- *    `static int \w+_probe\(struct platform_device`), indexOf finds the next line holding one
- *    and RE2 searches, as in path 3, a window of whole lines from there (WINDOW_BYTES, cut out
- *    of the text so RE2 stops at its end). Lines holding none are passed over at memory speed.
+ *    `static int \w+_probe\(struct platform_device`), a StringFinder finds the next line
+ *    holding one and RE2 searches, as in path 3, a window of whole lines from there
+ *    (WINDOW_BYTES, cut out of the text so RE2 stops at its end). Lines holding none are
+ *    passed over at memory speed.
  *    It reports the lines path 3 would: a match inside a line contains one of the strings
  *    (none contains `\n`), and `^ $ \b` read a window's edges, which are line edges, as they
  *    read them in the whole text. Patterns that might still read the text's own edges after
@@ -43,6 +44,7 @@ import RE2 from 're2';
 import { invalidParameter } from '../core/errors.js';
 import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
 import { requiredLiterals } from './regex-query.js';
+import { StringFinder } from './string-finder.js';
 
 const NEWLINE = 0x0a;
 
@@ -270,12 +272,10 @@ export class LineMatcher {
 
   private readonly re: RE2;
   private readonly multiline: boolean;
-  /** For a pattern of literal alternatives: their bytes. */
-  private readonly literals: Buffer[] | null;
-  /** Otherwise, when every match contains one of a few strings: their bytes (path 2). */
-  private readonly required: Buffer[] | null;
-  /** Where each string of `literals` or `required` occurs next (-1: nowhere, -2: not searched). */
-  private readonly nextAt: Int32Array;
+  /** True for a pattern of literal alternatives (path 1): `finder` finds its matches. */
+  private readonly literal: boolean;
+  /** Path 1: the alternatives; path 2: the required strings; otherwise null. */
+  private readonly finder: StringFinder | null;
   private text: Buffer = Buffer.alloc(0);
   private starts: LineStarts = new Uint32Array(0);
   private pos = 0;
@@ -302,10 +302,10 @@ export class LineMatcher {
     }
     this.fast = !this.multiline && cannotMatchNewline(pattern);
     const alternatives = this.multiline || options.caseInsensitive === true ? null : literalAlternatives(pattern);
-    this.literals = alternatives === null ? null : alternatives.map((a) => Buffer.from(a));
-    this.required = this.literals === null ? this.prefilter(pattern, options) : null;
-    this.prefiltered = this.required !== null;
-    this.nextAt = new Int32Array((this.literals ?? this.required)?.length ?? 0);
+    this.literal = alternatives !== null;
+    const strings = alternatives === null ? this.prefilter(pattern, options) : alternatives.map((a) => Buffer.from(a));
+    this.finder = strings === null ? null : new StringFinder(strings);
+    this.prefiltered = this.finder !== null && !this.literal;
   }
 
   /** The strings path 2 looks for, or null when it would not pay or not be exact. */
@@ -328,7 +328,7 @@ export class LineMatcher {
     this.pos = 0;
     this.windowEnd = 0;
     this.end = starts.length === 0 ? 0 : text.byteLength;
-    this.nextAt.fill(-2); // not searched yet
+    this.finder?.begin(text);
   }
 
   /** Continues the current scan over a re-read copy of the same document. */
@@ -340,16 +340,19 @@ export class LineMatcher {
   /** Advances to the next matching line(s); false when the document has no more. */
   next(): boolean {
     if (this.multiline) return this.nextMultiline();
-    if (this.literals !== null) return this.nextLiteral(this.literals);
-    if (this.required === null) return this.search(0, this.end);
+    if (this.finder === null) return this.search(0, this.end);
+    if (this.literal) return this.nextLiteral(this.finder);
     // Path 2: a window of whole lines from the line of the next required string. A line holding
     // none has no match (so an empty line never matches here and may end a window unsearched).
     const starts = this.starts;
-    // After a hit, the rest of its window is searched before looking for the strings again.
-    if (this.pos < this.windowEnd && this.search(this.pos, this.windowEnd)) return true;
     while (this.pos < this.end) {
-      const at = this.nextOccurrence(this.required);
-      if (at === -1) break;
+      const at = this.finder.find(this.text, this.pos);
+      if (at === -1 || at >= this.end) break;
+      // After a hit, the rest of its window is searched first if a string occurs there.
+      if (at < this.windowEnd) {
+        if (this.search(this.pos, this.windowEnd)) return true;
+        continue;
+      }
       const from = starts[lineIndexAt(starts, at)];
       const last = lineIndexAt(starts, Math.min(from + WINDOW_BYTES, this.end - 1));
       this.pos = from;
@@ -415,33 +418,14 @@ export class LineMatcher {
   }
 
   /** Path 1: the line of the leftmost occurrence of any literal alternative is the next hit. */
-  private nextLiteral(literals: Buffer[]): boolean {
+  private nextLiteral(finder: StringFinder): boolean {
     const len = this.end;
-    const at = this.pos < len ? this.nextOccurrence(literals) : -1;
-    if (at === -1) {
+    const at = this.pos < len ? finder.find(this.text, this.pos) : -1;
+    if (at === -1 || at >= len) {
       this.pos = len;
       return false;
     }
     return this.hit(lineIndexAt(this.starts, at), len);
-  }
-
-  /**
-   * The leftmost occurrence at or after `pos` (and before `end`) of any of `strings`, or -1.
-   * Each string's next occurrence is remembered in `nextAt` (a position, so it survives
-   * `rebind`), so a rare one is not searched for again at every hit.
-   */
-  private nextOccurrence(strings: Buffer[]): number {
-    const text = this.text;
-    let best = -1;
-    for (let k = 0; k < strings.length; k++) {
-      let at = this.nextAt[k];
-      if (at !== -1 && at < this.pos) {
-        at = text.indexOf(strings[k], this.pos);
-        this.nextAt[k] = at;
-      }
-      if (at !== -1 && at < this.end && (best === -1 || at < best)) best = at;
-    }
-    return best;
   }
 
   /** Reports `line` as the current hit and moves the scan to the next line. */

@@ -119,13 +119,21 @@ describe('evaluateQuery', () => {
       () => and(['alp'], [or(['ome', 'gam'])]),
     ],
     ['AND with an OR sub-query, many candidates', () => and(['fil', 'lle'], [or(['alp', 'ome'])])],
-    ['AND whose OR has an AND inside', () => and(['fil'], [or(['gam'], [and(['ome', 'meg'])])])],
+    [
+      'AND whose OR has an AND inside; "fil" is skipped (47 candidates, 4,500 ids)',
+      () => and(['fil'], [or(['gam'], [and(['ome', 'meg'])])]),
+      () => or(['gam'], [and(['ome', 'meg'])]),
+    ],
     ['OR of absent trigrams', () => or(['qqq', 'qqx'])],
     ['AND of all', () => and([], [ALL])],
     ['AND with none', () => and(['alp'], [NONE])],
     ['AND with an OR containing all', () => and(['ome'], [or(['gam'], [ALL])])],
     ['OR with a sub-query that is all', () => or(['ome'], [and([], [ALL])])],
-    ['AND whose only rare conjunct is a sub-query', () => and(['fil', 'ill'], [or(['alp', 'gam'])])],
+    [
+      'AND whose only rare conjunct is a sub-query; "fil" and "ill" are skipped',
+      () => and(['fil', 'ill'], [or(['alp', 'gam'])]),
+      () => or(['alp', 'gam']),
+    ],
   ];
   it.each(cases)('%s', (_, make, wider) => {
     const q = make();
@@ -169,7 +177,7 @@ describe('evaluateQuery skips costly conjuncts, keeping a superset', () => {
   const q = (): number => k.s.writer.lookup('/q.txt')!.id;
   const y = (): number => k.s.writer.lookup('/y.txt')!.id;
 
-  it('drops a conjunct that would decode more than 1000 ids per candidate', () => {
+  it('drops a conjunct whose decoding costs more than verifying the candidates it may remove', () => {
     const query = and(['qqq', 'com']);
     expect(k.exact(query)).toEqual([]);
     // One candidate against a 3,000-id block: "com" is not decoded, /q.txt stays.
@@ -194,6 +202,44 @@ describe('evaluateQuery skips costly conjuncts, keeping a superset', () => {
     expect(evaluate(k.s, query)).toEqual(k.exact(query));
     expect(k.exact(query)!.length).toBe(1111);
     expect(k.exact(query)).not.toContain(q());
+  });
+});
+
+describe('evaluateQuery samples a costly conjunct before decoding it all', () => {
+  // 20,000 files "common filler i"; every 50th also holds "rarely", every 50th (another one)
+  // "seldom". Interleaved with those, 400 files hold "seldom" without "common". /early.txt,
+  // the first written, and /odd.txt, the last, hold "rarely" without "common".
+  let k: KnownShard;
+  beforeAll(async () => {
+    k = new KnownShard(await buildShard());
+    const docs: DocSpec[] = [{ path: '/early.txt', text: 'rarely early\n' }];
+    for (let i = 0; i < 20_000; i++) {
+      const words = i % 50 === 0 ? ' rarely' : i % 50 === 25 ? ' seldom' : '';
+      docs.push({ path: `/c/${i}.txt`, text: `common filler ${i}${words}\n` });
+      if (i % 50 === 10) docs.push({ path: `/s/${i}.txt`, text: `seldom alone ${i}\n` });
+    }
+    docs.push({ path: '/odd.txt', text: 'rarely odd\n' });
+    await k.write(docs);
+    await k.s.writer.flush();
+  }, 60_000);
+  afterAll(() => k.s.close());
+
+  // "rar" then "are" (the same files: none removed) leave 402 candidates and little hope, so
+  // "com" (20,000 ids) is tried on the first 51 of them: it removes /early.txt there, too few
+  // to pay for the rest, where /odd.txt stays.
+  it('leaves the rest unfiltered when the sample removes too little', () => {
+    const query = and(['rar', 'are', 'com']);
+    const exact = k.exact(query)!;
+    expect(exact).toHaveLength(400);
+    const odd = k.s.writer.lookup('/odd.txt')!.id;
+    expect(evaluate(k.s, query)).toEqual([...exact, odd]);
+  });
+
+  it('applies the conjunct to the rest when the sample removes candidates', () => {
+    // Half of the 800 "seldom" files lack "common", in the sample as in the rest.
+    const query = and(['sel', 'eld', 'com']);
+    expect(k.exact(query)).toHaveLength(400);
+    expect(evaluate(k.s, query)).toEqual(k.exact(query));
   });
 });
 

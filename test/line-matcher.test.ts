@@ -228,3 +228,60 @@ describe('LineMatcher with required literals reports the lines RE2 matches one b
     );
   });
 });
+
+// Literal alternatives (path 1): overlapping alternatives, alternatives that are prefixes of
+// each other, matches at the text's start and end, CRLF lines, and a text of many lines.
+const LITERAL_TEXTS: string[] = [
+  '',
+  '\n',
+  'foobar',
+  'foo\nbar\n',
+  'xfoo\r\nfoobar\r\nnothing\r\nbarfoo',
+  'abcd abc\nbcd\ncd\nab',
+  'kmem_cache_create_usercopy(x)\n\tvmalloc_to_page(p);\ncopy_from_kernel_nofault\n',
+  'café naïve\n日本語\nrésumé',
+  LONG,
+];
+
+const LITERAL_PATTERNS: [string, LineMatcherOptions][] = [
+  ['foo', {}],
+  ['foo|foobar', {}],
+  ['foobar|foo', {}],
+  ['abcd|bc', {}],
+  ['bcd|abc|cd', {}],
+  ['a|b', {}],
+  ['kmem_cache_create_usercopy|vmalloc_to_page|copy_from_kernel_nofault', {}],
+  ['café|naïve|日本語', {}],
+  ['bar\\r|foo_1', {}],
+  ['_probe\\(|foo_', {}],
+  ['FOO|Bar', { caseInsensitive: true }], // RE2 path: folded
+  ['RÉSUMÉ|CAFÉ', { caseInsensitive: true }],
+];
+
+describe('LineMatcher with literal alternatives reports the lines RE2 matches one by one', () => {
+  const cases = LITERAL_PATTERNS.flatMap(([p, o]) => LITERAL_TEXTS.map((t, i) => [p, o, i, t] as const));
+  it.each(cases)('%j %j on text %d', (pattern, options, _i, text) => {
+    const m = new LineMatcher(pattern, options);
+    const want = referenceLines(options.caseInsensitive === true ? `(?i)${pattern}` : pattern, text);
+    expect(matcherLines(m, text)).toEqual(want);
+    expect(matcherLines(m, text, true)).toEqual(want);
+  });
+
+  it('holds for random texts', () => {
+    const tokens = ['foo', 'bar', 'foobar', 'ab', 'abc', 'bcd', 'é', ' ', '\r', '\n', '\n', 'x'];
+    const patterns = ['foo|foobar', 'abc|bcd|cd', 'bar\\r|é|xx', 'foobarfoo|obarf', 'ab'];
+    const matchers = patterns.map((p) => new LineMatcher(p));
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...tokens), { maxLength: 400 }),
+        fc.integer({ min: 0, max: patterns.length - 1 }),
+        fc.boolean(),
+        (toks, k, rebind) => {
+          const text = toks.join('');
+          expect(matcherLines(matchers[k], text, rebind)).toEqual(referenceLines(patterns[k], text));
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+});
