@@ -115,11 +115,14 @@ export class ReadPool {
   constructor(
     private readonly threads: number,
     /**
-     * A grep whose candidates hold fewer text bytes is searched by one thread:
-     * a further share costs a task hop and a lookup of its candidates (about
-     * a millisecond), the time to verify a few MiB of text.
+     * A grep whose candidates hold fewer text bytes is searched by one thread.
+     * A further share costs only a task hop and a lookup of its candidates,
+     * but on this 2-core VM two threads verifying at once slow each other
+     * down: `sched_clock_register` (68 MB of candidates) took 10 + 14 ms as
+     * two halves one after the other and 19-32 ms side by side, and over HTTP
+     * the split paid off only on full scans (1.3 GB).
      */
-    private readonly splitMinBytes = 4 * 1024 * 1024,
+    private readonly splitMinBytes = 128 * 1024 * 1024,
   ) {
     const needsTsx = !process.execArgv.some((a) => a.includes('tsx'));
     this.piscina = new Piscina<ReadTask, void>({
