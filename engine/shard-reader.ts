@@ -442,6 +442,9 @@ export class ShardSnapshot {
   }
 }
 
+/** Live documents the catalogs of one thread may hold in all (about 470 bytes each, measured on the Linux tree: 90 MB). */
+export const CATALOG_BUDGET_DOCS = 200_000;
+
 /** A shard opened for reading: hands out snapshots. Cheap to keep open per thread. */
 export class ShardReader {
   private closed = false;
@@ -450,6 +453,13 @@ export class ShardReader {
   /** Records that snapshots of `spentVersion` read from LMDB. */
   private spent = 0;
   private spentVersion = -1;
+  /** When the catalog last served a snapshot (ShardReader.tick). */
+  private lastUsed = 0;
+  /** The readers of this thread holding a catalog, and their documents in all. */
+  private static readonly holding = { readers: new Set<ShardReader>(), docs: 0 };
+  /** Live documents the catalogs of one thread may hold in all (tests lower it). */
+  static catalogBudget = CATALOG_BUDGET_DOCS;
+  private static tick = 0;
   private readonly account = (snapshot: ShardSnapshot, recordsRead: number): void => {
     if (snapshot.docsVersion === this.spentVersion) this.spent += recordsRead;
   };
@@ -468,18 +478,35 @@ export class ShardReader {
     const snapshot = new ShardSnapshot(this.shard, this.account);
     const version = snapshot.docsVersion;
     if (this.catalog?.version !== version) {
+      // Versions only grow: a catalog of an older one serves no later snapshot.
+      if (this.catalog !== null) this.dropCatalog();
       if (this.spentVersion !== version) {
         this.spentVersion = version;
         this.spent = 0;
       }
       const live = snapshot.state().liveDocs;
-      if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= CATALOG_BUDGET_DOCS) {
-        this.catalog = snapshot.buildCatalog();
-        keepCatalog(this, live);
-      }
-    } else keepCatalog(this, this.catalog.docs.length);
-    if (this.catalog?.version === version) snapshot.useCatalog(this.catalog);
+      if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= ShardReader.catalogBudget) this.holdCatalog(snapshot.buildCatalog());
+    }
+    if (this.catalog?.version === version) {
+      this.lastUsed = ++ShardReader.tick;
+      snapshot.useCatalog(this.catalog);
+    }
     return snapshot;
+  }
+
+  /** Keeps `catalog` as this reader's, dropping the least recently used ones of the thread over budget. */
+  private holdCatalog(catalog: ShardCatalog): void {
+    const held = ShardReader.holding;
+    this.dropCatalog();
+    this.catalog = catalog;
+    held.readers.add(this);
+    held.docs += catalog.docs.length;
+    while (held.docs > ShardReader.catalogBudget) {
+      let oldest: ShardReader | null = null;
+      for (const reader of held.readers) if (reader !== this && (oldest === null || reader.lastUsed < oldest.lastUsed)) oldest = reader;
+      if (oldest === null) break;
+      oldest.dropCatalog();
+    }
   }
 
   /** Live documents of the last cataloged version, or null without a catalog (a hint: the shard may have changed since). */
@@ -489,9 +516,12 @@ export class ShardReader {
 
   /** Drops the catalog; the next snapshots read LMDB until one is earned again. */
   dropCatalog(): void {
+    if (this.catalog !== null) {
+      ShardReader.holding.docs -= this.catalog.docs.length;
+      ShardReader.holding.readers.delete(this);
+    }
     this.catalog = null;
     this.spent = 0;
-    releaseCatalog(this);
   }
 
   /** Closes the reader (and the environment once no writer uses it on this thread). */
@@ -505,29 +535,6 @@ export class ShardReader {
 }
 
 const readers = new Map<string, ShardReader>();
-
-/** Live documents the catalogs of one thread may hold in all (about 470 bytes each, measured on the Linux tree: 90 MB). */
-export const CATALOG_BUDGET_DOCS = 200_000;
-
-/** The readers holding a catalog, least recently used first, with its document count. */
-const catalogs = new Map<ShardReader, number>();
-let catalogedDocs = 0;
-
-/** Marks `reader`'s catalog of `docs` documents as just used, dropping the oldest over budget. */
-function keepCatalog(reader: ShardReader, docs: number): void {
-  releaseCatalog(reader);
-  catalogs.set(reader, docs);
-  catalogedDocs += docs;
-  for (const oldest of catalogs.keys()) {
-    if (catalogedDocs <= CATALOG_BUDGET_DOCS || oldest === reader) break;
-    oldest.dropCatalog();
-  }
-}
-
-function releaseCatalog(reader: ShardReader): void {
-  catalogedDocs -= catalogs.get(reader) ?? 0;
-  catalogs.delete(reader);
-}
 
 /**
  * The reader of the shard in directory `dir`, opened once per thread and cached. A missing

@@ -107,6 +107,31 @@ describe('shard catalog', () => {
     expect(output(ls(shard.reader, { claims: null, path: '/d' }))).toBe('two.txt\t4\n');
   });
 
+  it('keeps the catalogs of one thread within the budget, dropping the least recently used', async () => {
+    const docs = (dir: string): DocSpec[] => Array.from({ length: 10 }, (_, i) => ({ path: `/${dir}/${i}.txt`, text: `${i}\n` }));
+    const [a, b, c] = await Promise.all([buildShard(docs('a')), buildShard(docs('b')), buildShard(docs('c'))]);
+    const budget = ShardReader.catalogBudget;
+    try {
+      ShardReader.catalogBudget = 25;
+      for (const t of [a, b, c]) t.reader.catalogAfter = 0;
+      const use = (t: TestShard): void => t.reader.snapshot().done();
+      use(a);
+      use(b);
+      expect([a.reader.catalogedDocs, b.reader.catalogedDocs]).toEqual([10, 10]);
+      use(a); // a is now the more recently used
+      use(c); // 30 > 25: b goes
+      expect([a.reader.catalogedDocs, b.reader.catalogedDocs, c.reader.catalogedDocs]).toEqual([10, null, 10]);
+      // A shard larger than the whole budget never gets one.
+      await a.write(docs('more').concat(docs('most')));
+      use(a);
+      expect(a.reader.catalogedDocs).toBe(null);
+      expect(output(ls(a.reader, { claims: null, path: '/most' }))).toContain('9.txt\t2\n');
+    } finally {
+      ShardReader.catalogBudget = budget;
+      await Promise.all([a.close(), b.close(), c.close()]);
+    }
+  });
+
   it('is built only after snapshots of one version have read as many records as the shard holds', async () => {
     const docs = Array.from({ length: 10 }, (_, i) => ({ path: `/f/${i}.txt`, text: `${i}\n` }));
     shard = await buildShard(docs);
