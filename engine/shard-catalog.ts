@@ -12,7 +12,9 @@
  * Building costs about one record read per live document. ShardReader builds one only after
  * snapshots of the same version have read that many records themselves (the ski-rental rule:
  * at most twice the cost of the cheaper choice in hindsight), so a shard rewritten faster than
- * it is read never pays for catalogs it would not use.
+ * it is read never pays for catalogs it would not use. The catalogs of one thread hold at most
+ * CATALOG_BUDGET_DOCS documents in all (shard-reader.ts); the least recently used are dropped,
+ * and a catalog of an older version as soon as a snapshot sees a newer one.
  */
 
 import type { DocMeta } from './shard-reader.js';
