@@ -159,10 +159,10 @@ export class ReadPool {
   }
 
   /**
-   * Starts a grep split into path ranges (engine/tool-grep.ts): a lead share
-   * finds the candidates and reports the split, then one share per further
-   * range starts with the lead's candidates. `calls` lists every task started
-   * (for cancelling); `shares` resolves to them in range order.
+   * Starts a grep split into shares (engine/tool-grep.ts): a lead share finds
+   * the candidates and reports the split, then each further share starts
+   * with the lead's candidates. `calls` lists every task started (for
+   * cancelling); `shares` resolves to them in output order.
    */
   private split(tool: 'grep' | 'grepShare', shardDir: string, request: GrepRequest, sinkFor: (share: number) => ChunkSink): { calls: TaskCall[]; shares: Promise<TaskCall[]>; cancel(): void } {
     const calls: TaskCall[] = [];
@@ -176,11 +176,9 @@ export class ReadPool {
       const split = await Promise.race([reported, lead.outcome.then(() => null)]);
       const started = [lead];
       if (split === null) return started;
-      const { docsVersion, bounds, ids } = split;
-      for (const [k, from] of bounds.entries()) {
+      for (const [k, share] of split.shares.entries()) {
         if (cancelled) break;
-        const share = { ...request, pathRange: { from, to: bounds[k + 1] ?? null }, candidateIds: { docsVersion, ids: ids[k] } };
-        const call = this.task(tool, shardDir, share, sinkFor(k + 1));
+        const call = this.task(tool, shardDir, { ...request, ...share }, sinkFor(k + 1));
         calls.push(call);
         started.push(call);
       }
@@ -196,7 +194,7 @@ export class ReadPool {
     };
   }
 
-  /** A sorted-mode grep split into path ranges; the counts are merged and formatted here. */
+  /** A sorted-mode grep split into hash classes of paths; the counts are merged and formatted here. */
   private parallelCounts(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
     const split = this.split('grepShare', shardDir, request, () => () => {});
     const outcome = (async (): Promise<ReadOutcome> => {

@@ -9,8 +9,8 @@
  * each pattern, times `grep` (count mode, the sorted-mode path, and content mode) over the
  * shard and `rg --count` over the same files, and prints the ratio (median of three runs each).
  * Documents are written in batches of M MiB of text (default 32). With `--parallel N` the
- * count search also runs split into N path ranges in N worker threads, as the service's read
- * pool splits it.
+ * count search also runs split into N shares in N worker threads, as the service's read pool
+ * splits it.
  */
 
 import { spawnSync } from 'node:child_process';
@@ -166,18 +166,16 @@ function share(worker: Worker, request: GrepRequest, onSplit?: (split: GrepSplit
 }
 
 /**
- * Median wall time of a count search split into path ranges as the service's read pool splits
- * it (a lead on the first worker hands each other worker its candidates), merged here.
+ * Median wall time of a count search split into shares as the service's read pool splits it
+ * (a lead on the first worker hands each other worker its candidates), merged here.
  */
 async function timeParallel(workers: Worker[], request: GrepRequest): Promise<number> {
   const times: number[] = [];
   for (let run = 0; run < RUNS; run++) {
     const t = performance.now();
     const shares: Promise<GrepCollection>[] = [];
-    const lead = share(workers[0], { ...request, lead: { count: workers.length, minBytes: 0 } as GrepRequest['lead'] }, ({ docsVersion, bounds, ids }) => {
-      for (const [k, from] of bounds.entries()) {
-        shares.push(share(workers[k + 1], { ...request, pathRange: { from, to: bounds[k + 1] ?? null }, candidateIds: { docsVersion, ids: ids[k] } }));
-      }
+    const lead = share(workers[0], { ...request, lead: { count: workers.length, minBytes: 0 } as GrepRequest['lead'] }, (split) => {
+      for (const [k, spec] of split.shares.entries()) shares.push(share(workers[k + 1], { ...request, ...spec }));
     });
     const first = await lead;
     drain(emitGrepCounts(request, [first, ...(await Promise.all(shares))]));

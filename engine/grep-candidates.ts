@@ -317,6 +317,21 @@ export interface CandidateOptions {
   visibility: Visibility;
   /** Only the paths in [from, to) (null: unbounded), if set: one share of a content search. */
   pathRange: { from: string | null; to: string | null } | undefined;
+  /** Only the paths of this hash class (pathClass), if set: one share of a sorted-mode search. */
+  pathShare?: PathShare;
+}
+
+/** The paths whose pathHash is `index` modulo `count`. */
+export interface PathShare {
+  index: number;
+  count: number;
+}
+
+/** FNV-1a over the UTF-16 units of a path: spreads the files of one directory over the shares. */
+export function pathHash(path: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < path.length; i++) h = Math.imul(h ^ path.charCodeAt(i), 0x01000193);
+  return h >>> 0;
 }
 
 /** The live, visible, filtered documents whose ids are in `ids` (null: all), in path order. */
@@ -374,7 +389,7 @@ export function scanCandidates(snapshot: ShardSnapshot, ids: Uint32Array | null,
     const id = meta.id;
     if (member !== null && (id >= member.length || member[id] === 0)) continue;
     // SECURITY: visibility is checked on every candidate.
-    if (!filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
+    if (!filter.test(meta.path) || !visibility.canSee(meta.claims) || !inShare(meta.path, options.pathShare)) continue;
     out.push(meta);
   }
   return out;
@@ -395,9 +410,16 @@ function preferLookups(snapshot: ShardSnapshot, ids: Uint32Array, options: Candi
   return cost <= snapshot.countPathsInRange(start, end);
 }
 
-function inRange(path: string, { pathRange }: CandidateOptions): boolean {
+/** Whether `path` is in the options' path range and hash class (each when set). */
+function inRange(path: string, options: CandidateOptions): boolean {
+  const { pathRange } = options;
+  if (!inShare(path, options.pathShare)) return false;
   if (pathRange === undefined) return true;
   return (pathRange.from === null || comparePaths(path, pathRange.from) >= 0) && (pathRange.to === null || comparePaths(path, pathRange.to) < 0);
+}
+
+function inShare(path: string, share: PathShare | undefined): boolean {
+  return share === undefined || pathHash(path) % share.count === share.index;
 }
 
 /** Whether some visible file is at `root` or under it. */

@@ -20,6 +20,7 @@ export {
   type GrepLead,
   type GrepSplit,
   type GrepCandidateIds,
+  type GrepShare,
   type GrepRequest,
   type GrepOutputMode,
   type GrepFileCount,

@@ -18,25 +18,27 @@
  * glob, type and visibility filters drop candidates before any text is read; RE2 verifies each
  * remaining document in one pass over its buffer (line-matcher.ts).
  *
- * Parallel scans. A search can be split into contiguous path ranges (content mode prints in
- * path order) that run in parallel, e.g. in a piscina pool where each worker opens the shard
- * itself. The first share runs with `lead`: having found its candidates, it picks boundaries
- * between them that balance their text bytes (none when they are too few to be worth
- * splitting), reports them with each further range's candidate ids through `lead.onSplit`
- * before reading any text, and searches the first range. The caller starts one share per
- * further range (`pathRange`, `candidateIds`). A share whose snapshot has the lead's
- * docsVersion holds exactly the lead's documents, so it takes the lead's candidates instead of
- * evaluating the query again, and the whole search reads one version of the shard; otherwise
- * (a write committed in between) it evaluates the query over its range. Boundaries are paths,
- * so shares from different versions still cover every path exactly once. Content shares print
- * no footer (their GrepContentSummary says whether they stopped early): the caller concatenates
- * the outputs in range order, puts `--` between two shares' output when context is on, and ends
- * with `grepContentFooter`. Sorted-mode shares return GrepCollections for `emitGrepCounts`.
+ * Parallel scans. A search can be split into shares that run in parallel, e.g. in a piscina
+ * pool where each worker opens the shard itself: contiguous path ranges balanced by text bytes
+ * in content mode (which prints in path order), hash classes of paths in the sorted modes
+ * (which mix every directory, so that no share gets all the prose and another all the code).
+ * The first share runs with `lead`: having found its candidates, it reports the further shares
+ * with each one's candidate ids through `lead.onSplit` before reading any text (none when the
+ * candidates are too few to be worth splitting), and searches its own. The caller starts each
+ * further share (`pathRange` or `pathShare`, and `candidateIds`). A share whose snapshot has the
+ * lead's docsVersion holds exactly the lead's documents, so it takes the lead's candidates
+ * instead of evaluating the query again, and the whole search reads one version of the shard;
+ * otherwise (a write committed in between) it evaluates the query over its share. Ranges and
+ * classes are defined by paths, so shares from different versions still cover every path
+ * exactly once. Content shares print no footer (their GrepContentSummary says whether they
+ * stopped early): the caller concatenates the outputs in range order, puts `--` between two
+ * shares' output when context is on, and ends with `grepContentFooter`. Sorted-mode shares
+ * return GrepCollections for `emitGrepCounts`.
  */
 
 import { VfsError } from '../core/errors.js';
 import { lineEndOf, lineStartsOf, type LineStarts } from './doc-text.js';
-import { evaluateQuery, rootExists, selectCandidates } from './grep-candidates.js';
+import { evaluateQuery, pathHash, rootExists, selectCandidates, type PathShare } from './grep-candidates.js';
 import { GrepFilter } from './grep-filter.js';
 import { LineMatcher } from './line-matcher.js';
 import { regexQuery } from './regex-query.js';
@@ -87,11 +89,13 @@ export interface GrepRequest {
   offset?: number;
   /** Time (ms since the epoch) after which the search stops with partial results; default none. */
   deadline?: number;
-  /** Search only the files whose paths are in this range, and (content mode) print no footer (see the module comment); default all. */
+  /** Content mode: search only the files whose paths are in this range, and print no footer (see the module comment); default all. */
   pathRange?: GrepPathRange;
-  /** The lead's candidates for `pathRange`, used if this snapshot has the same docsVersion (see the module comment); default: evaluate the query. */
+  /** Sorted modes: search only the files of this hash class of paths (see the module comment); default all. */
+  pathShare?: PathShare;
+  /** The lead's candidates for this share, used if this snapshot has the same docsVersion (see the module comment); default: evaluate the query. */
   candidateIds?: GrepCandidateIds;
-  /** Be the first of `count` path-range shares (see the module comment); default: search alone. */
+  /** Be the first of `count` shares (see the module comment); default: search alone. */
   lead?: GrepLead;
 }
 
@@ -105,14 +109,22 @@ export interface GrepLead {
   onSplit: (split: GrepSplit) => void;
 }
 
-/** A lead's split of a search into path ranges. */
+/** A lead's split of a search: the shares after its own. */
 export interface GrepSplit {
   /** The docsVersion of the lead's snapshot. */
   docsVersion: number;
-  /** Where ranges 2, 3, ... begin (ascending paths, count - 1 at most; none: no split). */
-  bounds: string[];
-  /** The candidate ids of ranges 2, 3, ... (one array per bound). */
-  ids: Uint32Array[];
+  /** Shares 2, 3, ... in output order (none: the lead searches everything). */
+  shares: GrepShare[];
+}
+
+/** One further share of a split search: the request fields that make it that share. */
+export interface GrepShare {
+  /** Content mode: its path range. */
+  pathRange?: GrepPathRange;
+  /** Sorted modes: its hash class of paths. */
+  pathShare?: PathShare;
+  /** The lead's candidates in it. */
+  candidateIds: GrepCandidateIds;
 }
 
 /** Candidates found by another share's snapshot. */
@@ -182,6 +194,7 @@ interface GrepPlan {
   offset: number;
   deadline: number;
   pathRange: GrepPathRange | undefined;
+  pathShare: PathShare | undefined;
   candidateIds: GrepCandidateIds | undefined;
   lead: GrepLead | undefined;
 }
@@ -207,6 +220,7 @@ function plan(request: GrepRequest): GrepPlan {
     offset: request.offset ?? 0,
     deadline: request.deadline ?? Infinity,
     pathRange: request.pathRange,
+    pathShare: request.pathShare,
     candidateIds: request.candidateIds,
     lead: request.lead,
   };
@@ -214,9 +228,10 @@ function plan(request: GrepRequest): GrepPlan {
 
 /**
  * Candidate documents of a planned search, in path order; NO_SUCH_FILE when the root does not
- * exist. A lead reports its split here and keeps the first range.
+ * exist. A lead reports its split here (into path ranges, or hash classes of paths with
+ * `byHash`) and keeps the first share.
  */
-function candidates(snapshot: ShardSnapshot, p: GrepPlan): DocMeta[] {
+function candidates(snapshot: ShardSnapshot, p: GrepPlan, byHash: boolean): DocMeta[] {
   const kind = rootExists(snapshot, p.root, p.visibility);
   if (kind === null) throw new VfsError('NO_SUCH_FILE', { path: p.root });
   // The same docsVersion means the same documents: the lead's candidates are this snapshot's.
@@ -228,11 +243,25 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan): DocMeta[] {
     filter: p.filter,
     visibility: p.visibility,
     pathRange: p.pathRange,
+    pathShare: p.pathShare,
   });
   if (p.lead === undefined) return docs;
-  const split = splitRanges(docs, p.lead.count, p.lead.minBytes);
-  p.lead.onSplit({ docsVersion: snapshot.docsVersion, bounds: split.bounds, ids: split.ids });
+  let total = 0;
+  for (const d of docs) total += d.textBytes;
+  if (total < p.lead.minBytes || p.lead.count < 2) {
+    p.lead.onSplit({ docsVersion: snapshot.docsVersion, shares: [] });
+    return docs;
+  }
+  const split = byHash ? splitByHash(docs, p.lead.count) : splitRanges(docs, p.lead.count, total);
+  const docsVersion = snapshot.docsVersion;
+  p.lead.onSplit({ docsVersion, shares: split.shares.map(({ ids, ...share }) => ({ ...share, candidateIds: { docsVersion, ids } })) });
   return split.first;
+}
+
+/** A lead's own documents and the further shares' specs with their candidate ids. */
+interface SplitDocs {
+  first: DocMeta[];
+  shares: { pathRange?: GrepPathRange; pathShare?: PathShare; ids: Uint32Array }[];
 }
 
 /** Matching lines of one document (reads its text; nothing is kept). */
@@ -261,7 +290,7 @@ export function* collectGrepCounts(reader: ShardReader, request: GrepRequest): G
   const snapshot = reader.snapshot();
   try {
     // Id order follows the order texts were written in, which is the best disk order.
-    const docs = candidates(snapshot, p).sort((a, b) => a.id - b.id);
+    const docs = candidates(snapshot, p, true).sort((a, b) => a.id - b.id);
     const files: GrepFileCount[] = [];
     let searched = 0;
     let timedOut = false;
@@ -337,27 +366,40 @@ export function* emitGrepCounts(request: GrepRequest, collections: readonly Grep
 }
 
 /**
- * Splits `docs` (in path order) into at most `count` contiguous ranges with about as many text
- * bytes each: the documents of the first range, the paths where ranges 2, 3, ... begin, and the
- * ids of each of those; one range when the documents hold fewer than `minBytes`.
+ * Splits `docs` (in path order, `total` text bytes) into at most `count` contiguous ranges with
+ * about as many text bytes each: content mode prints in path order.
  */
-function splitRanges(docs: DocMeta[], count: number, minBytes: number): { first: DocMeta[]; bounds: string[]; ids: Uint32Array[] } {
-  let total = 0;
-  for (const d of docs) total += d.textBytes;
+function splitRanges(docs: DocMeta[], count: number, total: number): SplitDocs {
   const starts: number[] = []; // index in `docs` where ranges 2, 3, ... begin
-  if (total >= minBytes) {
-    let before = 0; // text bytes of the documents before docs[i]
-    for (let i = 0, share = 1; i < docs.length && share < count; i++) {
-      if (i > 0 && before >= (total * share) / count) {
-        starts.push(i);
-        while (share < count && before >= (total * share) / count) share++;
-      }
-      before += docs[i].textBytes;
+  let before = 0; // text bytes of the documents before docs[i]
+  for (let i = 0, share = 1; i < docs.length && share < count; i++) {
+    if (i > 0 && before >= (total * share) / count) {
+      starts.push(i);
+      while (share < count && before >= (total * share) / count) share++;
     }
+    before += docs[i].textBytes;
   }
-  if (starts.length === 0) return { first: docs, bounds: [], ids: [] };
-  const ids = starts.map((from, k) => Uint32Array.from(docs.slice(from, starts[k + 1] ?? docs.length), (d) => d.id).sort());
-  return { first: docs.slice(0, starts[0]), bounds: starts.map((i) => docs[i].path), ids };
+  if (starts.length === 0) return { first: docs, shares: [] };
+  const shares = starts.map((from, k) => ({
+    pathRange: { from: docs[from].path, to: k + 1 < starts.length ? docs[starts[k + 1]].path : null },
+    ids: Uint32Array.from(docs.slice(from, starts[k + 1] ?? docs.length), (d) => d.id).sort(),
+  }));
+  return { first: docs.slice(0, starts[0]), shares };
+}
+
+/**
+ * Splits `docs` into `count` hash classes of paths. The sorted modes print in no path order, and
+ * a hash class mixes every directory, where a path range would give one thread the prose of
+ * /Documentation and another the C of /drivers, matched at different costs per byte.
+ */
+function splitByHash(docs: DocMeta[], count: number): SplitDocs {
+  const classes: DocMeta[][] = Array.from({ length: count }, () => []);
+  for (const d of docs) classes[pathHash(d.path) % count].push(d);
+  const shares = classes.slice(1).map((members, k) => ({
+    pathShare: { index: k + 1, count },
+    ids: Uint32Array.from(members, (d) => d.id).sort(),
+  }));
+  return { first: classes[0], shares };
 }
 
 /** The footer of a content search run as path-range shares, or null (see the module comment). */
@@ -384,7 +426,7 @@ export function* grep(reader: ShardReader, request: GrepRequest): Generator<Buff
 function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepContentSummary> {
   const snapshot = reader.snapshot();
   try {
-    const docs = candidates(snapshot, p);
+    const docs = candidates(snapshot, p, false);
     const out = new ChunkedOutput();
     const separators = p.before > 0 || p.after > 0;
     const matcher = p.matcher;

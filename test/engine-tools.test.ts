@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cat, find, grep, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
+import { pathHash } from '../engine/grep-candidates.js';
 import { comparePaths } from '../engine/tool-output.js';
 import { buildShard, output, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 
@@ -184,12 +185,8 @@ describe('tools on a small workspace', () => {
       let split: GrepSplit | undefined;
       const lead = output(grep(reader, { ...request, lead: { count, minBytes, onSplit: (x) => (split = x) } }));
       expect(split).toBeDefined();
-      const { bounds, ids, docsVersion } = split!;
-      expect(ids.length).toBe(bounds.length);
-      const edges = [...bounds, null];
-      const rest = bounds.map((from, k) =>
-        output(grep(reader, { ...request, pathRange: { from, to: edges[k + 1] }, candidateIds: ownQuery ? undefined : { docsVersion, ids: ids[k] } })),
-      );
+      const bounds = split!.shares.map((share) => share.pathRange!.from!);
+      const rest = split!.shares.map((share) => output(grep(reader, { ...request, ...share, candidateIds: ownQuery ? undefined : share.candidateIds })));
       return { bounds, shares: [lead, ...rest] };
     };
 
@@ -216,17 +213,21 @@ describe('tools on a small workspace', () => {
       }
     });
 
-    it.each([2, 3, 50])('sorted modes split into %i path ranges merge to the whole output', (count) => {
+    it.each([
+      [2, false],
+      [3, false],
+      [3, true],
+    ])('sorted modes split into %i hash classes of paths (own query: %s) merge to the whole output', (count, ownQuery) => {
       for (const outputMode of ['files_with_matches', 'count'] as const) {
         const request: GrepRequest = { claims: MGMT, pattern: 'e|x', outputMode };
         let split: GrepSplit | undefined;
         const lead = collect(collectGrepCounts(s.reader, { ...request, lead: { count, minBytes: 0, onSplit: (x) => (split = x) } }));
-        expect(split!.bounds.length).toBeGreaterThan(0);
-        const edges = [...split!.bounds, null];
-        const rest = split!.bounds.map((from, k) =>
-          collect(collectGrepCounts(s.reader, { ...request, pathRange: { from, to: edges[k + 1] }, candidateIds: { docsVersion: split!.docsVersion, ids: split!.ids[k] } })),
-        );
-        expect(rest.every((c) => c.files.length > 0)).toBe(true);
+        expect(split!.shares.map((share) => share.pathShare)).toEqual(Array.from({ length: count - 1 }, (_, k) => ({ index: k + 1, count })));
+        const rest = split!.shares.map((share) => collect(collectGrepCounts(s.reader, { ...request, ...share, candidateIds: ownQuery ? undefined : share.candidateIds })));
+        // The files are spread over the classes, and no class holds another's.
+        const classes = [lead, ...rest].map((c) => c.files.map((f) => f.path));
+        expect(classes.filter((paths) => paths.length > 0).length).toBeGreaterThan(1);
+        expect(new Set(classes.flat()).size).toBe(classes.flat().length);
         expect(output(emitGrepCounts(request, [lead, ...rest]))).toBe(output(grep(s.reader, request)));
       }
     });
@@ -240,12 +241,31 @@ describe('tools on a small workspace', () => {
       try {
         const request: GrepRequest = { claims: MGMT, pattern: 'match', outputMode: 'files_with_matches' };
         let split: GrepSplit | undefined;
-        collect(collectGrepCounts(t.reader, { ...request, lead: { count: 2, minBytes: 0, onSplit: (x) => (split = x) } }));
-        expect(split!.bounds).toEqual(['/m.txt']);
+        output(grep(t.reader, { ...request, outputMode: 'content', lead: { count: 2, minBytes: 0, onSplit: (x) => (split = x) } }));
+        const [share] = split!.shares;
+        expect(share.pathRange).toEqual({ from: '/m.txt', to: null });
         // A write between the lead and the share: the lead's ids do not list the new file.
         await t.write([{ path: '/n.txt', text: 'match\n' }]);
-        const share = collect(collectGrepCounts(t.reader, { ...request, pathRange: { from: '/m.txt', to: null }, candidateIds: { docsVersion: split!.docsVersion, ids: split!.ids[0] } }));
-        expect(share.files.map((f) => f.path).sort()).toEqual(['/m.txt', '/n.txt', '/z.txt']);
+        const text = output(grep(t.reader, { ...request, outputMode: 'content', lineNumbers: false, ...share }));
+        expect([...new Set(text.split('\n').filter((l) => l !== '').map((l) => l.split(':')[0]))]).toEqual(['/m.txt', '/n.txt', '/z.txt']);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it("a sorted-mode share whose snapshot is newer than the lead's evaluates the query over its hash class", async () => {
+      const paths = Array.from({ length: 12 }, (_, i) => `/f${i}.txt`);
+      const t = await buildShard(paths.map((path) => ({ path, text: 'match\n' })));
+      try {
+        const request: GrepRequest = { claims: MGMT, pattern: 'match', outputMode: 'files_with_matches' };
+        let split: GrepSplit | undefined;
+        collect(collectGrepCounts(t.reader, { ...request, lead: { count: 2, minBytes: 0, onSplit: (x) => (split = x) } }));
+        const [share] = split!.shares;
+        // A new file of the share's class, written between the lead and the share.
+        const added = Array.from({ length: 50 }, (_, i) => `/new${i}.txt`).find((path) => pathHash(path) % 2 === 1)!;
+        await t.write([{ path: added, text: 'match\n' }]);
+        const found = collect(collectGrepCounts(t.reader, { ...request, ...share })).files.map((f) => f.path);
+        expect(found.sort()).toEqual([...paths.filter((path) => pathHash(path) % 2 === 1), added].sort());
       } finally {
         await t.close();
       }

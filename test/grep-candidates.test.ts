@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluateQuery, lookupCandidates, scanCandidates, selectCandidates, union, type CandidateOptions } from '../engine/grep-candidates.js';
+import { evaluateQuery, lookupCandidates, pathHash, scanCandidates, selectCandidates, union, type CandidateOptions, type PathShare } from '../engine/grep-candidates.js';
 import { GrepFilter } from '../engine/grep-filter.js';
 import { evalQuery, regexQuery, type Query } from '../engine/regex-query.js';
 import type { DocMeta, ShardSnapshot } from '../engine/shard-reader.js';
@@ -286,6 +286,7 @@ describe('selectCandidates', () => {
     for (const path of snap.pathsInRange('/', '0')) {
       const meta = snap.docByPath(path)!;
       if (!wanted.has(meta.id) || !path.startsWith(prefix) || !o.filter.test(path) || !o.visibility.canSee(meta.claims)) continue;
+      if (o.pathShare !== undefined && pathHash(path) % o.pathShare.count !== o.pathShare.index) continue;
       const range = o.pathRange;
       if (range !== undefined && ((range.from !== null && comparePaths(path, range.from) < 0) || (range.to !== null && comparePaths(path, range.to) >= 0))) continue;
       out.push(path);
@@ -304,9 +305,11 @@ describe('selectCandidates', () => {
     ['12 ids', () => Uint32Array.from([1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 7201, 7202])],
     ['no id', () => new Uint32Array(0)],
   ];
-  const settings: [string, string, string | undefined, readonly string[] | null, CandidateOptions['pathRange']][] = [
-    // name, root, glob, token claims, path range
+  const settings: [string, string, string | undefined, readonly string[] | null, CandidateOptions['pathRange'], PathShare?][] = [
+    // name, root, glob, token claims, path range, hash class
     ['everything', '/', undefined, null, undefined],
+    ['hash class 1 of 3', '/', undefined, null, undefined, { index: 1, count: 3 }],
+    ['team-b under /src, hash class 0 of 2', '/src', undefined, ['team-b'], undefined, { index: 0, count: 2 }],
     ['under /src', '/src', undefined, null, undefined],
     ['under /src/a, *.ts', '/src/a', '*.ts', null, undefined],
     ['paths in [/src/a/f3, /src/b)', '/', undefined, null, { from: '/src/a/f3', to: '/src/b' }],
@@ -315,7 +318,7 @@ describe('selectCandidates', () => {
   ];
   const cases = settings.flatMap((setting) => idSets.map(([name, ids]) => [setting[0], name, setting, ids] as const));
 
-  it.each(cases)('%s, %s', (_, idName, [, root, glob, claims, pathRange], makeIds) => {
+  it.each(cases)('%s, %s', (_, idName, [, root, glob, claims, pathRange, pathShare], makeIds) => {
     const ids = makeIds();
     const options: CandidateOptions = {
       root,
@@ -323,6 +326,7 @@ describe('selectCandidates', () => {
       filter: new GrepFilter(root, glob, undefined),
       visibility: new Visibility(claims),
       pathRange,
+      pathShare,
     };
     const snap = s.reader.snapshot();
     try {
