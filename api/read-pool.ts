@@ -161,10 +161,10 @@ export class ReadPool {
   /**
    * Starts a grep split into shares (engine/tool-grep.ts): a lead share finds
    * the candidates and reports the split, then each further share starts
-   * with the lead's candidates. `calls` lists every task started (for
-   * cancelling); `shares` resolves to them in output order.
+   * with the lead's candidates. `shares` resolves to the tasks in output
+   * order; `cancel` stops every task started and starts no more.
    */
-  private split(tool: 'grep' | 'grepShare', shardDir: string, request: GrepRequest, sinkFor: (share: number) => ChunkSink): { calls: TaskCall[]; shares: Promise<TaskCall[]>; cancel(): void } {
+  private split(tool: 'grep' | 'grepShare', shardDir: string, request: GrepRequest, sinkFor: (share: number) => ChunkSink): { shares: Promise<TaskCall[]>; cancel(): void } {
     const calls: TaskCall[] = [];
     let cancelled = false;
     let onSplit!: (split: GrepSplit) => void;
@@ -185,7 +185,6 @@ export class ReadPool {
       return started;
     })();
     return {
-      calls,
       shares,
       cancel: () => {
         cancelled = true;

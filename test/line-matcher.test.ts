@@ -144,6 +144,23 @@ function referenceLines(pattern: string, text: string): number[] {
   return out;
 }
 
+/** Property: on texts made of random `tokens`, each pattern's matcher reports the reference lines. */
+function agreesOnRandomTexts(tokens: string[], patterns: string[], maxLength: number): void {
+  const matchers = patterns.map((p) => new LineMatcher(p));
+  fc.assert(
+    fc.property(
+      fc.array(fc.constantFrom(...tokens), { maxLength }),
+      fc.integer({ min: 0, max: patterns.length - 1 }),
+      fc.boolean(),
+      (toks, k, rebind) => {
+        const text = toks.join('');
+        expect(matcherLines(matchers[k], text, rebind)).toEqual(referenceLines(patterns[k], text));
+      },
+    ),
+    { numRuns: 1500 },
+  );
+}
+
 describe('LineMatcher paths', () => {
   // [pattern, options, whether the required-literal prefilter (path 2) is used]
   const rows: [string, LineMatcherOptions, boolean][] = [
@@ -212,20 +229,7 @@ describe('LineMatcher with required literals reports the lines RE2 matches one b
   });
 
   it('holds for random texts', () => {
-    const tokens = ['foo_', 'bar_', '_probe(', 'abc', '日本', '語', ' ', '  ', '\t', '1', '23', 'x', 'end', '\r', '\n', '\n', '(', ';'];
-    const matchers = PATTERNS.map((p) => new LineMatcher(p));
-    fc.assert(
-      fc.property(
-        fc.array(fc.constantFrom(...tokens), { maxLength: 600 }),
-        fc.integer({ min: 0, max: PATTERNS.length - 1 }),
-        fc.boolean(),
-        (toks, k, rebind) => {
-          const text = toks.join('');
-          expect(matcherLines(matchers[k], text, rebind)).toEqual(referenceLines(PATTERNS[k], text));
-        },
-      ),
-      { numRuns: 1500 },
-    );
+    agreesOnRandomTexts(['foo_', 'bar_', '_probe(', 'abc', '日本', '語', ' ', '  ', '\t', '1', '23', 'x', 'end', '\r', '\n', '\n', '(', ';'], PATTERNS, 600);
   });
 });
 
@@ -268,20 +272,6 @@ describe('LineMatcher with literal alternatives reports the lines RE2 matches on
   });
 
   it('holds for random texts', () => {
-    const tokens = ['foo', 'bar', 'foobar', 'ab', 'abc', 'bcd', 'é', ' ', '\r', '\n', '\n', 'x'];
-    const patterns = ['foo|foobar', 'abc|bcd|cd', 'bar\\r|é|xx', 'foobarfoo|obarf', 'ab'];
-    const matchers = patterns.map((p) => new LineMatcher(p));
-    fc.assert(
-      fc.property(
-        fc.array(fc.constantFrom(...tokens), { maxLength: 400 }),
-        fc.integer({ min: 0, max: patterns.length - 1 }),
-        fc.boolean(),
-        (toks, k, rebind) => {
-          const text = toks.join('');
-          expect(matcherLines(matchers[k], text, rebind)).toEqual(referenceLines(patterns[k], text));
-        },
-      ),
-      { numRuns: 1500 },
-    );
+    agreesOnRandomTexts(['foo', 'bar', 'foobar', 'ab', 'abc', 'bcd', 'é', ' ', '\r', '\n', '\n', 'x'], ['foo|foobar', 'abc|bcd|cd', 'bar\\r|é|xx', 'foobarfoo|obarf', 'ab'], 400);
   });
 });
