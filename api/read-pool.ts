@@ -18,7 +18,7 @@ import {
   type GrepSplit,
   ls,
   openShardReader,
-  type ShardReader,
+  ShardReader,
   type ToolSummary,
 } from '../engine/index.js';
 import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask } from './read-worker.js';
@@ -46,6 +46,7 @@ const INLINE_TOOLS = { ls, cat, find } as const;
 
 /** `find` runs on the calling thread in shards with at most this many files. */
 const INLINE_FIND_DOCS = 5000;
+
 
 /** The thread's reader of a shard, renewed to the latest commit. */
 function currentReader(shardDir: string): ShardReader {
@@ -124,6 +125,9 @@ export class ReadPool {
      */
     private readonly splitMinBytes = 128 * 1024 * 1024,
   ) {
+    // The calling (HTTP) thread catalogs only shards it may scan inline: building the catalog of
+    // a larger one would hold every other request for its duration. Read threads catalog any.
+    ShardReader.largestCatalog = INLINE_FIND_DOCS;
     const needsTsx = !process.execArgv.some((a) => a.includes('tsx'));
     this.piscina = new Piscina<ReadTask, void>({
       filename: new URL('./read-worker.ts', import.meta.url).href,

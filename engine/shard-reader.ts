@@ -459,6 +459,11 @@ export class ShardReader {
   private static readonly holding = { readers: new Set<ShardReader>(), docs: 0 };
   /** Live documents the catalogs of one thread may hold in all (tests lower it). */
   static catalogBudget = CATALOG_BUDGET_DOCS;
+  /**
+   * Live documents of the largest shard this thread catalogs: building one reads them all in
+   * one go (about 1 µs each), so a thread that must answer others meanwhile sets it lower.
+   */
+  static largestCatalog = CATALOG_BUDGET_DOCS;
   private static tick = 0;
   private readonly account = (snapshot: ShardSnapshot, recordsRead: number): void => {
     if (snapshot.docsVersion === this.spentVersion) this.spent += recordsRead;
@@ -485,7 +490,9 @@ export class ShardReader {
         this.spent = 0;
       }
       const live = snapshot.state().liveDocs;
-      if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= ShardReader.catalogBudget) this.holdCatalog(snapshot.buildCatalog());
+      if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= Math.min(ShardReader.largestCatalog, ShardReader.catalogBudget)) {
+        this.holdCatalog(snapshot.buildCatalog());
+      }
     }
     if (this.catalog?.version === version) {
       this.lastUsed = ++ShardReader.tick;

@@ -132,6 +132,25 @@ describe('shard catalog', () => {
     }
   });
 
+  it('is not built for a shard larger than the largest the thread catalogs', async () => {
+    shard = await buildShard(Array.from({ length: 10 }, (_, i) => ({ path: `/f/${i}.txt`, text: `${i}\n` })));
+    const largest = ShardReader.largestCatalog;
+    try {
+      const cataloged = (reader: ShardReader): boolean => {
+        const snapshot = reader.snapshot();
+        snapshot.done();
+        return snapshot.cataloged;
+      };
+      ShardReader.largestCatalog = 9;
+      shard.reader.catalogAfter = 0;
+      expect(cataloged(shard.reader)).toBe(false);
+      ShardReader.largestCatalog = 10;
+      expect(cataloged(shard.reader)).toBe(true);
+    } finally {
+      ShardReader.largestCatalog = largest;
+    }
+  });
+
   it('is built only after snapshots of one version have read as many records as the shard holds', async () => {
     const docs = Array.from({ length: 10 }, (_, i) => ({ path: `/f/${i}.txt`, text: `${i}\n` }));
     shard = await buildShard(docs);
