@@ -4,7 +4,7 @@
  * directory walker and an uploader.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -24,8 +24,9 @@ export interface BenchService {
   stop(): Promise<void>;
 }
 
-/** Starts the service on a new data directory with a bootstrap key. */
+/** Starts the service with a bootstrap key, on `env.DATA_DIR` or else a new data directory that `stop()` removes. */
 export async function startBenchService(env: Record<string, string> = {}): Promise<BenchService> {
+  const temporary = env.DATA_DIR === undefined;
   const dataDir = env.DATA_DIR ?? (await mkdtemp(join(tmpdir(), 'vfs-bench-')));
   const key = newCredential('management_key');
   // BENCH_NODE_ARGS adds flags to the service's node (e.g. --cpu-prof) for profiling a run.
@@ -73,6 +74,7 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
       const exited = new Promise((r) => child.on('exit', r));
       child.kill('SIGTERM');
       await exited;
+      if (temporary) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }
