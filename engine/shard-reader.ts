@@ -450,9 +450,10 @@ export class ShardReader {
   private closed = false;
   /** The catalog of the newest version seen that earned one (shard-catalog.ts). */
   private catalog: ShardCatalog | null = null;
-  /** Records that snapshots of `spentVersion` read from LMDB. */
+  /** Records that snapshots of `spentVersion` read from LMDB, and its live documents. */
   private spent = 0;
   private spentVersion = -1;
+  private spentVersionDocs = 0;
   /** When the catalog last served a snapshot (ShardReader.tick). */
   private lastUsed = 0;
   /** The readers of this thread holding a catalog, and their documents in all. */
@@ -488,8 +489,10 @@ export class ShardReader {
       if (this.spentVersion !== version) {
         this.spentVersion = version;
         this.spent = 0;
+        // Read once per version: a shard that never earns a catalog must not pay for it per snapshot.
+        this.spentVersionDocs = snapshot.state().liveDocs;
       }
-      const live = snapshot.state().liveDocs;
+      const live = this.spentVersionDocs;
       if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= Math.min(ShardReader.largestCatalog, ShardReader.catalogBudget)) {
         this.holdCatalog(snapshot.buildCatalog());
       }
