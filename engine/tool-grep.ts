@@ -111,8 +111,6 @@ export interface GrepLead {
 
 /** A lead's split of a search: the shares after its own. */
 export interface GrepSplit {
-  /** The docsVersion of the lead's snapshot. */
-  docsVersion: number;
   /** Shares 2, 3, ... in output order (none: the lead searches everything). */
   shares: GrepShare[];
 }
@@ -248,20 +246,17 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan, byHash: boolean): DocM
   if (p.lead === undefined) return docs;
   let total = 0;
   for (const d of docs) total += d.textBytes;
-  if (total < p.lead.minBytes || p.lead.count < 2) {
-    p.lead.onSplit({ docsVersion: snapshot.docsVersion, shares: [] });
-    return docs;
-  }
-  const split = byHash ? splitByHash(docs, p.lead.count) : splitRanges(docs, p.lead.count, total);
-  const docsVersion = snapshot.docsVersion;
-  p.lead.onSplit({ docsVersion, shares: split.shares.map(({ ids, ...share }) => ({ ...share, candidateIds: { docsVersion, ids } })) });
+  const { count, minBytes } = p.lead;
+  const idsOf = (part: readonly DocMeta[]): GrepCandidateIds => ({ docsVersion: snapshot.docsVersion, ids: Uint32Array.from(part, (d) => d.id).sort() });
+  const split = total < minBytes || count < 2 ? { first: docs, shares: [] } : byHash ? splitByHash(docs, count, idsOf) : splitRanges(docs, count, total, idsOf);
+  p.lead.onSplit({ shares: split.shares });
   return split.first;
 }
 
-/** A lead's own documents and the further shares' specs with their candidate ids. */
+/** A lead's own documents and the further shares. */
 interface SplitDocs {
   first: DocMeta[];
-  shares: { pathRange?: GrepPathRange; pathShare?: PathShare; ids: Uint32Array }[];
+  shares: GrepShare[];
 }
 
 /** Matching lines of one document (reads its text; nothing is kept). */
@@ -369,7 +364,7 @@ export function* emitGrepCounts(request: GrepRequest, collections: readonly Grep
  * Splits `docs` (in path order, `total` text bytes) into at most `count` contiguous ranges with
  * about as many text bytes each: content mode prints in path order.
  */
-function splitRanges(docs: DocMeta[], count: number, total: number): SplitDocs {
+function splitRanges(docs: DocMeta[], count: number, total: number, idsOf: (part: readonly DocMeta[]) => GrepCandidateIds): SplitDocs {
   const starts: number[] = []; // index in `docs` where ranges 2, 3, ... begin
   let before = 0; // text bytes of the documents before docs[i]
   for (let i = 0, share = 1; i < docs.length && share < count; i++) {
@@ -382,7 +377,7 @@ function splitRanges(docs: DocMeta[], count: number, total: number): SplitDocs {
   if (starts.length === 0) return { first: docs, shares: [] };
   const shares = starts.map((from, k) => ({
     pathRange: { from: docs[from].path, to: k + 1 < starts.length ? docs[starts[k + 1]].path : null },
-    ids: Uint32Array.from(docs.slice(from, starts[k + 1] ?? docs.length), (d) => d.id).sort(),
+    candidateIds: idsOf(docs.slice(from, starts[k + 1] ?? docs.length)),
   }));
   return { first: docs.slice(0, starts[0]), shares };
 }
@@ -392,13 +387,10 @@ function splitRanges(docs: DocMeta[], count: number, total: number): SplitDocs {
  * a hash class mixes every directory, where a path range would give one thread the prose of
  * /Documentation and another the C of /drivers, matched at different costs per byte.
  */
-function splitByHash(docs: DocMeta[], count: number): SplitDocs {
+function splitByHash(docs: DocMeta[], count: number, idsOf: (part: readonly DocMeta[]) => GrepCandidateIds): SplitDocs {
   const classes: DocMeta[][] = Array.from({ length: count }, () => []);
   for (const d of docs) classes[pathHash(d.path) % count].push(d);
-  const shares = classes.slice(1).map((members, k) => ({
-    pathShare: { index: k + 1, count },
-    ids: Uint32Array.from(members, (d) => d.id).sort(),
-  }));
+  const shares = classes.slice(1).map((members, k) => ({ pathShare: { index: k + 1, count }, candidateIds: idsOf(members) }));
   return { first: classes[0], shares };
 }
 
