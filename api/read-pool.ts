@@ -47,7 +47,6 @@ const INLINE_TOOLS = { ls, cat, find } as const;
 /** `find` runs on the calling thread in shards with at most this many files. */
 const INLINE_FIND_DOCS = 5000;
 
-
 /** The thread's reader of a shard, renewed to the latest commit. */
 function currentReader(shardDir: string): ShardReader {
   const reader = openShardReader(shardDir);
@@ -115,15 +114,8 @@ export class ReadPool {
 
   constructor(
     private readonly threads: number,
-    /**
-     * A grep whose candidates hold fewer text bytes is searched by one thread.
-     * A further share costs only a task hop and a lookup of its candidates,
-     * but on this 2-core VM two threads verifying at once slow each other
-     * down: `sched_clock_register` (68 MB of candidates) took 10 + 14 ms as
-     * two halves one after the other and 19-32 ms side by side, and over HTTP
-     * the split paid off only on full scans (1.3 GB).
-     */
-    private readonly splitMinBytes = 128 * 1024 * 1024,
+    /** A grep whose candidates hold fewer text bytes is searched by one thread (Config.grepSplitMinBytes). */
+    private readonly splitMinBytes: number,
   ) {
     // The calling (HTTP) thread catalogs only shards it may scan inline: building the catalog of
     // a larger one would hold every other request for its duration. Read threads catalog any.

@@ -22,8 +22,8 @@ export const CANCELLED = 1;
 
 /**
  * The four tools, by name, and one share of a sorted-mode grep. The first share of a grep split
- * into path ranges comes with a `lead` that lacks `onSplit`: here it posts a `split` message
- * (see read-pool.ts).
+ * across threads comes with a `lead` that lacks `onSplit`: here it posts a `split` message (see
+ * read-pool.ts).
  */
 const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts } as const;
 

@@ -1,7 +1,8 @@
 /**
  * grep's candidate documents: the trigram query of the pattern evaluated over the postings
  * (AND lists intersected rarest first, OR lists merged, `all` = every live document), then
- * the path, glob/type, path-range and visibility filters, all before any text is read.
+ * the path, glob/type, share (path range or hash class) and visibility filters, all before any
+ * text is read.
  *
  * Candidate ids are resolved id by id in `docs` (then sorted by path) when that is cheaper
  * than one range scan of `paths` under the search root (which yields path order for free):
@@ -317,7 +318,7 @@ export interface CandidateOptions {
   visibility: Visibility;
   /** Only the paths in [from, to) (null: unbounded), if set: one share of a content search. */
   pathRange: { from: string | null; to: string | null } | undefined;
-  /** Only the paths of this hash class (pathClass), if set: one share of a sorted-mode search. */
+  /** Only the paths of this hash class (pathHash), if set: one share of a sorted-mode search. */
   pathShare?: PathShare;
 }
 
@@ -350,7 +351,7 @@ export function selectCandidates(snapshot: ShardSnapshot, ids: Uint32Array | nul
 }
 
 /**
- * selectCandidates under a directory root by one lookup in `docs` per id (of the share).
+ * selectCandidates under a directory root by one lookup in `docs` per id.
  * Exported for tests and benchmarks; selectCandidates picks the cheaper of the two.
  */
 export function lookupCandidates(snapshot: ShardSnapshot, ids: Uint32Array, options: CandidateOptions): DocMeta[] {

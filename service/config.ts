@@ -73,7 +73,14 @@ export interface Config {
   readThreads: number;
   /** Longest a grep searches before answering with what it found. */
   grepTimeoutMs: number;
-  /** A content grep whose candidates hold at least this many text bytes is split across the read threads. */
+  /**
+   * A grep (in content mode, only without head_limit or offset) whose candidates hold at least
+   * this many text bytes is split across the read threads. A further share costs only a task
+   * hop and a lookup of its candidates, but on the 2-core bench machine two threads verifying at
+   * once slow each other down: `sched_clock_register` (68 MB of candidates) took 10 + 14 ms as
+   * two halves one after the other and 19-32 ms side by side, and over HTTP the split paid off
+   * only on full scans (1.3 GB).
+   */
   grepSplitMinBytes: number;
   /** How long an ingest worker's claim on a job lasts; a job whose worker died is retried after it. */
   ingestLeaseSeconds: number;
