@@ -9,7 +9,7 @@
 import { VfsError } from '../core/errors.js';
 import { lineEndOf, lineStartsOf } from './doc-text.js';
 import type { ShardReader } from './shard-reader.js';
-import { ChunkedOutput, formatLine, MAX_LINE_CHARS, requestFilePath, type ToolSummary } from './tool-output.js';
+import { CHUNK_BYTES, ChunkedOutput, digitsOf, formatLine, MAX_LINE_CHARS, requestFilePath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
 /** Parameters of `cat` (already validated by the HTTP layer; undefined means the default). */
@@ -24,7 +24,6 @@ export interface CatRequest {
   limit?: number;
 }
 
-const NO_PREFIX = new Uint8Array(0);
 const TAB = 0x09;
 
 /** Lines printed when `limit` is not given. */
@@ -62,18 +61,32 @@ export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer
     const value = snapshot.docValue(meta);
     const text = value.subarray(0, meta.textBytes);
     const starts = lineStartsOf(value, meta.textBytes, meta.lines);
-    while (line <= last) {
-      const start = starts[line - 1];
-      const end = lineEndOf(text, starts, line - 1);
-      if (end - start <= MAX_LINE_CHARS) {
+    let full = false;
+    while (line <= last && !full) {
+      // A run of lines short enough to need no cut is copied in one piece, a chunk at most.
+      let runEnd = line;
+      let runBytes = 0;
+      while (runEnd <= last && runBytes < CHUNK_BYTES) {
+        const bytes = lineEndOf(text, starts, runEnd - 1) - starts[runEnd - 1];
         // No more bytes than the character limit, so no cut: copy the bytes, decode nothing.
-        if (out.total > 0 && out.total + (line < 1_000_000 ? 6 : String(line).length) + 1 + (end - start) + 1 > MAX_CAT_BYTES) break;
-        out.writeLine(NO_PREFIX, line, 6, TAB, text, start, end);
-      } else {
-        const entry = `${String(line).padStart(6)}\t${formatLine(text, start, end)}\n`;
-        if (out.total > 0 && out.total + Buffer.byteLength(entry) > MAX_CAT_BYTES) break;
-        out.write(entry);
+        if (bytes > MAX_LINE_CHARS) break;
+        const entry = Math.max(6, digitsOf(runEnd)) + 1 + bytes + 1;
+        if (out.total + runBytes > 0 && out.total + runBytes + entry > MAX_CAT_BYTES) {
+          full = true;
+          break;
+        }
+        runBytes += entry;
+        runEnd++;
       }
+      if (runEnd > line) {
+        out.writeNumberedLines(text, starts, line - 1, runEnd - line, 6, TAB);
+        line = runEnd;
+        continue;
+      }
+      if (full) break;
+      const entry = `${String(line).padStart(6)}\t${formatLine(text, starts[line - 1], lineEndOf(text, starts, line - 1))}\n`;
+      if (out.total > 0 && out.total + Buffer.byteLength(entry) > MAX_CAT_BYTES) break;
+      out.write(entry);
       line++;
     }
     const printed = line - offset;

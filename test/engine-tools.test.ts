@@ -3,6 +3,7 @@ import { cat, find, grep, ls, collectGrepCounts, emitGrepCounts, type Claims, ty
 import { pathHash } from '../engine/grep-candidates.js';
 import { comparePaths } from '../engine/tool-output.js';
 import { buildShard, output, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
+import { seededRandom } from './helpers/random.js';
 
 const MGMT: Claims = null;
 
@@ -449,5 +450,71 @@ describe('footers on truncation', () => {
   it('grep reports the time limit', () => {
     const text = output(grep(s.reader, { claims: MGMT, pattern: 'n \\d', deadline: Date.now() - 1 }));
     expect(text).toMatch(/^\[search stopped at the time limit after 0 of \d+ files/);
+  });
+});
+
+describe('cat against a line-by-line reference', () => {
+  /** cat as SPEC.md words it, one line at a time: the reference the engine's run copies must equal. */
+  function referenceCat(text: string, offset = 1, limit = 2000): string {
+    const lines = text === '' ? [] : text.split('\n');
+    if (text.endsWith('\n')) lines.pop();
+    const total = lines.length;
+    if (total === 0) return '[the file is empty: 0 lines]\n';
+    if (offset > total) return `[offset ${offset} is past the end of the file: it has ${total} lines]\n`;
+    const last = Math.min(total, offset - 1 + limit);
+    let out = '';
+    let bytes = 0;
+    let line = offset;
+    for (; line <= last; line++) {
+      const chars = [...lines[line - 1]];
+      const shown = chars.length > 2000 ? `${chars.slice(0, 2000).join('')}… [line truncated: ${chars.length} characters]` : lines[line - 1];
+      const entry = `${String(line).padStart(6)}\t${shown}\n`;
+      const size = Buffer.byteLength(entry);
+      if (bytes > 0 && bytes + size > 256 * 1024) break;
+      out += entry;
+      bytes += size;
+    }
+    if (line <= total) out += `[... ${total - line + 1} more lines (the file has ${total}); continue with offset=${line}]\n`;
+    return out;
+  }
+
+  const random = seededRandom(11);
+  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
+  const LINE_LENGTHS = [0, 1, 5, 60, 255, 256, 257, 1999, 2000, 2001, 2600, 9000];
+  const PIECES = ['a', 'é', '€', '😀', '\r', '\t', ' '];
+  const docs: DocSpec[] = Array.from({ length: 40 }, (_, i) => {
+    const lines = Array.from({ length: 1 + Math.floor(random() * (i % 4 === 0 ? 400 : 40)) }, () => {
+      const chars = pick(LINE_LENGTHS);
+      let line = '';
+      for (let c = 0; c < chars; c++) line += pick(PIECES);
+      return line;
+    });
+    return { path: `/r/${i}.txt`, text: lines.join('\n') + (random() < 0.5 ? '\n' : '') };
+  });
+  // Past line 999,999 the numbers outgrow their six columns.
+  docs.push({ path: '/r/million.txt', text: 'x\n'.repeat(1_000_002) + 'end' });
+
+  let s: TestShard;
+  beforeAll(async () => {
+    s = await buildShard(docs);
+  });
+  afterAll(() => s.close());
+
+  it('matches on random lines, offsets and limits, cuts included', () => {
+    for (const doc of docs.slice(0, -1)) {
+      const text = doc.text as string;
+      const total = text.split('\n').length;
+      for (const [offset, limit] of [[undefined, undefined], [1, 1], [1 + Math.floor(random() * total), 1 + Math.floor(random() * 50)], [2, 3000]] as const) {
+        expect(output(cat(s.reader, { claims: MGMT, path: doc.path, offset, limit })), `${doc.path} ${offset} ${limit}`).toBe(referenceCat(text, offset, limit));
+      }
+    }
+  });
+
+  it('widens the number column past 999,999 lines', () => {
+    const text = docs[docs.length - 1].text as string;
+    for (const offset of [999_998, 1_000_001, 1_000_003]) {
+      expect(output(cat(s.reader, { claims: MGMT, path: '/r/million.txt', offset, limit: 4 }))).toBe(referenceCat(text, offset, 4));
+    }
+    expect(output(cat(s.reader, { claims: MGMT, path: '/r/million.txt', offset: 999_999, limit: 2 }))).toBe('999999\tx\n1000000\tx\n[... 3 more lines (the file has 1000003); continue with offset=1000001]\n');
   });
 });
