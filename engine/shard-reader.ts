@@ -64,7 +64,6 @@ import { open, type Database, type Key, type RootDatabase, type Transaction } fr
 import { blockCount, decodeBlock, findInGroup } from './posting-block.js';
 import { startsOffset, startWidth } from './doc-text.js';
 import { ShardCatalog } from './shard-catalog.js';
-import { comparePaths } from './tool-output.js';
 
 /** Version of the on-disk format described above; bump it on any change. */
 export const FORMAT_VERSION = 1;
@@ -348,8 +347,10 @@ export class ShardSnapshot {
 
   /** Paths in [start, end) in code point order (from LMDB, keys only: no record is decoded). */
   *pathsInRange(start: string, end: string): Generator<string> {
-    if (this.catalog !== null) {
-      for (const doc of this.catalogRange(this.catalog, start, end)) yield doc.path;
+    const catalog = this.catalog;
+    if (catalog !== null) {
+      const docs = catalog.docs;
+      for (let i = catalog.lowerBound(start), to = catalog.lowerBound(end); i < to; i++) yield docs[i].path;
       return;
     }
     for (const key of this.shard.paths.getKeys({ start, end, transaction: this.txn })) {
@@ -366,19 +367,16 @@ export class ShardSnapshot {
 
   /** Documents whose paths are in [start, end), in code point order of path. */
   *docsInRange(start: string, end: string): Generator<DocMeta> {
-    if (this.catalog !== null) {
-      yield* this.catalogRange(this.catalog, start, end);
+    const catalog = this.catalog;
+    if (catalog !== null) {
+      const docs = catalog.docs;
+      for (let i = catalog.lowerBound(start), to = catalog.lowerBound(end); i < to; i++) yield docs[i];
       return;
     }
     for (const { value } of this.shard.paths.getRange({ start, end, transaction: this.txn })) {
       this.recordsRead++;
       yield fromRecord(value);
     }
-  }
-
-  private *catalogRange(catalog: ShardCatalog, start: string, end: string): Generator<DocMeta> {
-    const docs = catalog.docs;
-    for (let i = catalog.lowerBound(start); i < docs.length && comparePaths(docs[i].path, end) < 0; i++) yield docs[i];
   }
 
   /**

@@ -11,8 +11,8 @@
 
 import picomatch from 'picomatch';
 import { VfsError, invalidParameter } from '../core/errors.js';
-import { dirRange, type ShardReader } from './shard-reader.js';
-import { ChunkedOutput, comparePaths, HEARTBEAT, relativeTo, requestDirPath, type ToolSummary } from './tool-output.js';
+import { dirRange, type DocMeta, type ShardReader } from './shard-reader.js';
+import { ChunkedOutput, HEARTBEAT, relativeTo, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
 /** Parameters of `find` (undefined means the default). */
@@ -42,7 +42,9 @@ function compiledGlob(pattern: string): (path: string) => boolean {
   if (isMatch !== undefined) globs.delete(pattern);
   else {
     try {
-      isMatch = picomatch(pattern, { dot: true });
+      // The bare regular expression: picomatch's own matcher allocates a result per path.
+      const re = picomatch.makeRe(pattern, { dot: true });
+      isMatch = (path) => re.test(path);
     } catch (error) {
       throw invalidParameter('pattern', (error as Error).message);
     }
@@ -63,26 +65,31 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
   const snapshot = reader.snapshot();
   try {
     const { start, end } = dirRange(dir);
-    const found: { path: string; updatedAt: number }[] = [];
+    const found: DocMeta[] = [];
     let anyVisible = dir === '/';
     let scanned = 0;
-    for (const path of snapshot.pathsInRange(start, end)) {
+    // From a catalog the records are at hand; from LMDB only the keys are read, and a record
+    // only for a path that matches (or while no visible file has shown the directory exists).
+    const entries: Iterable<string | DocMeta> = snapshot.cataloged ? snapshot.docsInRange(start, end) : snapshot.pathsInRange(start, end);
+    for (const entry of entries) {
       if (++scanned % 8192 === 0) yield HEARTBEAT;
+      const path = typeof entry === 'string' ? entry : entry.path;
       const subject = absolute ? path : relativeTo(dir, path);
       const matches = subject === request.pattern || isMatch(subject);
       if (!matches && anyVisible) continue;
-      const meta = snapshot.docByPath(path);
+      const meta = typeof entry === 'string' ? snapshot.docByPath(path) : entry;
       // SECURITY: invisible files are neither listed nor prove that `path` exists.
       if (meta === undefined || !visibility.canSee(meta.claims)) continue;
       anyVisible = true;
-      if (matches) found.push({ path, updatedAt: meta.updatedAt });
+      if (matches) found.push(meta);
     }
     if (!anyVisible) throw new VfsError('NO_SUCH_FILE', { path: dir });
-    found.sort((a, b) => b.updatedAt - a.updatedAt || comparePaths(a.path, b.path));
+    // Found in path order, so a stable sort by time leaves ties by path.
+    found.sort((a, b) => b.updatedAt - a.updatedAt);
     const out = new ChunkedOutput();
     const shown = Math.min(found.length, headLimit);
     for (let i = 0; i < shown; i++) {
-      if (out.write(found[i].path + '\n')) yield* out.drain();
+      if (out.write(found[i].path, true)) yield* out.drain();
     }
     if (found.length > shown) {
       const how = headLimit < MAX_FIND_LIMIT ? `raise head_limit (at most ${MAX_FIND_LIMIT}) or narrow` : 'narrow';

@@ -27,6 +27,9 @@ const INITIAL_BYTES = 8 * 1024;
 
 const EMPTY = Buffer.alloc(0);
 
+/** Strings up to this many characters are tried as ASCII before the UTF-8 encoder. */
+const SHORT_ASCII = 128;
+
 /** A chunk without text, yielded during long scans as a cancellation point. */
 export const HEARTBEAT: Buffer = Buffer.alloc(0);
 
@@ -46,11 +49,17 @@ export class ChunkedOutput {
   /** Bytes written so far (all chunks). */
   total = 0;
 
-  /** Appends `text`; true when a chunk is ready to be taken. */
-  write(text: string): boolean {
+  /**
+   * Appends `text`, then `\n` if `newline` (which spares the caller a concatenated string);
+   * true when a chunk is ready to be taken.
+   */
+  write(text: string, newline = false): boolean {
+    const extra = newline ? 1 : 0;
     // Most writes fit; measure exactly only when they might not.
-    if (this.used + text.length * 3 > this.buf.length) this.reserve(Buffer.byteLength(text));
-    const written = this.buf.write(text, this.used, 'utf8');
+    if (this.used + text.length * 3 + extra > this.buf.length) this.reserve(Buffer.byteLength(text) + extra);
+    let written = text.length <= SHORT_ASCII ? writeAscii(this.buf, this.used, text) : -1;
+    if (written < 0) written = this.buf.write(text, this.used, 'utf8');
+    if (newline) this.buf[this.used + written++] = 0x0a;
     this.used += written;
     this.total += written;
     return this.full.length > 0;
@@ -164,6 +173,19 @@ export function digitsOf(n: number): number {
   let digits = 1;
   for (; n >= 10; n = Math.floor(n / 10)) digits++;
   return digits;
+}
+
+/**
+ * Copies `text` to `buf` at `at` when it is all ASCII (a short line such as a path or a listing
+ * entry: cheaper in a loop than through the encoder); -1, with nothing meaningful written, otherwise.
+ */
+function writeAscii(buf: Buffer, at: number, text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) return -1;
+    buf[at + i] = c;
+  }
+  return text.length;
 }
 
 /** Writes `number`'s digits left-padded with spaces to `width` at `at`; returns the end. */

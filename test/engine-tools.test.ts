@@ -518,3 +518,22 @@ describe('cat against a line-by-line reference', () => {
     expect(output(cat(s.reader, { claims: MGMT, path: '/r/million.txt', offset: 999_999, limit: 2 }))).toBe('999999\tx\n1000000\tx\n[... 3 more lines (the file has 1000003); continue with offset=1000001]\n');
   });
 });
+
+describe('find orders ties by path', () => {
+  // Equal times, written out of order, with names that sort differently by UTF-16 unit and by code point.
+  const names = ['b.txt', '\u{1F600}.txt', 'Z.txt', '\uFFFD.txt', 'a.txt'];
+  let s: TestShard;
+  beforeAll(async () => {
+    s = await buildShard([...names.map((name) => ({ path: `/t/${name}`, text: 'x\n', updatedAt: 5 })), { path: '/t/new.txt', text: 'y\n', updatedAt: 6 }]);
+  });
+  afterAll(() => s.close());
+
+  it('from LMDB and from the catalog alike', () => {
+    const expected = ['/t/new.txt', '/t/Z.txt', '/t/a.txt', '/t/b.txt', '/t/\uFFFD.txt', '/t/\u{1F600}.txt'].join('\n') + '\n';
+    expect(s.reader.catalogedDocs).toBeNull();
+    for (let i = 0; i < 4; i++) expect(output(find(s.reader, { claims: MGMT, pattern: '**/*.txt' }))).toBe(expected);
+    // The reads above paid for a catalog; the last answers came from it.
+    expect(s.reader.catalogedDocs).toBe(6);
+    expect(output(find(s.reader, { claims: MGMT, pattern: '**/*.txt' }))).toBe(expected);
+  });
+});
