@@ -9,6 +9,7 @@ import { credentialHash, credentialKind } from '../core/credentials.js';
 import { VfsError } from '../core/errors.js';
 import { findManagementKey, findToken } from '../db/auth.js';
 import type { Database } from '../db/database.js';
+import { TtlCache } from './ttl-cache.js';
 
 /** Who is calling. */
 export type Principal =
@@ -19,12 +20,14 @@ const MAX_CACHED = 10_000;
 
 /** Verifies bearer credentials, with a bounded cache. */
 export class Authenticator {
-  private readonly cache = new Map<string, { principal: Principal; until: number }>();
+  private readonly cache: TtlCache<Principal>;
 
   constructor(
     private readonly db: Database,
-    private readonly cacheMs: number,
-  ) {}
+    cacheMs: number,
+  ) {
+    this.cache = new TtlCache(cacheMs, MAX_CACHED);
+  }
 
   /** The principal behind an `Authorization` header, or a 401 naming what was wrong. */
   async authenticate(header: string | null): Promise<Principal> {
@@ -33,22 +36,10 @@ export class Authenticator {
     const match = /^Bearer +(\S+) *$/i.exec(header);
     if (match === null) throw unauthenticated('malformed Authorization header: expected "Bearer <credential>"');
     const credential = match[1];
-    const now = Date.now();
     // The cache is keyed by the credential itself (it lives only in this process's memory), so
-    // a hit costs no hashing; only verified, well-formed credentials are ever cached.
-    const cached = this.cache.get(credential);
-    let principal: Principal;
-    if (cached !== undefined && cached.until > now) {
-      principal = cached.principal;
-    } else {
-      const kind = credentialKind(credential);
-      if (kind === null) throw unauthenticated('malformed credential: not a well-formed svc_sk_ key or svc_at_ token');
-      principal = await this.lookup(kind, credentialHash(credential));
-      if (this.cacheMs > 0) {
-        if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
-        this.cache.set(credential, { principal, until: now + this.cacheMs });
-      }
-    }
+    // a hit costs no checksum and no hashing; a failed lookup is not kept.
+    const principal = await this.cache.get(credential, () => this.lookup(credential));
+    const now = Date.now();
     // SECURITY: expiry is checked on every request, cached or not.
     if (principal.kind === 'token' && principal.expiresAt <= now) throw unauthenticated('token expired');
     return principal;
@@ -59,7 +50,10 @@ export class Authenticator {
     this.cache.clear();
   }
 
-  private async lookup(kind: 'management_key' | 'token', hash: Buffer): Promise<Principal> {
+  private async lookup(credential: string): Promise<Principal> {
+    const kind = credentialKind(credential);
+    if (kind === null) throw unauthenticated('malformed credential: not a well-formed svc_sk_ key or svc_at_ token');
+    const hash = credentialHash(credential);
     if (kind === 'management_key') {
       const key = await findManagementKey(this.db, hash);
       if (key === null) throw unauthenticated('unknown or revoked credential');

@@ -2,34 +2,12 @@
  * Short-lived caches of what nearly every request looks up: a workspace's id
  * by account and name, and an account's limits. Entries live a few seconds;
  * deleting a workspace clears the workspace cache at once, so within this
- * process a deleted workspace is never served from it.
+ * process a deleted workspace is never served from it (see TtlCache.clear).
  */
 import type { Database } from '../db/database.js';
 import { accountLimits, type Limits } from '../db/limits.js';
 import { requireWorkspace } from '../db/workspaces.js';
-
-/** A bounded map whose entries expire. */
-class TtlCache<V> {
-  private readonly entries = new Map<string, { value: V; until: number }>();
-
-  constructor(
-    private readonly ttlMs: number,
-    private readonly maxEntries = 10_000,
-  ) {}
-
-  async get(key: string, load: () => Promise<V>): Promise<V> {
-    const hit = this.entries.get(key);
-    if (hit !== undefined && hit.until > Date.now()) return hit.value;
-    const value = await load();
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(key, { value, until: Date.now() + this.ttlMs });
-    return value;
-  }
-
-  clear(): void {
-    this.entries.clear();
-  }
-}
+import { TtlCache } from './ttl-cache.js';
 
 /** Cached lookups shared by the routes. */
 export class Lookups {
