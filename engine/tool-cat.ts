@@ -63,10 +63,11 @@ export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer
     const starts = lineStartsOf(value, meta.textBytes, meta.lines);
     let full = false;
     while (line <= last && !full) {
-      // A run of lines short enough to need no cut is copied in one piece, a chunk at most.
+      // A run of lines short enough to need no cut is copied in one piece; runs stop near half a
+      // chunk, so that none makes a chunk outgrow CHUNK_BYTES.
       let runEnd = line;
       let runBytes = 0;
-      while (runEnd <= last && runBytes < CHUNK_BYTES) {
+      while (runEnd <= last && runBytes < CHUNK_BYTES / 2) {
         const bytes = lineEndOf(text, starts, runEnd - 1) - starts[runEnd - 1];
         // No more bytes than the character limit, so no cut: copy the bytes, decode nothing.
         if (bytes > MAX_LINE_CHARS) break;

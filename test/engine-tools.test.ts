@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cat, find, grep, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
+import { CHUNK_BYTES, cat, find, grep, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
 import { pathHash } from '../engine/grep-candidates.js';
 import { comparePaths } from '../engine/tool-output.js';
 import { buildShard, output, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
@@ -491,6 +491,8 @@ describe('cat against a line-by-line reference', () => {
     });
     return { path: `/r/${i}.txt`, text: lines.join('\n') + (random() < 0.5 ? '\n' : '') };
   });
+  // Long lines that need no cut, so that runs of copied lines reach a chunk's size.
+  docs.push({ path: '/r/wide.txt', text: Array.from({ length: 300 }, (_, i) => 'w'.repeat(1000 + ((i * 37) % 1000))).join('\n') });
   // Past line 999,999 the numbers outgrow their six columns.
   docs.push({ path: '/r/million.txt', text: 'x\n'.repeat(1_000_002) + 'end' });
 
@@ -500,12 +502,16 @@ describe('cat against a line-by-line reference', () => {
   });
   afterAll(() => s.close());
 
-  it('matches on random lines, offsets and limits, cuts included', () => {
+  it('matches on random lines, offsets and limits, cuts included, in chunks of at most CHUNK_BYTES', () => {
     for (const doc of docs.slice(0, -1)) {
       const text = doc.text as string;
       const total = text.split('\n').length;
       for (const [offset, limit] of [[undefined, undefined], [1, 1], [1 + Math.floor(random() * total), 1 + Math.floor(random() * 50)], [2, 3000]] as const) {
-        expect(output(cat(s.reader, { claims: MGMT, path: doc.path, offset, limit })), `${doc.path} ${offset} ${limit}`).toBe(referenceCat(text, offset, limit));
+        const chunks: Buffer[] = [];
+        const gen = cat(s.reader, { claims: MGMT, path: doc.path, offset, limit });
+        for (let r = gen.next(); r.done !== true; r = gen.next()) chunks.push(r.value);
+        expect(Buffer.concat(chunks).toString(), `${doc.path} ${offset} ${limit}`).toBe(referenceCat(text, offset, limit));
+        expect(Math.max(...chunks.map((c) => c.length))).toBeLessThanOrEqual(CHUNK_BYTES);
       }
     }
   });
