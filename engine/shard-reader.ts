@@ -443,6 +443,9 @@ export class ShardSnapshot {
 /** Live documents the catalogs of one thread may hold in all (about 470 bytes each as measured on the Linux tree, so about 94 MB). */
 export const CATALOG_BUDGET_DOCS = 200_000;
 
+/** Readers a thread keeps open (see openShardReader): 768 file descriptors. */
+export const MAX_OPEN_READERS = 256;
+
 /** A shard opened for reading: hands out snapshots. Cheap to keep open per thread. */
 export class ShardReader {
   private closed = false;
@@ -464,7 +467,14 @@ export class ShardReader {
    */
   static largestCatalog = CATALOG_BUDGET_DOCS;
   private static tick = 0;
+  /** Readers a thread keeps open (tests lower it): see openShardReader. */
+  static maxOpen = MAX_OPEN_READERS;
+  /** Snapshots begun and not yet done: while any is, the reader is not closed to make room. */
+  private inUse = 0;
+  /** When the reader last began a snapshot (ShardReader.tick). */
+  private touched = 0;
   private readonly account = (snapshot: ShardSnapshot, recordsRead: number): void => {
+    this.inUse--;
     if (snapshot.docsVersion === this.spentVersion) this.spent += recordsRead;
   };
 
@@ -480,6 +490,19 @@ export class ShardReader {
   snapshot(): ShardSnapshot {
     if (this.closed) throw new Error(`shard reader for ${this.shard.dir} is closed`);
     const snapshot = new ShardSnapshot(this.shard, this.account);
+    this.inUse++;
+    this.touched = ++ShardReader.tick;
+    try {
+      this.serveFromCatalog(snapshot);
+    } catch (error) {
+      snapshot.done();
+      throw error;
+    }
+    return snapshot;
+  }
+
+  /** Lets `snapshot` use the catalog of its version, built first if it has been earned. */
+  private serveFromCatalog(snapshot: ShardSnapshot): void {
     const version = snapshot.docsVersion;
     if (this.catalog?.version !== version) {
       // Versions only grow: a catalog of an older one serves no later snapshot.
@@ -496,10 +519,19 @@ export class ShardReader {
       }
     }
     if (this.catalog?.version === version) {
-      this.lastUsed = ++ShardReader.tick;
+      this.lastUsed = this.touched;
       snapshot.useCatalog(this.catalog);
     }
-    return snapshot;
+  }
+
+  /** True when no snapshot of this reader is in use. */
+  get idle(): boolean {
+    return this.inUse === 0;
+  }
+
+  /** When the reader last began a snapshot, as a count of the thread's snapshots. */
+  get lastSnapshot(): number {
+    return this.touched;
   }
 
   /** Keeps `catalog` as this reader's, dropping the least recently used ones of the thread over budget. */
@@ -547,6 +579,11 @@ const readers = new Map<string, ShardReader>();
 /**
  * The reader of the shard in directory `dir`, opened once per thread and cached. A missing
  * shard is created empty (a workspace without files has an empty shard).
+ *
+ * A thread keeps at most ShardReader.maxOpen readers open (each holds three file descriptors
+ * and a memory map): opening one more first closes the least recently used reader that has no
+ * snapshot in use. Readers in use are never closed, so the bound is exceeded only by as many
+ * shards as are being read at that moment.
  */
 export function openShardReader(directory: string): ShardReader {
   // Looked up as given first: callers pass the same absolute path on every call.
@@ -555,8 +592,22 @@ export function openShardReader(directory: string): ShardReader {
   const dir = resolve(directory);
   reader = readers.get(dir);
   if (reader === undefined) {
+    if (readers.size >= ShardReader.maxOpen) closeLeastRecentReader();
     reader = new ShardReader(acquireShardEnv(dir));
     readers.set(dir, reader);
   }
   return reader;
+}
+
+/** Closes the reader that began a snapshot longest ago among those with none in use. */
+function closeLeastRecentReader(): void {
+  let oldest: ShardReader | null = null;
+  for (const reader of readers.values()) if (reader.idle && (oldest === null || reader.lastSnapshot < oldest.lastSnapshot)) oldest = reader;
+  // Its map entry goes at once; the environment closes when lmdb-js is done with it.
+  oldest?.close().catch(() => {});
+}
+
+/** Readers open on this thread (for tests and monitoring). */
+export function openReaderCount(): number {
+  return readers.size;
 }
