@@ -4,11 +4,12 @@
  * flow control and cancellation, so a large output streams with bounded
  * memory and stops when the client goes away.
  */
-import { MessageChannel } from 'node:worker_threads';
+import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { VfsError } from '../core/errors.js';
 import {
   cat,
+  closeShardReader,
   emitGrepCounts,
   find,
   type GrepCollection,
@@ -21,7 +22,7 @@ import {
   ShardReader,
   type ToolSummary,
 } from '../engine/index.js';
-import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask } from './read-worker.js';
+import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask, SHARD_DROPS } from './read-worker.js';
 
 /** How a read ended. */
 export type ReadOutcome = { ok: true; resultCount: number } | { ok: false; status: number; message: string } | { ok: false; status: 0; message: 'cancelled' };
@@ -111,6 +112,7 @@ export type ChunkSink = (data: Uint8Array, release: () => void) => void;
 /** Pool of read threads. */
 export class ReadPool {
   private readonly piscina: Piscina<ReadTask, void>;
+  private readonly drops = new BroadcastChannel(SHARD_DROPS);
 
   constructor(
     private readonly threads: number,
@@ -121,12 +123,16 @@ export class ReadPool {
     // a larger one would hold every other request for its duration. Read threads catalog any.
     ShardReader.largestCatalog = INLINE_FIND_DOCS;
     const needsTsx = !process.execArgv.some((a) => a.includes('tsx'));
+    this.drops.unref();
     this.piscina = new Piscina<ReadTask, void>({
       filename: new URL('./read-worker.ts', import.meta.url).href,
       minThreads: threads,
       maxThreads: threads,
       // Tasks mostly wait on nothing: each thread serves one tool call at a time.
       concurrentTasksPerWorker: 1,
+      // An idle thread waits for tasks without blocking its event loop, so that it receives the
+      // shard drops (read-worker.ts) while no task comes.
+      atomics: 'async',
       execArgv: needsTsx ? [...process.execArgv, '--import', 'tsx'] : process.execArgv,
       recordTiming: false,
     });
@@ -287,8 +293,15 @@ export class ReadPool {
     };
   }
 
+  /** Closes every thread's reader of a deleted workspace's shard (see read-worker.ts). */
+  shardDropped(shardDir: string): void {
+    closeShardReader(shardDir);
+    this.drops.postMessage(shardDir);
+  }
+
   /** Stops the threads. */
   async close(): Promise<void> {
+    this.drops.close();
     await this.piscina.destroy();
   }
 }

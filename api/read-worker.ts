@@ -9,9 +9,9 @@
  * Int32Array: [0] counts chunks sent but not yet written to the socket (the
  * worker waits while it reaches WINDOW), [1] is set to 1 to cancel (client gone).
  */
-import type { MessagePort } from 'node:worker_threads';
+import { BroadcastChannel, isMainThread, type MessagePort } from 'node:worker_threads';
 import { VfsError } from '../core/errors.js';
-import { cat, collectGrepCounts, find, grep, type GrepRequest, type GrepSplit, ls, openShardReader } from '../engine/index.js';
+import { cat, closeShardReader, collectGrepCounts, find, grep, type GrepRequest, type GrepSplit, ls, openShardReader } from '../engine/index.js';
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
 export const WINDOW = 4;
@@ -25,6 +25,17 @@ export const CANCELLED = 1;
  * across threads comes with a `lead` that lacks `onSplit`: here it posts a `split` message (see
  * read-pool.ts).
  */
+/** The channel on which the HTTP thread names the shard directories of deleted workspaces. */
+export const SHARD_DROPS = 'agent-vfs:shard-drops';
+
+// A read thread closes its reader of a deleted workspace's shard, so that the shard's disk space
+// is freed now rather than when the reader is evicted or the thread ends.
+if (!isMainThread) {
+  const drops = new BroadcastChannel(SHARD_DROPS);
+  drops.onmessage = (event) => closeShardReader((event as { data: string }).data);
+  drops.unref();
+}
+
 const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts } as const;
 
 /** A read task. */

@@ -3,7 +3,7 @@
  * knows nothing of HTTP, PostgreSQL or the ingest queue. This file only re-exports.
  */
 
-export { openShardReader, ShardReader, ShardSnapshot, FORMAT_VERSION, type DocMeta, type ShardState } from './shard-reader.js';
+export { closeShardReader, openShardReader, ShardReader, ShardSnapshot, FORMAT_VERSION, type DocMeta, type ShardState } from './shard-reader.js';
 export { openShardWriter, ShardWriter, type DocInput, type BatchResult, type CompactResult } from './shard-writer.js';
 export { Visibility, type Claims } from './visibility.js';
 export { HEARTBEAT, CHUNK_BYTES, MAX_LINE_CHARS, type ToolSummary } from './tool-output.js';

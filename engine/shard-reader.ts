@@ -473,8 +473,10 @@ export class ShardReader {
   private inUse = 0;
   /** When the reader last began a snapshot (ShardReader.tick). */
   private touched = 0;
+  /** Set by closeWhenIdle while snapshots are in use: the last one to end closes the reader. */
+  private closeWhenDone = false;
   private readonly account = (snapshot: ShardSnapshot, recordsRead: number): void => {
-    this.inUse--;
+    if (--this.inUse === 0 && this.closeWhenDone) void this.close().catch(() => {});
     if (snapshot.docsVersion === this.spentVersion) this.spent += recordsRead;
   };
 
@@ -564,6 +566,12 @@ export class ShardReader {
     this.spent = 0;
   }
 
+  /** Closes the reader now if no snapshot is in use, else when the last one ends. */
+  closeWhenIdle(): void {
+    if (this.inUse === 0) void this.close().catch(() => {});
+    else this.closeWhenDone = true;
+  }
+
   /** Closes the reader (and the environment once no writer uses it on this thread). */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -599,12 +607,24 @@ export function openShardReader(directory: string): ShardReader {
   return reader;
 }
 
+/**
+ * Forgets this thread's reader of the shard in `directory` (a deleted workspace's): it closes
+ * once its snapshots in use end, which frees the shard's disk space and descriptors.
+ */
+export function closeShardReader(directory: string): void {
+  const dir = resolve(directory);
+  const reader = readers.get(dir);
+  if (reader === undefined) return;
+  readers.delete(dir);
+  reader.closeWhenIdle();
+}
+
 /** Closes the reader that began a snapshot longest ago among those with none in use. */
 function closeLeastRecentReader(): void {
   let oldest: ShardReader | null = null;
   for (const reader of readers.values()) if (reader.idle && (oldest === null || reader.lastSnapshot < oldest.lastSnapshot)) oldest = reader;
   // Its map entry goes at once; the environment closes when lmdb-js is done with it.
-  oldest?.close().catch(() => {});
+  oldest?.closeWhenIdle();
 }
 
 /** Readers open on this thread (for tests and monitoring). */

@@ -112,6 +112,7 @@ export async function startWithDatabase(
     deleted: (workspaceId, path) => ingest.remove(workspaceId, path),
   });
   const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes);
+  const shardDir = (workspaceId: string): string => `${shards}/${workspaceId}`; // per request: no join()
   const audit = new AuditLog(db);
   const lookups = new Lookups(db);
   // Another process (the operator command) changed credentials or limits, or asked for a shard
@@ -156,11 +157,12 @@ export async function startWithDatabase(
       readPool,
       audit,
       lookups,
-      shardDir: (workspaceId) => `${shards}/${workspaceId}`, // per request: no join()
+      shardDir,
       grepTimeoutMs: config.grepTimeoutMs,
       workspaceDeleted: async (workspaceId) => {
         lookups.workspaceDeleted();
         await ingest.drop(workspaceId);
+        readPool.shardDropped(shardDir(workspaceId));
       },
     },
     config.host,

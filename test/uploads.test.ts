@@ -2,7 +2,7 @@
  * Uploads and ingest against a real service: real files, a real PostgreSQL,
  * real shards read back through `cat`.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -226,14 +226,30 @@ describe('delete', () => {
     expect(await version()).toBe(v0 + 2);
   });
 
-  it('deleting the workspace removes its shard', async () => {
+  it('deleting the workspace removes its shard, and no thread keeps its files open', async () => {
+    const shards = join(t.dataDir, 'shards');
+    const earlier = new Set(await readdir(shards).catch(() => []));
     expect((await t.call('POST', '/v1/workspaces', { body: { name: 'gone' } })).status).toBe(201);
     expect((await put(t, 'gone', 'a.txt', 'a\n')).status).toBe(202);
     await settled(t, 'gone');
-    const shards = join(t.dataDir, 'shards');
+    const dir = join(shards, (await readdir(shards)).find((name) => !earlier.has(name))!);
+    // Reads open the shard on the HTTP thread (cat) and on the read threads (grep, several so
+    // that each thread gets one).
+    expect((await t.call('GET', '/v1/workspaces/gone/cat?path=/a.txt')).status).toBe(200);
+    for (const r of await Promise.all(Array.from({ length: 6 }, () => t.call('GET', '/v1/workspaces/gone/grep?pattern=a')))) expect(r.status).toBe(200);
+    const openInShard = async (): Promise<number> => {
+      let n = 0;
+      for (const fd of await readdir('/proc/self/fd')) if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')).startsWith(dir)) n++;
+      return n;
+    };
+    expect(await openInShard()).toBeGreaterThan(0);
     const before = await readdir(shards);
     expect((await t.call('DELETE', '/v1/workspaces/gone')).status).toBe(204);
     expect((await readdir(shards)).length).toBe(before.length - 1);
+    // Deleted files held open keep their disk space: every thread lets go of them.
+    const deadline = Date.now() + 5_000;
+    while ((await openInShard()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await openInShard()).toBe(0);
   });
 
   it('a file deleted while it ingests stays deleted: no document comes back into the shard', async () => {
