@@ -20,11 +20,6 @@ export const IN_FLIGHT = 0;
 /** Index of the cancel flag in the control array. */
 export const CANCELLED = 1;
 
-/**
- * The four tools, by name, and one share of a sorted-mode grep. The first share of a grep split
- * across threads comes with a `lead` that lacks `onSplit`: here it posts a `split` message (see
- * read-pool.ts).
- */
 /** The channel on which the HTTP thread names the shard directories of deleted workspaces. */
 export const SHARD_DROPS = 'agent-vfs:shard-drops';
 
@@ -36,6 +31,11 @@ if (!isMainThread) {
   drops.unref();
 }
 
+/**
+ * The four tools, by name, and one share of a sorted-mode grep. The first share of a grep split
+ * across threads comes with a `lead` that lacks `onSplit`: here it posts a `split` message (see
+ * read-pool.ts).
+ */
 const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts } as const;
 
 /** A read task. */
