@@ -356,14 +356,16 @@ export function selectCandidates(snapshot: ShardSnapshot, ids: Uint32Array | nul
  */
 export function lookupCandidates(snapshot: ShardSnapshot, ids: Uint32Array, options: CandidateOptions): DocMeta[] {
   const { root, filter, visibility } = options;
-  const out: DocMeta[] = [];
   const prefix = root === '/' ? '/' : root + '/';
+  // SECURITY: visibility is checked on every candidate.
+  const keep = (meta: DocMeta): boolean => meta.path.startsWith(prefix) && inRange(meta.path, options) && filter.test(meta.path) && visibility.canSee(meta.claims);
+  // A catalog hands the records over in path order already.
+  const ordered = snapshot.catalogDocsByIds(ids);
+  if (ordered !== null) return ordered.filter(keep);
+  const out: DocMeta[] = [];
   for (let i = 0; i < ids.length; i++) {
     const meta = snapshot.docById(ids[i]);
-    if (meta === undefined || !meta.path.startsWith(prefix) || !inRange(meta.path, options)) continue;
-    // SECURITY: visibility is checked on every candidate.
-    if (!filter.test(meta.path) || !visibility.canSee(meta.claims)) continue;
-    out.push(meta);
+    if (meta !== undefined && keep(meta)) out.push(meta);
   }
   return sortByPath(out);
 }

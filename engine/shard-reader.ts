@@ -329,6 +329,14 @@ export class ShardSnapshot {
     return new ShardCatalog(this.docsVersion, docs);
   }
 
+  /**
+   * The live documents among `ids` in path order, when a catalog serves this snapshot; null
+   * otherwise (look them up with docById and sort them).
+   */
+  catalogDocsByIds(ids: Uint32Array): DocMeta[] | null {
+    return this.catalog === null ? null : this.catalog.docsByIds(ids);
+  }
+
   /** The live document with this id, or undefined (dead or never allocated). */
   docById(id: number): DocMeta | undefined {
     if (this.catalog !== null) return this.catalog.docById(id);
