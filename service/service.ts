@@ -58,18 +58,21 @@ export const EMBEDDED_NAMES = { database: 'agent_vfs', ownerRole: 'vfs_owner', a
 
 /** Starts the whole service. */
 export async function startService(config: Readonly<Config>, log: Logger): Promise<Service> {
-  let cluster: EmbeddedCluster | null = null;
-  let targets: DatabaseTargets;
-  let appRole: string;
-  if (config.database === null) {
-    cluster = await EmbeddedCluster.start(config.dataDir, (line) => log.info(line));
-    targets = await provisionDatabase(cluster.address, EMBEDDED_NAMES);
-    appRole = EMBEDDED_NAMES.appRole;
-  } else {
-    targets = { owner: { connectionString: config.database.ownerUrl }, app: { connectionString: config.database.appUrl } };
-    appRole = decodeURIComponent(new URL(config.database.appUrl).username);
+  if (config.database !== null) {
+    const targets = { owner: { connectionString: config.database.ownerUrl }, app: { connectionString: config.database.appUrl } };
+    return startWithDatabase(config, log, targets, decodeURIComponent(new URL(config.database.appUrl).username), null);
   }
-  return startWithDatabase(config, log, targets, appRole, cluster);
+  const cluster = await EmbeddedCluster.start(config.dataDir, (line) => log.info(line));
+  try {
+    const targets = await provisionDatabase(cluster.address, EMBEDDED_NAMES);
+    return await startWithDatabase(config, log, targets, EMBEDDED_NAMES.appRole, cluster);
+  } catch (error) {
+    // A start that fails once the embedded cluster runs (the port is taken, say) stops the cluster
+    // it started: the process is about to exit, and the cluster is a process of its own. One it
+    // adopted may be serving another service on this data directory, and stays.
+    if (!cluster.adopted) await cluster.stop().catch((stopError: unknown) => log.error('the embedded PostgreSQL did not stop', stopError));
+    throw error;
+  }
 }
 
 /** Starts the service on a provisioned database (the tests call this with their own cluster). */

@@ -4,13 +4,14 @@
  * plane, and stops cleanly (taking its PostgreSQL down with it).
  */
 import { execFile } from 'node:child_process';
+import { type AddressInfo, createServer } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newCredential } from '../core/credentials.js';
-import { runAdmin, spawnService } from './helpers/process.js';
+import { runAdmin, spawnService, startServiceProcess } from './helpers/process.js';
 
 let dataDir: string;
 beforeAll(async () => {
@@ -60,6 +61,34 @@ describe('npm start on the embedded default', () => {
     } finally {
       second.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);
+    }
+  });
+
+  it('stops its PostgreSQL again when the start fails after it (the port is taken)', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = String((taken.address() as AddressInfo).port);
+      const starting = startServiceProcess({ DATA_DIR: dataDir, PORT: port });
+      await expect(starting.listening).rejects.toThrow(/start failed/);
+      expect(await starting.exited).toBe(1);
+      expect(await postgresRunning()).toBe(false);
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('leaves the PostgreSQL of a running service alone when a second start on its data directory fails', async () => {
+    const first = await spawnService({ DATA_DIR: dataDir });
+    try {
+      const second = startServiceProcess({ DATA_DIR: dataDir, PORT: new URL(first.url).port });
+      await expect(second.listening).rejects.toThrow(/start failed/);
+      expect(await second.exited).toBe(1);
+      expect(await postgresRunning()).toBe(true);
+      expect((await fetch(first.url + '/readyz')).status).toBe(200);
+    } finally {
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
     }
   });
 
