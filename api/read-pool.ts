@@ -167,24 +167,20 @@ export class ReadPool {
    * order; `cancel` stops every task started and starts no more.
    */
   private split(tool: 'grep' | 'grepShare', shardDir: string, request: GrepRequest, sinkFor: (share: number) => ChunkSink): { shares: Promise<TaskCall[]>; cancel(): void } {
-    const calls: TaskCall[] = [];
     let cancelled = false;
     let onSplit!: (split: GrepSplit) => void;
     const reported = new Promise<GrepSplit>((resolve) => (onSplit = resolve));
     const lead = this.task(tool, shardDir, { ...request, lead: { count: this.threads, minBytes: this.splitMinBytes } }, sinkFor(0), onSplit);
-    calls.push(lead);
+    // The tasks started, in output order: what `shares` resolves to and what `cancel` stops.
+    const calls: TaskCall[] = [lead];
     const shares = (async (): Promise<TaskCall[]> => {
       // The lead reports its split before its first chunk, or fails without one.
       const split = await Promise.race([reported, lead.outcome.then(() => null)]);
-      const started = [lead];
-      if (split === null) return started;
-      for (const [k, share] of split.shares.entries()) {
+      for (const [k, share] of (split?.shares ?? []).entries()) {
         if (cancelled) break;
-        const call = this.task(tool, shardDir, { ...request, ...share }, sinkFor(k + 1));
-        calls.push(call);
-        started.push(call);
+        calls.push(this.task(tool, shardDir, { ...request, ...share }, sinkFor(k + 1)));
       }
-      return started;
+      return calls;
     })();
     return {
       shares,
