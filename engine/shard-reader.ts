@@ -463,8 +463,6 @@ export class ShardReader {
   private spent = 0;
   private spentVersion = -1;
   private spentVersionDocs = 0;
-  /** When the catalog last served a snapshot (ShardReader.tick). */
-  private lastUsed = 0;
   /** The readers of this thread holding a catalog, and their documents in all. */
   private static readonly holding = { readers: new Set<ShardReader>(), docs: 0 };
   /** Live documents the catalogs of one thread may hold in all (tests lower it). */
@@ -479,7 +477,10 @@ export class ShardReader {
   static maxOpen = MAX_OPEN_READERS;
   /** Snapshots begun and not yet done: while any is, the reader is not closed to make room. */
   private inUse = 0;
-  /** When the reader last began a snapshot (ShardReader.tick). */
+  /**
+   * When the reader last began a snapshot (ShardReader.tick). A reader holding a catalog used it
+   * in that snapshot (one of a newer version drops it), so this also orders the catalogs.
+   */
   private touched = 0;
   /** Set by closeWhenIdle while snapshots are in use: the last one to end closes the reader. */
   private closeWhenDone = false;
@@ -528,10 +529,7 @@ export class ShardReader {
         this.holdCatalog(snapshot.buildCatalog());
       }
     }
-    if (this.catalog?.version === version) {
-      this.lastUsed = this.touched;
-      snapshot.useCatalog(this.catalog);
-    }
+    if (this.catalog?.version === version) snapshot.useCatalog(this.catalog);
   }
 
   /** True when no snapshot of this reader is in use. */
@@ -553,7 +551,7 @@ export class ShardReader {
     held.docs += catalog.docs.length;
     while (held.docs > ShardReader.catalogBudget) {
       let oldest: ShardReader | null = null;
-      for (const reader of held.readers) if (reader !== this && (oldest === null || reader.lastUsed < oldest.lastUsed)) oldest = reader;
+      for (const reader of held.readers) if (reader !== this && (oldest === null || reader.touched < oldest.touched)) oldest = reader;
       if (oldest === null) break;
       oldest.dropCatalog();
     }
