@@ -42,7 +42,7 @@ import { evaluateQuery, pathHash, rootExists, selectCandidates, type PathShare }
 import { GrepFilter } from './grep-filter.js';
 import { LineMatcher } from './line-matcher.js';
 import { regexQuery } from './regex-query.js';
-import { dirRange, type DocMeta, type ShardReader, type ShardSnapshot } from './shard-reader.js';
+import type { DocMeta, ShardReader, ShardSnapshot } from './shard-reader.js';
 import {
   ChunkedOutput,
   comparePaths,
