@@ -29,7 +29,7 @@ for (const pattern of patterns) {
   for (let rep = 0; rep < reps; rep++) {
     const snapshot = reader.snapshot();
     const t0 = performance.now();
-    const ids = evaluateQuery(snapshot, regexQuery(pattern, { caseInsensitive: false, multiline: false }));
+    const ids = evaluateQuery(snapshot, regexQuery(pattern, { caseInsensitive: false, multiline: false, quadgrams: true }));
     const t1 = performance.now();
     const docs = selectCandidates(snapshot, ids, { root: '/', rootIsFile: false, filter: new GrepFilter('/', undefined, undefined), visibility: new Visibility(null), pathRange: undefined });
     const t2 = performance.now();

@@ -64,7 +64,7 @@
  * Unicode classes (`\pL`, `\p{Greek}`, `\PL`) and `\C` are "any character": no tables needed.
  *
  * Query format (formatQuery), modelled on codesearch's Query.String:
- *   `+` all, `-` none, `"abc"` one trigram;
+ *   `+` all, `-` none, `"abc"` one trigram (`"abcd"` one quadgram);
  *   AND: its operands separated by one space, e.g. `"abc" "bcd"`;
  *   OR: its operands separated by `|` inside parentheses, e.g. `("abc"|"xyz")`;
  *   an AND inside an OR is written without parentheses (AND binds tighter, as concatenation
@@ -76,7 +76,12 @@
  *   would be parenthesised.
  */
 
-/** A trigram is the 24-bit number (b0 << 16) | (b1 << 8) | b2 of three UTF-8 bytes. */
+import { QUAD_KEY_BASE } from './trigram-extract.js';
+
+/**
+ * A trigram is the 24-bit number (b0 << 16) | (b1 << 8) | b2 of three UTF-8 bytes; with the
+ * `quadgrams` option, a quadgram QUAD_KEY_BASE + ((b0 << 24) | … | b3) stands beside them.
+ */
 export type Trigram = number;
 
 /** A boolean query over trigram presence; `and`/`or` combine their trigrams and sub-queries. */
@@ -91,6 +96,12 @@ export interface RegexQueryOptions {
   caseInsensitive?: boolean;
   /** ripgrep -U --multiline-dotall: `.` matches newline and a match may span lines. Default false. */
   multiline?: boolean;
+  /**
+   * Also require the quadgrams of each string whose trigrams are required, as keys
+   * QUAD_KEY_BASE + the four bytes (trigram-extract.ts), for an index that lists them.
+   * Default false: the query names trigrams only.
+   */
+  quadgrams?: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,6 +140,8 @@ const MAX_RUNE = 0x10ffff;
 
 class GiveUp extends Error {}
 let work = 0;
+/** The current call's `quadgrams` option (regexQuery is synchronous). */
+let withQuadgrams = false;
 
 function tick(n: number): void {
   work += n;
@@ -360,7 +373,10 @@ function utf8(cp: number): string {
   );
 }
 
-/** The AND of the newline-free trigrams of a byte string (all when it has none). */
+/**
+ * The AND of the newline-free trigrams of a byte string (all when it has none), and of its
+ * newline-free quadgrams when the call asks for them.
+ */
 function trigramsOf(s: string): Query {
   // A long string stops after enough distinct trigrams: fewer conjuncts only widen the answer.
   const seen = new Set<Trigram>();
@@ -371,6 +387,9 @@ function trigramsOf(s: string): Query {
     const b2 = s.charCodeAt(i + 2);
     if (b0 === NEWLINE || b1 === NEWLINE || b2 === NEWLINE) continue;
     seen.add((b0 << 16) | (b1 << 8) | b2);
+    if (!withQuadgrams || i + 4 > s.length) continue;
+    const b3 = s.charCodeAt(i + 3);
+    if (b3 !== NEWLINE) seen.add(QUAD_KEY_BASE + (((b0 << 24) | (b1 << 16) | (b2 << 8) | b3) >>> 0));
   }
   tick(i + 1);
   return mk('and', [...seen].sort((a, b) => a - b), []);
@@ -1423,6 +1442,7 @@ class Parser {
 export function regexQuery(pattern: string, options?: RegexQueryOptions): Query {
   if (typeof pattern !== 'string' || pattern.length > MAX_PATTERN_LENGTH) return ALL;
   work = 0;
+  withQuadgrams = options?.quadgrams === true;
   try {
     const cps = toCodePoints(translateLikeNodeRe2(pattern));
     const tree = new Parser(cps, options?.caseInsensitive === true).parse();
@@ -1498,10 +1518,11 @@ export function formatQuery(q: Query): string {
 const PRINTABLE = /^[\p{L}\p{N}\p{P}\p{S}]$/u;
 
 function formatTrigram(t: Trigram): string {
-  const b = [(t >>> 16) & 0xff, (t >>> 8) & 0xff, t & 0xff];
+  const quad = t - QUAD_KEY_BASE;
+  const b = quad >= 0 ? [quad >>> 24, (quad >>> 16) & 0xff, (quad >>> 8) & 0xff, quad & 0xff] : [(t >>> 16) & 0xff, (t >>> 8) & 0xff, t & 0xff];
   let out = '"';
   let i = 0;
-  while (i < 3) {
+  while (i < b.length) {
     const c = b[i];
     if (c >= 0x20 && c < 0x7f) {
       out += c === 0x22 || c === 0x5c ? '\\' + String.fromCharCode(c) : String.fromCharCode(c);
@@ -1510,7 +1531,7 @@ function formatTrigram(t: Trigram): string {
     }
     // A complete, printable UTF-8 character that fits inside the trigram is shown as itself.
     const len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : 0;
-    if (len > 0 && i + len <= 3 && b.slice(i + 1, i + len).every((x) => (x & 0xc0) === 0x80)) {
+    if (len > 0 && i + len <= b.length && b.slice(i + 1, i + len).every((x) => (x & 0xc0) === 0x80)) {
       const cp =
         len === 2
           ? ((c & 0x1f) << 6) | (b[i + 1] & 0x3f)

@@ -1,8 +1,8 @@
 /**
- * Reads a workspace shard. The shard format, version 1 (FORMAT_VERSION):
+ * Reads a workspace shard. The shard format, version 2 (FORMAT_VERSION):
  *
  * A shard is one LMDB environment in its own directory (`data.mdb`, `lock.mdb`), 4 KiB pages,
- * holding six named databases. Every number is unsigned.
+ * holding eight named databases. Every number is unsigned.
  *
  *   info      string → msgpack.
  *               "format": FORMAT_VERSION; a reader refuses a shard with another value.
@@ -34,6 +34,10 @@
  *             too many, the writer merges them all into `postings` and empties `recent` in
  *             one transaction. Segment ids exceed every id in `postings`, so a trigram's full
  *             list is its `postings` blocks followed by its block in each live segment.
+ *   quads, recentQuads  the same two levels for quadgrams (four consecutive text bytes without
+ *             `\n`), each listed under the 24-bit bucket `quadBucket` gives it in place of a
+ *             trigram (trigram-extract.ts). Segments are numbered with those of `recent`: a write
+ *             batch adds one to each, and a merge empties both.
  *
  * DocRecord is a msgpack array [id, path, textBytes, sizeBytes, lines, updatedAt (ms),
  * contentType, claims (string[] or null = visible to every token), version].
@@ -64,9 +68,13 @@ import { open, type Database, type Key, type RootDatabase, type Transaction } fr
 import { blockCount, decodeBlock, findInGroup } from './posting-block.js';
 import { startsOffset, startWidth } from './doc-text.js';
 import { ShardCatalog } from './shard-catalog.js';
+import { QUAD_KEY_BASE, quadBucket } from './trigram-extract.js';
 
-/** Version of the on-disk format described above; bump it on any change. */
-export const FORMAT_VERSION = 1;
+/**
+ * Version of the on-disk format described above; bump it on any change. Version 1 had no
+ * quadgram lists: a shard of another version is refused, and shard repair rebuilds it.
+ */
+export const FORMAT_VERSION = 2;
 
 /** First doc id of the open tail block in a postings key. */
 export const TAIL_BLOCK_ID = 0xffffffff;
@@ -212,6 +220,8 @@ export interface ShardEnv {
   text: Database<Buffer, number>;
   postings: Database<Buffer, Buffer>;
   recent: Database<Buffer, Buffer>;
+  quads: Database<Buffer, Buffer>;
+  recentQuads: Database<Buffer, Buffer>;
 }
 
 interface CachedEnv {
@@ -238,7 +248,7 @@ export function acquireShardEnv(directory: string): ShardEnv {
   const env = open({
     path: dir,
     noSubdir: false,
-    maxDbs: 8,
+    maxDbs: 10,
     maxReaders: 1024,
     pageSize: 4096,
     // Commits return only once fsynced, so a visible document is a durable one.
@@ -253,6 +263,8 @@ export function acquireShardEnv(directory: string): ShardEnv {
     text: env.openDB<Buffer, number>({ name: 'text', keyEncoding: 'uint32', encoding: 'binary' }),
     postings: env.openDB<Buffer, Buffer>({ name: 'postings', keyEncoding: 'binary', encoding: 'binary' }),
     recent: env.openDB<Buffer, Buffer>({ name: 'recent', keyEncoding: 'binary', encoding: 'binary' }),
+    quads: env.openDB<Buffer, Buffer>({ name: 'quads', keyEncoding: 'binary', encoding: 'binary' }),
+    recentQuads: env.openDB<Buffer, Buffer>({ name: 'recentQuads', keyEncoding: 'binary', encoding: 'binary' }),
   };
   const format = shard.info.get('format');
   if (format !== undefined && format !== FORMAT_VERSION) {
@@ -401,31 +413,37 @@ export class ShardSnapshot {
     return value;
   }
 
-  /** The ascending doc ids (live or dead) of the documents containing `trigram` (both levels). */
-  postings(trigram: number): Uint32Array {
-    return decodePostings(this.postingBlocks(trigram));
+  /**
+   * The ascending doc ids (live or dead) of the documents containing `gram` (both levels): a
+   * trigram, or a quadgram as QUAD_KEY_BASE + its bytes (the ids of its bucket).
+   */
+  postings(gram: number): Uint32Array {
+    return decodePostings(this.postingBlocks(gram));
   }
 
   /**
-   * The stored blocks of `trigram`'s list (both levels) and its length, read but not decoded:
+   * The stored blocks of `gram`'s list (both levels) and its length, read but not decoded:
    * counting costs one read per block and per live segment, no varint. The blocks are copies,
    * valid for as long as the caller keeps them.
    */
-  postingBlocks(trigram: number): PostingBlocks {
+  postingBlocks(gram: number): PostingBlocks {
+    const quad = gram >= QUAD_KEY_BASE;
+    const key = quad ? quadBucket(gram - QUAD_KEY_BASE) : gram;
     const blocks: Buffer[] = [];
     let count = 0;
     // Binary values of a range are copies (lmdb-js slices them out of its read buffer).
-    const range = this.shard.postings.getRange({ ...trigramRange(trigram), transaction: this.txn });
+    const range = (quad ? this.shard.quads : this.shard.postings).getRange({ ...trigramRange(key), transaction: this.txn });
     for (const { value } of range) {
       const n = blockCount(value);
       if (n === 0) continue; // never written; skipped so that every block has a first id
       blocks.push(value);
       count += n;
     }
+    const recent = quad ? this.shard.recentQuads : this.shard.recent;
     const { segFirst, segNext } = this.state();
     for (let segment = segFirst; segment < segNext; segment++) {
-      const group = readFast(this.shard.recent, recentKey(segment, trigram >>> 8), this.opts);
-      const block = group === undefined ? undefined : findInGroup(group, trigram & 0xff);
+      const group = readFast(recent, recentKey(segment, key >>> 8), this.opts);
+      const block = group === undefined ? undefined : findInGroup(group, key & 0xff);
       if (block === undefined || blockCount(block) === 0) continue;
       blocks.push(Buffer.from(block)); // copy: the read buffer is reused by the next get
       count += blockCount(block);

@@ -8,7 +8,9 @@
  * new document, then, per trigram, the sorted list of the batch's doc ids (a counting sort over
  * all 2^24 trigrams). The transaction stores the texts and appends the lists as one new
  * segment of `recent` (level 0): one write per distinct two-byte trigram prefix, all at the end
- * of the B-tree, so no existing page is copied, however small the batch.
+ * of the B-tree, so no existing page is copied, however small the batch. Quadgram buckets
+ * (24-bit keys too) go through the same steps into `recentQuads` and `quads`, in the same
+ * transactions: below, "trigram" stands for either key.
  *
  * Once MAX_RECENT_SEGMENTS segments or MAX_RECENT_BYTES of blocks accumulate, the next write
  * first merges them into `postings` (level 1) in one transaction: each trigram's ids are
@@ -53,7 +55,7 @@ import {
   type ShardEnv,
   type ShardState,
 } from './shard-reader.js';
-import { distinctTrigrams } from './trigram-extract.js';
+import { distinctQuadBuckets, distinctTrigrams } from './trigram-extract.js';
 
 /** One document to store. */
 export interface DocInput {
@@ -83,9 +85,9 @@ export interface BatchResult {
 
 /** What a compaction did. */
 export interface CompactResult {
-  /** Trigrams whose blocks were rewritten. */
-  trigramsRewritten: number;
-  /** Dead doc ids dropped from postings. */
+  /** Lists (of a trigram or a quadgram bucket) whose blocks were rewritten. */
+  listsRewritten: number;
+  /** Dead doc ids dropped, counted once per list that held them. */
   deadIdsDropped: number;
 }
 
@@ -113,7 +115,14 @@ interface NewDoc {
   meta: DocMeta;
   value: Buffer;
   trigrams: Uint32Array;
+  quads: Uint32Array;
   replaces: DocMeta | undefined;
+}
+
+/** One n-gram index: its two levels (see the format in shard-reader.ts). */
+interface GramIndex {
+  postings: ShardEnv['postings'];
+  recent: ShardEnv['recent'];
 }
 
 /** Per-trigram doc-id lists of one batch: ids[ends[k-1] .. ends[k]) belong to trigrams[k]. */
@@ -142,19 +151,17 @@ function countsToOffsets(counts: Uint32Array, touched: Uint32Array, distinct: nu
   return sorted;
 }
 
-/** Total (trigram, document) pairs of a batch. */
-function totalOf(docs: NewDoc[]): number {
-  let total = 0;
-  for (const doc of docs) total += doc.trigrams.length;
-  return total;
-}
-
-function buildPostings(docs: NewDoc[]): BatchPostings {
+/**
+ * The per-key lists of a batch: `keys[d]` holds the distinct keys (trigrams or quadgram
+ * buckets) of the document with id `ids[d]`, ids ascending.
+ */
+function buildPostings(docIds: readonly number[], keys: readonly Uint32Array[]): BatchPostings {
   const counts = (trigramCounts ??= new Uint32Array(1 << 24));
   let touched = new Uint32Array(1 << 16);
   let distinct = 0;
-  for (const doc of docs) {
-    const trigrams = doc.trigrams;
+  let total = 0;
+  for (const trigrams of keys) {
+    total += trigrams.length;
     for (let i = 0; i < trigrams.length; i++) {
       const t = trigrams[i];
       if (counts[t]++ === 0) {
@@ -168,12 +175,11 @@ function buildPostings(docs: NewDoc[]): BatchPostings {
     }
   }
   const sorted = countsToOffsets(counts, touched, distinct);
-  const total = totalOf(docs);
   const ids = new Uint32Array(total);
   // Docs are in ascending id order, so every trigram's list comes out sorted.
-  for (const doc of docs) {
-    const trigrams = doc.trigrams;
-    const id = doc.meta.id;
+  for (let d = 0; d < keys.length; d++) {
+    const trigrams = keys[d];
+    const id = docIds[d];
     for (let i = 0; i < trigrams.length; i++) ids[counts[trigrams[i]]++] = id;
   }
   const ends = new Uint32Array(distinct);
@@ -259,8 +265,15 @@ function checkInput(doc: DocInput): void {
 export class ShardWriter {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Trigrams, then quadgram buckets. */
+  private readonly indexes: readonly GramIndex[];
 
-  constructor(private readonly shard: ShardEnv) {}
+  constructor(private readonly shard: ShardEnv) {
+    this.indexes = [
+      { postings: shard.postings, recent: shard.recent },
+      { postings: shard.quads, recent: shard.recentQuads },
+    ];
+  }
 
   /** The live document at `path` as last committed (with its `version`), or undefined. */
   lookup(path: string): DocMeta | undefined {
@@ -411,12 +424,14 @@ export class ShardWriter {
         meta,
         value: encodeDocValue(doc.text, meta.lines),
         trigrams: distinctTrigrams(doc.text),
+        quads: distinctQuadBuckets(doc.text),
         replaces: existing,
       });
     }
     if (fresh.length === 0 && metaUpdates.length === 0) return { indexed: 0, unchanged: byPath.size };
-    const postings = buildPostings(fresh);
-    for (const doc of fresh) doc.trigrams = EMPTY; // free memory before the transaction
+    const docIds = fresh.map((doc) => doc.meta.id);
+    const postings = [buildPostings(docIds, fresh.map((doc) => doc.trigrams)), buildPostings(docIds, fresh.map((doc) => doc.quads))];
+    for (const doc of fresh) doc.trigrams = doc.quads = EMPTY; // free memory before the transaction
 
     await this.atomically(() => {
       const state = this.readState();
@@ -448,7 +463,10 @@ export class ShardWriter {
         this.shard.docs.put(meta.id, record);
         this.shard.paths.put(meta.path, record);
       }
-      this.writeSegment(postings, state);
+      if (postings.some((batch) => batch.trigrams.length > 0)) {
+        const segment = state.segNext++;
+        postings.forEach((batch, i) => (state.recentBytes += this.writeSegment(this.indexes[i].recent, segment, batch)));
+      }
       state.nextDocId = nextId;
       this.shard.info.put('state', state);
       this.bumpDocsVersion();
@@ -457,11 +475,10 @@ export class ShardWriter {
     return { indexed: fresh.length, unchanged: byPath.size - fresh.length };
   }
 
-  /** Inside a write transaction: stores a batch's lists as the next level-0 segment. */
-  private writeSegment(batch: BatchPostings, state: ShardState): void {
+  /** Inside a write transaction: stores a batch's lists as level-0 `segment`; returns the bytes written. */
+  private writeSegment(recent: GramIndex['recent'], segment: number, batch: BatchPostings): number {
     const { trigrams, ends, ids } = batch;
-    if (trigrams.length === 0) return;
-    const segment = state.segNext++;
+    let bytes = 0;
     // One value per two-byte prefix: several times fewer writes than one per trigram.
     for (let first = 0; first < trigrams.length; ) {
       const prefix = trigrams[first] >>> 8;
@@ -469,25 +486,28 @@ export class ShardWriter {
       while (last < trigrams.length && trigrams[last] >>> 8 === prefix) last++;
       const group = encodeGroup(trigrams, ends, ids, first, last);
       // Keys grow (segment, then prefix): MDB_APPEND fills pages and touches no old page.
-      this.shard.recent.putSync(recentKey(segment, prefix), group, { append: true });
-      state.recentBytes += group.length;
+      recent.putSync(recentKey(segment, prefix), group, { append: true });
+      bytes += group.length;
       first = last;
     }
+    return bytes;
   }
 
-  /** Merges every level-0 segment into `postings` and empties `recent`, in one transaction. */
+  /** Merges every level-0 segment into level 1 and empties level 0, of both indexes, in one transaction. */
   private async doMerge(): Promise<void> {
     if (this.state().segNext === this.state().segFirst) return;
     await this.atomically(() => {
       const state = this.readState();
-      const prefixes: number[] = [];
-      const groups: Buffer[] = [];
-      for (const { key, value } of this.shard.recent.getRange({ start: recentKey(state.segFirst, 0), end: recentKey(state.segNext, 0) })) {
-        prefixes.push(key.readUInt16BE(4) << 8);
-        groups.push(value); // binary values from a range are copies
+      for (const index of this.indexes) {
+        const prefixes: number[] = [];
+        const groups: Buffer[] = [];
+        for (const { key, value } of index.recent.getRange({ start: recentKey(state.segFirst, 0), end: recentKey(state.segNext, 0) })) {
+          prefixes.push(key.readUInt16BE(4) << 8);
+          groups.push(value); // binary values from a range are copies
+        }
+        this.appendPostings(index.postings, mergeGroups(prefixes, groups));
+        index.recent.clearSync(); // inside this transaction: frees the pages, no per-key copy
       }
-      this.appendPostings(mergeGroups(prefixes, groups));
-      this.shard.recent.clearSync(); // inside this transaction: frees the pages, no per-key copy
       state.segFirst = state.segNext;
       state.recentBytes = 0;
       this.shard.info.put('state', state);
@@ -495,9 +515,8 @@ export class ShardWriter {
   }
 
   /** Inside a write transaction: appends each trigram's new ids to its level-1 blocks. */
-  private appendPostings(batch: BatchPostings): void {
+  private appendPostings(db: GramIndex['postings'], batch: BatchPostings): void {
     const { trigrams, ends, ids } = batch;
-    const db = this.shard.postings;
     let from = 0;
     for (let k = 0; k < trigrams.length; k++) {
       const trigram = trigrams[k];
@@ -505,7 +524,7 @@ export class ShardWriter {
       const tailKey = postingKey(trigram, TAIL_BLOCK_ID);
       const raw = readFast(db, tailKey);
       if (raw === undefined) {
-        this.writeBlocks(trigram, ids, from, to, tailKey);
+        this.writeBlocks(db, trigram, ids, from, to, tailKey);
       } else {
         // The read buffer is reused by the next read: copy what we need first.
         const tail = Buffer.from(raw);
@@ -521,7 +540,7 @@ export class ShardWriter {
           const merged = new Uint32Array(blockCount(tail) + (to - from));
           const n = decodeBlock(tail, merged, 0);
           merged.set(ids.subarray(from, to), n);
-          this.writeBlocks(trigram, merged, 0, merged.length, tailKey);
+          this.writeBlocks(db, trigram, merged, 0, merged.length, tailKey);
         }
       }
       from = to;
@@ -532,8 +551,7 @@ export class ShardWriter {
    * Writes ids[from..to) (ascending, after every id already stored for the trigram) as sealed
    * blocks plus a tail block of at most TAIL_BLOCK_BYTES; replaces any existing tail.
    */
-  private writeBlocks(trigram: number, ids: Uint32Array, from: number, to: number, tailKey: Buffer): void {
-    const db = this.shard.postings;
+  private writeBlocks(db: GramIndex['postings'], trigram: number, ids: Uint32Array, from: number, to: number, tailKey: Buffer): void {
     let gaps = 0; // encoded size of the gaps after ids[from]
     for (let i = from + 1; i < to; i++) gaps += varintSize(ids[i] - ids[i - 1]);
     let pos = from;
@@ -564,49 +582,52 @@ export class ShardWriter {
     const state = this.state();
     const live = new Uint8Array(state.nextDocId);
     for (const id of this.shard.docs.getKeys()) live[id as number] = 1;
-    let trigramsRewritten = 0;
-    let deadIdsDropped = 0;
-    for (let rangeStart = 0; rangeStart < 1 << 24; rangeStart += COMPACT_RANGE) {
-      await this.atomically(() => {
-        const db = this.shard.postings;
-        const start = postingKey(rangeStart, 0);
-        const end = rangeStart + COMPACT_RANGE >= 1 << 24 ? Buffer.alloc(8, 0xff) : postingKey(rangeStart + COMPACT_RANGE, 0);
-        // Read the whole range first: no writes while a cursor walks it.
-        const entries: { key: Buffer; value: Buffer }[] = [];
-        for (const entry of db.getRange({ start, end })) entries.push({ key: Buffer.from(entry.key), value: Buffer.from(entry.value) });
-        let i = 0;
-        while (i < entries.length) {
-          const trigram = (entries[i].key[0] << 16) | (entries[i].key[1] << 8) | entries[i].key[2];
-          let j = i;
-          let count = 0;
-          while (j < entries.length && ((entries[j].key[0] << 16) | (entries[j].key[1] << 8) | entries[j].key[2]) === trigram) {
-            count += blockCount(entries[j].value);
-            j++;
-          }
-          const ids = new Uint32Array(count);
-          let n = 0;
-          for (let k = i; k < j; k++) n = decodeBlock(entries[k].value, ids, n);
-          let kept = 0;
-          for (let k = 0; k < n; k++) {
-            const id = ids[k];
-            if (id >= live.length || live[id] === 1) ids[kept++] = id;
-          }
-          if (kept < n) {
-            for (let k = i; k < j; k++) db.remove(entries[k].key);
-            if (kept > 0) this.writeBlocks(trigram, ids, 0, kept, postingKey(trigram, TAIL_BLOCK_ID));
-            trigramsRewritten++;
-            deadIdsDropped += n - kept;
-          }
-          i = j;
-        }
-      });
+    const result: CompactResult = { listsRewritten: 0, deadIdsDropped: 0 };
+    for (const { postings: db } of this.indexes) {
+      for (let rangeStart = 0; rangeStart < 1 << 24; rangeStart += COMPACT_RANGE) {
+        await this.atomically(() => this.compactRange(db, rangeStart, live, result));
+      }
     }
     await this.atomically(() => {
       const current = this.readState();
       current.deadIds = 0;
       this.shard.info.put('state', current);
     });
-    return { trigramsRewritten, deadIdsDropped };
+    return result;
+  }
+
+  /** Inside a write transaction: rewrites the lists of COMPACT_RANGE keys from `rangeStart` without ids not `live`. */
+  private compactRange(db: GramIndex['postings'], rangeStart: number, live: Uint8Array, result: CompactResult): void {
+    const start = postingKey(rangeStart, 0);
+    const end = rangeStart + COMPACT_RANGE >= 1 << 24 ? Buffer.alloc(8, 0xff) : postingKey(rangeStart + COMPACT_RANGE, 0);
+    // Read the whole range first: no writes while a cursor walks it.
+    const entries: { key: Buffer; value: Buffer }[] = [];
+    for (const entry of db.getRange({ start, end })) entries.push({ key: Buffer.from(entry.key), value: Buffer.from(entry.value) });
+    let i = 0;
+    while (i < entries.length) {
+      const trigram = (entries[i].key[0] << 16) | (entries[i].key[1] << 8) | entries[i].key[2];
+      let j = i;
+      let count = 0;
+      while (j < entries.length && ((entries[j].key[0] << 16) | (entries[j].key[1] << 8) | entries[j].key[2]) === trigram) {
+        count += blockCount(entries[j].value);
+        j++;
+      }
+      const ids = new Uint32Array(count);
+      let n = 0;
+      for (let k = i; k < j; k++) n = decodeBlock(entries[k].value, ids, n);
+      let kept = 0;
+      for (let k = 0; k < n; k++) {
+        const id = ids[k];
+        if (id >= live.length || live[id] === 1) ids[kept++] = id;
+      }
+      if (kept < n) {
+        for (let k = i; k < j; k++) db.remove(entries[k].key);
+        if (kept > 0) this.writeBlocks(db, trigram, ids, 0, kept, postingKey(trigram, TAIL_BLOCK_ID));
+        result.listsRewritten++;
+        result.deadIdsDropped += n - kept;
+      }
+      i = j;
+    }
   }
 }
 

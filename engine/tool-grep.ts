@@ -234,7 +234,7 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan, byHash: boolean): DocM
   if (kind === null) throw new VfsError('NO_SUCH_FILE', { path: p.root });
   // The same docsVersion means the same documents: the lead's candidates are this snapshot's.
   const given = p.candidateIds !== undefined && p.candidateIds.docsVersion === snapshot.docsVersion ? p.candidateIds.ids : undefined;
-  const ids = given ?? evaluateQuery(snapshot, regexQuery(p.pattern, { caseInsensitive: p.caseInsensitive, multiline: p.multiline }));
+  const ids = given ?? evaluateQuery(snapshot, regexQuery(p.pattern, { caseInsensitive: p.caseInsensitive, multiline: p.multiline, quadgrams: true }));
   const docs = selectCandidates(snapshot, ids, {
     root: p.root,
     rootIsFile: kind === 'file',

@@ -1,25 +1,58 @@
 /**
- * Extracts the distinct byte trigrams of a text, as the shard indexes them: every run of three
- * consecutive bytes that contains no `\n` (0x0A), as the number (b0 << 16) | (b1 << 8) | b2.
- * The query side (`regex-query.ts`) never requires a trigram with a newline, so leaving them
- * out loses nothing and saves space.
+ * The n-grams the shard indexes for a text: every run of three (trigrams) or four (quadgrams)
+ * consecutive bytes that contains no `\n` (0x0A). The query side (`regex-query.ts`) never
+ * requires an n-gram with a newline, so leaving them out loses nothing and saves space.
+ *
+ * A trigram is indexed as itself, the number (b0 << 16) | (b1 << 8) | b2. A quadgram is
+ * indexed under a 24-bit hash of (b0 << 24) | (b1 << 16) | (b2 << 8) | b3 (`quadBucket`): two
+ * quadgrams may share a bucket, which only makes a bucket's list longer. Quadgrams tell apart
+ * what trigrams cannot: `sched_clock` and `_register` in one file give every trigram of
+ * `sched_clock_register` but not its quadgram `k_re`.
  *
  * The scratch memory (a 2 MiB bit set and a list) is shared by every call on a thread: a call
  * runs to completion synchronously and leaves the bit set cleared.
  */
 
-const TRIGRAM_SPACE = 1 << 24;
+const BUCKETS = 1 << 24;
 // Allocated on first use: threads that only read never pay for them.
 let seen: Uint32Array | null = null;
 let scratch = new Uint32Array(0);
 
+/**
+ * The list key of quadgram `quad` (its four bytes as an unsigned 32-bit number): the top 24
+ * bits of its product with 2^32 divided by the golden ratio, so that every byte moves the
+ * bucket (Fibonacci hashing).
+ */
+export function quadBucket(quad: number): number {
+  return Math.imul(quad, 0x9e3779b1) >>> 8;
+}
+
+/** Adds `key` to the list unless the bit set has it; returns the new count. */
+function collect(bits: Uint32Array, list: Uint32Array, count: number, key: number): number {
+  const word = key >>> 5;
+  const bit = 1 << (key & 31);
+  if ((bits[word] & bit) !== 0) return count;
+  bits[word] |= bit;
+  list[count] = key;
+  return count + 1;
+}
+
+/** The scratch list, grown to hold `needed` keys, and the cleared bit set. */
+function scratchFor(needed: number): { list: Uint32Array; bits: Uint32Array } {
+  if (scratch.length < needed) scratch = new Uint32Array(Math.max(needed, scratch.length * 2, 1 << 16));
+  return { list: scratch, bits: (seen ??= new Uint32Array(BUCKETS >>> 5)) };
+}
+
+/** Copies out the first `count` keys of `list` and clears their bits. */
+function finish(bits: Uint32Array, list: Uint32Array, count: number): Uint32Array {
+  for (let i = 0; i < count; i++) bits[list[i] >>> 5] = 0;
+  return list.slice(0, count);
+}
+
 /** The distinct trigrams of `text`, in order of first occurrence. */
 export function distinctTrigrams(text: Uint8Array): Uint32Array {
   const length = text.byteLength;
-  const needed = Math.min(length, TRIGRAM_SPACE);
-  if (scratch.length < needed) scratch = new Uint32Array(Math.max(needed, scratch.length * 2, 1 << 16));
-  const list = scratch;
-  const bits = (seen ??= new Uint32Array(TRIGRAM_SPACE >>> 5));
+  const { list, bits } = scratchFor(Math.min(length, BUCKETS));
   let count = 0;
   let trigram = 0;
   let run = 0;
@@ -30,14 +63,32 @@ export function distinctTrigrams(text: Uint8Array): Uint32Array {
       continue;
     }
     trigram = ((trigram << 8) | b) & 0xffffff;
-    if (++run < 3) continue;
-    const word = trigram >>> 5;
-    const bit = 1 << (trigram & 31);
-    if ((bits[word] & bit) === 0) {
-      bits[word] |= bit;
-      list[count++] = trigram;
-    }
+    if (++run >= 3) count = collect(bits, list, count, trigram);
   }
-  for (let i = 0; i < count; i++) bits[list[i] >>> 5] = 0;
-  return list.slice(0, count);
+  return finish(bits, list, count);
 }
+
+/** The distinct quadgram buckets of `text` (`quadBucket`), in order of first occurrence. */
+export function distinctQuadBuckets(text: Uint8Array): Uint32Array {
+  const length = text.byteLength;
+  const { list, bits } = scratchFor(Math.min(length, BUCKETS));
+  let count = 0;
+  let quad = 0;
+  let run = 0;
+  for (let i = 0; i < length; i++) {
+    const b = text[i];
+    if (b === 0x0a) {
+      run = 0;
+      continue;
+    }
+    quad = (quad << 8) | b;
+    if (++run >= 4) count = collect(bits, list, count, quadBucket(quad));
+  }
+  return finish(bits, list, count);
+}
+
+/**
+ * Quadgrams in queries: QUAD_KEY_BASE + the four bytes as an unsigned 32-bit number, a key no
+ * trigram (< 2^24) can take. The reader looks such a key up in the quadgram lists.
+ */
+export const QUAD_KEY_BASE = 2 ** 32;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { countLines, encodeDocValue, lineEndOf, lineStartsOf } from '../engine/doc-text.js';
 import { appendToBlock, blockFirstId, blockLastId, decodeBlock, encodeBlock, encodeGroup, findInGroup, intersectBlock } from '../engine/posting-block.js';
-import { distinctTrigrams } from '../engine/trigram-extract.js';
+import { distinctQuadBuckets, distinctTrigrams, QUAD_KEY_BASE, quadBucket } from '../engine/trigram-extract.js';
 import { cat, openShardWriter } from '../engine/index.js';
 import { SEALED_BLOCK_BYTES, TAIL_BLOCK_BYTES } from '../engine/shard-writer.js';
 import { acquireShardEnv, decodePostings, dirRange, releaseShardEnv, TAIL_BLOCK_ID, trigramRange } from '../engine/shard-reader.js';
@@ -20,6 +20,11 @@ afterEach(async () => {
 function tri(s: string): number {
   const b = Buffer.from(s, 'utf8');
   return (b[0] << 16) | (b[1] << 8) | b[2];
+}
+
+/** A quadgram as a query key. */
+function quad(s: string): number {
+  return QUAD_KEY_BASE + Buffer.from(s, 'utf8').readUInt32BE(0);
 }
 
 describe('line splitting', () => {
@@ -59,6 +64,23 @@ describe('trigrams', () => {
   it('are distinct and never contain a newline', () => {
     const got = [...distinctTrigrams(Buffer.from('abcabc\nabd\nab'))].sort((a, b) => a - b);
     expect(got).toEqual([tri('abc'), tri('bca'), tri('cab'), tri('abd')].sort((a, b) => a - b));
+  });
+});
+
+describe('quadgram buckets', () => {
+  it('are distinct, never span a newline, and spread similar quadgrams', () => {
+    const bucket = (s: string): number => quadBucket(quad(s) - QUAD_KEY_BASE);
+    const got = [...distinctQuadBuckets(Buffer.from('abcdabcd\nabce\nabc'))].sort((a, b) => a - b);
+    expect(got).toEqual([bucket('abcd'), bucket('bcda'), bucket('cdab'), bucket('dabc'), bucket('abce')].sort((a, b) => a - b));
+    // Multi-byte text, and buckets in 24 bits.
+    const text = Buffer.from('日本語のテキスト');
+    const expected = new Set<number>();
+    for (let i = 0; i + 4 <= text.length; i++) expected.add(quadBucket(text.readUInt32BE(i)));
+    expect(new Set(distinctQuadBuckets(text))).toEqual(expected);
+    // Quadgrams that differ in one byte land in different buckets.
+    const buckets = new Set(Array.from({ length: 256 }, (_, b) => quadBucket(0x61626300 | b)));
+    expect(buckets.size).toBe(256);
+    for (const b of buckets) expect(b).toBeLessThan(1 << 24);
   });
 });
 
@@ -126,6 +148,9 @@ describe('shard writer and reader', () => {
       expect([...snap.postings(tri('hel'))]).toEqual([a.id, b.id]);
       expect([...snap.postings(tri('wor'))]).toEqual([a.id]);
       expect([...snap.postings(tri('zzz'))]).toEqual([]);
+      expect([...snap.postings(quad('hell'))]).toEqual([a.id, b.id]);
+      expect([...snap.postings(quad('o wo'))]).toEqual([a.id]);
+      expect([...snap.postings(quad('two\n'))]).toEqual([]);
       expect([...snap.pathsInRange('/', '0')]).toEqual(['/a.txt', '/dir/b.txt']);
       expect(snap.state()).toMatchObject({ liveDocs: 2, deadIds: 0, nextDocId: 3 });
     } finally {
@@ -266,15 +291,17 @@ describe('shard writer and reader', () => {
     await s.write(Array.from({ length: 50 }, (_, i) => ({ path: `/f${String(i * 3).padStart(3, '0')}.txt`, text: `common again ${i}\n` })));
     let snap = s.reader.snapshot();
     const list = [...snap.postings(tri('com'))];
+    expect([...snap.postings(quad('comm'))]).toEqual(list);
     snap.done();
     expect(list.length).toBe(200);
     expect(list).toEqual([...list].sort((a, b) => a - b));
     expect(list.slice(0, 150)).toEqual(ids);
     const result = await s.writer.compact();
-    expect(result.deadIdsDropped).toBeGreaterThanOrEqual(50);
+    expect(result.deadIdsDropped).toBeGreaterThanOrEqual(100); // from both indexes
     snap = s.reader.snapshot();
     const compacted = [...snap.postings(tri('com'))];
     const live = [...snap.pathsInRange('/', '0')].map((p) => snap.docByPath(p)!.id).sort((a, b) => a - b);
+    expect([...snap.postings(quad('comm'))]).toEqual(live);
     snap.done();
     expect(compacted).toEqual(live);
     expect(s.writer.state().deadIds).toBe(0);
@@ -290,6 +317,9 @@ describe('shard writer and reader', () => {
     try {
       expect([...before.postings(tri('mer'))]).toEqual([1, 2]);
       expect([...after.postings(tri('mer'))]).toEqual([1, 2, 3]);
+      expect([...before.postings(quad('merg'))]).toEqual([1, 2]);
+      expect([...after.postings(quad('merg'))]).toEqual([1, 2, 3]);
+      expect([...after.postings(quad('ge y'))]).toEqual([2]);
       expect(after.state()).toMatchObject({ segFirst: 2, segNext: 3 });
     } finally {
       before.done();

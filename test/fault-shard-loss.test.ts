@@ -3,15 +3,16 @@
  * stored originals, and is rebuilt from them. A shard directory deleted while
  * the service was stopped, a shard whose data file is garbage (lmdb-js would
  * crash the process opening it: it is found by a probe in a child process), a
- * shard entry whose file row is gone (a deletion cut short), and a rebuild
- * asked for with the operator command while the service runs: after each,
- * the read tools answer exactly as before.
+ * shard of an older format, a shard entry whose file row is gone (a deletion
+ * cut short), and a rebuild asked for with the operator command while the
+ * service runs: after each, the read tools answer exactly as before.
  */
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
+import { acquireShardEnv, releaseShardEnv } from '../engine/shard-reader.js';
 import { EMBEDDED_NAMES } from '../service/service.js';
 import { FaultService, liftReadLimits, listFiles, settled } from './helpers/faults.js';
 import { makePdf } from './helpers/make-pdf.js';
@@ -87,6 +88,16 @@ describe('shard loss', () => {
     expect(await svc.stop()).toBe(0);
     await writeFile(join(shards, workspaceId, 'data.mdb'), Buffer.alloc(1 << 16, 0x5a));
     expect((await svc.start()).stderr()).toMatch(/cannot be opened \(the process that opened it died \(SIGSEGV\)\)/);
+    await logged(/repaired: 31 files re-queued/);
+    expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
+    expect(await answers(token)).toEqual(before);
+
+    // 2b. It was written in an older format (version 1 had no quadgram lists).
+    expect(await svc.stop()).toBe(0);
+    const old = acquireShardEnv(join(shards, workspaceId));
+    await old.info.put('format', 1);
+    await releaseShardEnv(old);
+    expect((await svc.start()).stderr()).toMatch(/cannot be opened \(shard .* has format 1, this build reads 2: rebuild it\)/);
     await logged(/repaired: 31 files re-queued/);
     expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
     expect(await answers(token)).toEqual(before);

@@ -4,6 +4,7 @@ import { GrepFilter } from '../engine/grep-filter.js';
 import { evalQuery, regexQuery, type Query } from '../engine/regex-query.js';
 import type { DocMeta, ShardSnapshot } from '../engine/shard-reader.js';
 import { comparePaths } from '../engine/tool-output.js';
+import { QUAD_KEY_BASE } from '../engine/trigram-extract.js';
 import { Visibility } from '../engine/visibility.js';
 import { buildShard, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 
@@ -12,12 +13,17 @@ function tri(s: string): number {
   return (b[0] << 16) | (b[1] << 8) | b[2];
 }
 
-/** The trigrams of a text as the index defines them (three bytes, none a newline), computed here. */
+/**
+ * The trigrams and quadgrams (as query keys) of a text as the index defines them (three or four
+ * bytes, none a newline), computed here.
+ */
 function trigramsOf(text: string): Set<number> {
   const b = Buffer.from(text, 'utf8');
   const out = new Set<number>();
   for (let i = 0; i + 2 < b.length; i++) {
-    if (b[i] !== 10 && b[i + 1] !== 10 && b[i + 2] !== 10) out.add((b[i] << 16) | (b[i + 1] << 8) | b[i + 2]);
+    if (b[i] === 10 || b[i + 1] === 10 || b[i + 2] === 10) continue;
+    out.add((b[i] << 16) | (b[i + 1] << 8) | b[i + 2]);
+    if (i + 3 < b.length && b[i + 3] !== 10) out.add(QUAD_KEY_BASE + b.readUInt32BE(i));
   }
   return out;
 }
@@ -81,6 +87,8 @@ describe('evaluateQuery', () => {
       { path: '/new/b.txt', text: 'filler alpha omega gamma\n' },
       { path: '/new/c.txt', text: 'ALPHA Alpha aLpHa\n' },
       { path: '/new/d.txt', text: 'alpine filler\n' },
+      // Every trigram of "alpha" and "omega", but neither word: quadgrams tell.
+      { path: '/new/e.txt', text: 'xalpy lphaz xomey megz zega\n' },
     ]);
   });
   afterAll(() => k.s.close());
@@ -112,6 +120,9 @@ describe('evaluateQuery', () => {
     ['alternation with an absent branch', () => regexQuery('omega|zzqqxx')],
     ['case-insensitive (AND of ORs)', () => regexQuery('alpha', { caseInsensitive: true })],
     ['alp(ha|ine)', () => regexQuery('alp(ha|ine)')],
+    ['alpha with quadgrams', () => regexQuery('alpha', { quadgrams: true })],
+    ['alternation with quadgrams', () => regexQuery('alpha|omega|gamma', { quadgrams: true })],
+    ['filler line 00 with quadgrams', () => regexQuery('filler line 00', { quadgrams: true })],
     ['no trigram: all', () => regexQuery('a.')],
     [
       'AND with an OR sub-query; "fil" is skipped (4 candidates, 4,000-id block)',
@@ -154,6 +165,12 @@ describe('evaluateQuery', () => {
     }
     // Dead ids are among the answers: 1 (replaced /fill/0000.txt) holds alpha.
     expect(evaluate(k.s, regexQuery('alpha'))).toContain(1);
+    // Quadgrams leave out the file that has the trigrams of alpha and omega but not the words.
+    const e = k.s.writer.lookup('/new/e.txt')!.id;
+    for (const word of ['alpha', 'omega']) {
+      expect(evaluate(k.s, regexQuery(word))).toContain(e);
+      expect(evaluate(k.s, regexQuery(word, { quadgrams: true }))).not.toContain(e);
+    }
   });
 });
 

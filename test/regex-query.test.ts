@@ -13,17 +13,22 @@ import {
   type RegexQueryOptions,
   type Trigram,
 } from '../engine/regex-query.js';
+import { QUAD_KEY_BASE } from '../engine/trigram-extract.js';
 import { seededRandom } from './helpers/random.js';
 
 const KELVIN = '\u212a';
 
-/** The trigram set of a text, computed as the indexer does: UTF-8 bytes, no trigram with 0x0A. */
+/**
+ * The trigrams and quadgrams of a text (as query keys), computed as the indexer does: UTF-8
+ * bytes, none with 0x0A.
+ */
 function trigramSet(text: string): Set<Trigram> {
   const b = Buffer.from(text, 'utf8');
   const out = new Set<Trigram>();
   for (let i = 0; i + 3 <= b.length; i++) {
     if (b[i] === 0x0a || b[i + 1] === 0x0a || b[i + 2] === 0x0a) continue;
     out.add((b[i] << 16) | (b[i + 1] << 8) | b[i + 2]);
+    if (i + 4 <= b.length && b[i + 3] !== 0x0a) out.add(QUAD_KEY_BASE + b.readUInt32BE(i));
   }
   return out;
 }
@@ -77,12 +82,14 @@ function checkSuperset(pattern: string, text: string, opts: RegexQueryOptions = 
   checkRequired(pattern, text, {});
   const found = re2Finds(pattern, text, opts);
   if (found !== true) return false;
-  const q = regexQuery(pattern, opts);
   const set = trigramSet(text);
-  if (!evalQuery(q, (t) => set.has(t))) {
-    throw new Error(
-      `query ${formatQuery(q)} rejects ${JSON.stringify(text)} matched by ${JSON.stringify(pattern)} ${JSON.stringify(opts)}`,
-    );
+  for (const quadgrams of [false, true]) {
+    const q = regexQuery(pattern, { ...opts, quadgrams });
+    if (!evalQuery(q, (t) => set.has(t))) {
+      throw new Error(
+        `query ${formatQuery(q)} rejects ${JSON.stringify(text)} matched by ${JSON.stringify(pattern)} ${JSON.stringify({ ...opts, quadgrams })}`,
+      );
+    }
   }
   return true;
 }
@@ -216,6 +223,13 @@ describe('regexQuery table', () => {
     ['(?P=x)', '+'],
     ['(?=abc)', '+'],
     ['\\Z', '+'],
+    // Quadgrams beside the trigrams of every string long enough, none across a newline.
+    ['Abcdef', '"Abc" "bcd" "cde" "def" "Abcd" "bcde" "cdef"', { quadgrams: true }],
+    ['abc', '"abc"', { quadgrams: true }],
+    ['abcd|wxyz', '("abc" "bcd" "abcd"|"wxy" "xyz" "wxyz")', { quadgrams: true }],
+    ['abc\\ndef', '"abc" "def"', { quadgrams: true, multiline: true }],
+    ['(?i)a123', '"123" ("A12" "A123"|"a12" "a123")', { quadgrams: true }],
+    ['日本', '"\\x97\\xa5\\xe6" "\\xa5\\xe6\\x9c" "日" "本" "\\x97\\xa5\\xe6\\x9c" "\\xa5本" "日\\xe6"', { quadgrams: true }],
   ];
 
   it.each(rows)('%j → %s %j', (pattern, want, opts) => {
