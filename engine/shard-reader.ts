@@ -35,7 +35,7 @@
  *             one transaction. Segment ids exceed every id in `postings`, so a trigram's full
  *             list is its `postings` blocks followed by its block in each live segment.
  *   quads, recentQuads  the same two levels for quadgrams (four consecutive text bytes without
- *             `\n`), each listed under the 24-bit bucket `quadBucket` gives it in place of a
+ *             `\n`), each listed under the 20-bit bucket `quadBucket` gives it in place of a
  *             trigram (trigram-extract.ts). Segments are numbered with those of `recent`: a write
  *             batch adds one to each, and a merge empties both.
  *

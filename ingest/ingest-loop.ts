@@ -110,6 +110,9 @@ export class IngestLoop {
         this.onError('ingest: claiming jobs failed', error);
       }
       if (jobs.length === 0) {
+        // Nothing queued: merge what the last batches left in level 0, so that reads look up fewer lists.
+        await writing;
+        await this.shards.mergeWritten().catch((error: unknown) => this.onError('ingest: merging a shard\'s recent postings failed', error));
         await this.idle();
         continue;
       }

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setAccountLimits } from '../db/accounts.js';
+import { closeShardReader, openShardReader, type ShardState } from '../engine/shard-reader.js';
 import { makePdf, makeXObjectBombPdf } from './helpers/make-pdf.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
 
@@ -250,6 +251,36 @@ describe('delete', () => {
     const deadline = Date.now() + 5_000;
     while ((await openInShard()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(await openInShard()).toBe(0);
+  });
+
+  it('merges the recent postings of the shards it wrote once ingest goes idle', async () => {
+    const shards = join(t.dataDir, 'shards');
+    const earlier = new Set(await readdir(shards).catch(() => []));
+    expect((await t.call('POST', '/v1/workspaces', { body: { name: 'merged' } })).status).toBe(201);
+    for (let i = 0; i < 3; i++) {
+      expect((await put(t, 'merged', `m${i}.txt`, `merge candidate ${i}\n`)).status).toBe(202);
+      await settled(t, 'merged'); // one batch, so one level-0 segment, each
+    }
+    const dir = join(shards, (await readdir(shards)).find((name) => !earlier.has(name))!);
+    const reader = openShardReader(dir);
+    const state = (): ShardState => {
+      const snapshot = reader.snapshot();
+      try {
+        return snapshot.state();
+      } finally {
+        snapshot.done();
+      }
+    };
+    try {
+      const deadline = Date.now() + 10_000;
+      while (state().segFirst < state().segNext && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(state().segNext).toBeGreaterThanOrEqual(3);
+      expect(state().segFirst).toBe(state().segNext);
+    } finally {
+      closeShardReader(dir);
+    }
+    const grep = await t.call('GET', '/v1/workspaces/merged/grep?pattern=merge%20candidate');
+    expect(grep.text.split('\n').filter((l) => l !== '').sort()).toEqual(['/m0.txt', '/m1.txt', '/m2.txt']);
   });
 
   it('a file deleted while it ingests stays deleted: no document comes back into the shard', async () => {
