@@ -35,7 +35,7 @@
  *             one transaction. Segment ids exceed every id in `postings`, so a trigram's full
  *             list is its `postings` blocks followed by its block in each live segment.
  *   quads, recentQuads  the same two levels for quadgrams (four consecutive text bytes without
- *             `\n`), each listed under the 20-bit bucket `quadBucket` gives it in place of a
+ *             `\n`), each listed under the 18-bit bucket `quadBucket` gives it in place of a
  *             trigram (trigram-extract.ts). Segments are numbered with those of `recent`: a write
  *             batch adds one to each, and a merge empties both.
  *
@@ -54,8 +54,9 @@
  * Sizes: text + ≤ 3 padding bytes + 2 or 4 bytes per line; postings about 1.1 bytes per
  * (trigram, document) pair plus 15 bytes per block (key and header). Measured on the Linux 6.1
  * source (78,576 files, 1.30 GB of text): text values 1.16x the text (line starts, overflow
- * page rounding), postings 0.21x, docs+paths 0.01x, plus the pages the last write transaction
- * copied (LMDB is copy-on-write; free pages are reused by later writes): 1.58x in all.
+ * page rounding), postings 0.21x, quads 0.29x, docs+paths 0.03x, plus the pages the last
+ * write transactions copied (LMDB is copy-on-write; free pages are reused by later writes):
+ * 2.0x in all after an upload of the whole tree (1.46-1.58x in format 1).
  *
  * Reading: every tool call takes one snapshot (an LMDB read transaction) and does all its reads
  * through it, so it sees one consistent version even while the writer commits. Values read

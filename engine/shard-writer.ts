@@ -9,7 +9,7 @@
  * all 2^24 trigrams). The transaction stores the texts and appends the lists as one new
  * segment of `recent` (level 0): one write per distinct two-byte trigram prefix, all at the end
  * of the B-tree, so no existing page is copied, however small the batch. Quadgram buckets
- * (20-bit keys) go through the same steps into `recentQuads` and `quads`, in the same
+ * (QUAD_BUCKET_BITS-bit keys) go through the same steps into `recentQuads` and `quads`, in the same
  * transactions: below, "trigram" stands for either key.
  *
  * Once MAX_RECENT_SEGMENTS segments or MAX_RECENT_BYTES of blocks accumulate, the next write
@@ -21,7 +21,7 @@
  * batches write 29 MB/s (4.9 MB/s when every batch updated `postings` directly), 32 MiB
  * batches 39 MB/s. With quadgram buckets, the first 400 MB in batches of 128 files: 14 MB/s,
  * against 29 MB/s for trigrams alone in the same run (11 MB/s when level 0 was merged every
- * 16 MiB of blocks, as for trigrams alone: the quadgram lists tripled its bytes).
+ * 16 MiB of blocks, as for trigrams alone: the quadgram lists more than double its bytes).
  *
  * The CPU work is synchronous; the ingest layer should run the writer off the HTTP thread.
  */

@@ -4,15 +4,17 @@
  * requires an n-gram with a newline, so leaving them out loses nothing and saves space.
  *
  * A trigram is indexed as itself, the number (b0 << 16) | (b1 << 8) | b2. A quadgram is
- * indexed under a 20-bit hash of (b0 << 24) | (b1 << 16) | (b2 << 8) | b3 (`quadBucket`): many
+ * indexed under an 18-bit hash of (b0 << 24) | (b1 << 16) | (b2 << 8) | b3 (`quadBucket`): many
  * quadgrams share a bucket, which only makes a bucket's list longer. Quadgrams tell apart what
  * trigrams cannot: `sched_clock` and `_register` in one file give every trigram of
  * `sched_clock_register` but not its quadgram `k_re`.
  *
- * Why 20 bits: on the Linux 6.1 tree, the files holding every quadgram bucket of a literal were
- * as few with 2^20 buckets as with 2^24 for each literal tried (`sched_clock_register`: 109
- * files, against 713 with trigrams alone; 117 with 2^18 buckets), and 2^24 buckets made ingest
- * 2.7 times slower than trigrams alone (every merge updates millions of lists).
+ * Why 18 bits: on the Linux 6.1 tree, the files holding every quadgram bucket of a literal were
+ * almost as few with 2^18 buckets as with 2^24 for each literal tried (`sched_clock_register`:
+ * 117 files against 109, and 713 with trigrams alone; `platform_get_resource`: 1,364 against
+ * 1,356; 2^16 buckets: 125 and 1,509), while more buckets made ingest much slower, since every
+ * merge updates every bucket's list: the tree took 342 s end to end with 2^24 buckets and 254 s
+ * with 2^20 (level 0 merged every 16 MiB), against 102 s for trigrams alone.
  *
  * The scratch memory (a 2 MiB bit set and a list) is shared by every call on a thread: a call
  * runs to completion synchronously and leaves the bit set cleared.
