@@ -31,7 +31,7 @@
  *
  * Outside multiline mode the pattern is first rewritten to what it means on one line
  * (`perLinePattern`): ripgrep matches each line alone, so `\A`, `\z` and `(?-m)^` are the
- * line's edges, not the document's.
+ * line's edges, not the document's, and `\s` never meets a newline.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
  * touches is a matching line, as `rg -U` prints them.
@@ -55,8 +55,9 @@ const SAFE_PROPERTIES = new Set([
   'Greek', 'Latin', 'Cyrillic', 'Han', 'Hiragana', 'Katakana', 'Arabic', 'Hebrew', 'Hangul', 'Thai', 'Devanagari',
 ]);
 
-// Escapes that never match a newline: ASCII classes that exclude it, empty-width assertions.
-const SAFE_LETTER_ESCAPES = new Set(['d', 'w', 'S', 'b', 'B', 'A', 'z']);
+// Escapes that never match a newline: ASCII classes that exclude it, empty-width assertions,
+// single characters other than it.
+const SAFE_LETTER_ESCAPES = new Set(['d', 'w', 'S', 'b', 'B', 'A', 'z', 't', 'f', 'r', 'v']);
 
 /**
  * Path 2 hands RE2 the lines from a required string's line to the end of the line this many
@@ -199,6 +200,11 @@ export function perLinePattern(pattern: string): string {
         i = stop - 1;
       } else if (!inClass && (next === 'A' || next === 'z')) {
         out += next === 'A' ? '^' : '$';
+        i++;
+      } else if (!inClass && next === 's') {
+        // RE2's \s is [\t\n\f\r ]; inside a line it is the same without \n, and a pattern
+        // that cannot match a newline takes the fast path (LineMatcher, path 3).
+        out += '[\\t\\f\\r ]';
         i++;
       } else {
         out += ch + next;

@@ -5,6 +5,7 @@ import {
   LineMatcher,
   literalAlternatives,
   literalPrefix,
+  cannotMatchNewline,
   perLinePattern,
   readsTextEdges,
   type LineMatcherOptions,
@@ -71,8 +72,24 @@ describe('perLinePattern', () => {
     ['[[:alpha:]]\\A', '[[:alpha:]]^'],
     ['\\Q\\A(?-m)\\E\\A', '\\Q\\A(?-m)\\E^'],
     ['(?P<name>x)\\z', '(?P<name>x)$'],
+    ['a\\s+b\\S', 'a[\\t\\f\\r ]+b\\S'],
+    ['[\\s,]\\\\s', '[\\s,]\\\\s'], // inside a class: left as it is; an escaped backslash, then s
+    ['\\Q\\s\\E', '\\Q\\s\\E'],
   ])('%j -> %j', (pattern, expected) => {
     expect(perLinePattern(pattern)).toBe(expected);
+  });
+
+  it('lets a pattern with \\s take the path that cannot meet a newline', () => {
+    expect(cannotMatchNewline('\\w{5}\\s+\\w{5}')).toBe(false);
+    expect(cannotMatchNewline(perLinePattern('\\w{5}\\s+\\w{5}'))).toBe(true);
+    expect(cannotMatchNewline('[\\s]')).toBe(false);
+    // Across a line end \s matches nothing, as ripgrep reads each line alone.
+    const text = Buffer.from('foo\n bar\nfoo \tbar\n');
+    const m = new LineMatcher('foo\\s+bar');
+    m.begin(text, new Uint32Array([0, 4, 9]));
+    const found: number[] = [];
+    while (m.next()) found.push(m.first);
+    expect(found).toEqual([2]);
   });
 
   it('makes \\A, \\z and (?-m) match at every line, as ripgrep does', () => {
