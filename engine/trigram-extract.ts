@@ -58,12 +58,15 @@ function finish(bits: Uint32Array, list: Uint32Array, count: number): Uint32Arra
   return list.slice(0, count);
 }
 
-/** The distinct trigrams of `text`, in order of first occurrence. */
-export function distinctTrigrams(text: Uint8Array): Uint32Array {
+/**
+ * The distinct keys of the `width`-byte runs of `text` (3: trigrams, 4: quadgram buckets), in
+ * order of first occurrence.
+ */
+function distinctKeys(text: Uint8Array, width: 3 | 4): Uint32Array {
   const length = text.byteLength;
   const { list, bits } = scratchFor(Math.min(length, TRIGRAMS));
   let count = 0;
-  let trigram = 0;
+  let gram = 0;
   let run = 0;
   for (let i = 0; i < length; i++) {
     const b = text[i];
@@ -71,29 +74,20 @@ export function distinctTrigrams(text: Uint8Array): Uint32Array {
       run = 0;
       continue;
     }
-    trigram = ((trigram << 8) | b) & 0xffffff;
-    if (++run >= 3) count = collect(bits, list, count, trigram);
+    gram = (gram << 8) | b;
+    if (++run >= width) count = collect(bits, list, count, width === 3 ? gram & 0xffffff : quadBucket(gram));
   }
   return finish(bits, list, count);
 }
 
+/** The distinct trigrams of `text`, in order of first occurrence. */
+export function distinctTrigrams(text: Uint8Array): Uint32Array {
+  return distinctKeys(text, 3);
+}
+
 /** The distinct quadgram buckets of `text` (`quadBucket`), in order of first occurrence. */
 export function distinctQuadBuckets(text: Uint8Array): Uint32Array {
-  const length = text.byteLength;
-  const { list, bits } = scratchFor(Math.min(length, TRIGRAMS));
-  let count = 0;
-  let quad = 0;
-  let run = 0;
-  for (let i = 0; i < length; i++) {
-    const b = text[i];
-    if (b === 0x0a) {
-      run = 0;
-      continue;
-    }
-    quad = (quad << 8) | b;
-    if (++run >= 4) count = collect(bits, list, count, quadBucket(quad));
-  }
-  return finish(bits, list, count);
+  return distinctKeys(text, 4);
 }
 
 /**
