@@ -35,9 +35,9 @@
  *             one transaction. Segment ids exceed every id in `postings`, so a trigram's full
  *             list is its `postings` blocks followed by its block in each live segment.
  *   quads, recentQuads  the same two levels for quadgrams (four consecutive text bytes without
- *             `\n`), each listed under the 18-bit bucket `quadBucket` gives it in place of a
- *             trigram (trigram-extract.ts). Segments are numbered with those of `recent`: a write
- *             batch adds one to each, and a merge empties both.
+ *             `\n`): keys and groups name a quadgram's 18-bit bucket (`quadBucket`,
+ *             trigram-extract.ts) where those above name a trigram. Segments are numbered with
+ *             those of `recent`: a write batch adds one to each, and a merge empties both.
  *
  * DocRecord is a msgpack array [id, path, textBytes, sizeBytes, lines, updatedAt (ms),
  * contentType, claims (string[] or null = visible to every token), version].

@@ -111,7 +111,7 @@ export const SEALED_BLOCK_BYTES = 4 * PAGE_BYTES - 16;
 export const MAX_RECENT_SEGMENTS = 64;
 /** Level-0 block bytes (both indexes) kept before they are merged into level 1. */
 export const MAX_RECENT_BYTES = 64 << 20;
-/** Key range handled per compaction transaction (2^24 / 64 trigram ranges, 4 of quadgram buckets). */
+/** Key range handled per compaction transaction (2^24 / 64 trigram ranges; one holds every quadgram bucket). */
 const COMPACT_RANGE = 1 << 18;
 
 interface NewDoc {
@@ -469,7 +469,7 @@ export class ShardWriter {
       }
       if (postings.some((batch) => batch.trigrams.length > 0)) {
         const segment = state.segNext++;
-        postings.forEach((batch, i) => (state.recentBytes += this.writeSegment(this.indexes[i].recent, segment, batch)));
+        for (let i = 0; i < postings.length; i++) state.recentBytes += this.writeSegment(this.indexes[i].recent, segment, postings[i]);
       }
       state.nextDocId = nextId;
       this.shard.info.put('state', state);

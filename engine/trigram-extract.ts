@@ -36,35 +36,16 @@ export function quadBucket(quad: number): number {
   return Math.imul(quad, 0x9e3779b1) >>> (32 - QUAD_BUCKET_BITS);
 }
 
-/** Adds `key` to the list unless the bit set has it; returns the new count. */
-function collect(bits: Uint32Array, list: Uint32Array, count: number, key: number): number {
-  const word = key >>> 5;
-  const bit = 1 << (key & 31);
-  if ((bits[word] & bit) !== 0) return count;
-  bits[word] |= bit;
-  list[count] = key;
-  return count + 1;
-}
-
-/** The scratch list, grown to hold `needed` keys, and the cleared bit set. */
-function scratchFor(needed: number): { list: Uint32Array; bits: Uint32Array } {
-  if (scratch.length < needed) scratch = new Uint32Array(Math.max(needed, scratch.length * 2, 1 << 16));
-  return { list: scratch, bits: (seen ??= new Uint32Array(TRIGRAMS >>> 5)) };
-}
-
-/** Copies out the first `count` keys of `list` and clears their bits. */
-function finish(bits: Uint32Array, list: Uint32Array, count: number): Uint32Array {
-  for (let i = 0; i < count; i++) bits[list[i] >>> 5] = 0;
-  return list.slice(0, count);
-}
-
 /**
  * The distinct keys of the `width`-byte runs of `text` (3: trigrams, 4: quadgram buckets), in
  * order of first occurrence.
  */
 function distinctKeys(text: Uint8Array, width: 3 | 4): Uint32Array {
   const length = text.byteLength;
-  const { list, bits } = scratchFor(Math.min(length, TRIGRAMS));
+  const needed = Math.min(length, TRIGRAMS);
+  if (scratch.length < needed) scratch = new Uint32Array(Math.max(needed, scratch.length * 2, 1 << 16));
+  const list = scratch;
+  const bits = (seen ??= new Uint32Array(TRIGRAMS >>> 5));
   let count = 0;
   let gram = 0;
   let run = 0;
@@ -75,9 +56,17 @@ function distinctKeys(text: Uint8Array, width: 3 | 4): Uint32Array {
       continue;
     }
     gram = (gram << 8) | b;
-    if (++run >= width) count = collect(bits, list, count, width === 3 ? gram & 0xffffff : quadBucket(gram));
+    if (++run < width) continue;
+    const key = width === 3 ? gram & 0xffffff : quadBucket(gram);
+    const word = key >>> 5;
+    const bit = 1 << (key & 31);
+    if ((bits[word] & bit) === 0) {
+      bits[word] |= bit;
+      list[count++] = key;
+    }
   }
-  return finish(bits, list, count);
+  for (let i = 0; i < count; i++) bits[list[i] >>> 5] = 0;
+  return list.slice(0, count);
 }
 
 /** The distinct trigrams of `text`, in order of first occurrence. */
