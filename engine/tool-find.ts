@@ -67,21 +67,34 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
     const { start, end } = dirRange(dir);
     const found: DocMeta[] = [];
     let anyVisible = dir === '/';
-    let scanned = 0;
-    // From a catalog the records are at hand; from LMDB only the keys are read, and a record
-    // only for a path that matches (or while no visible file has shown the directory exists).
-    const entries: Iterable<string | DocMeta> = snapshot.cataloged ? snapshot.docsInRange(start, end) : snapshot.pathsInRange(start, end);
-    for (const entry of entries) {
-      if (++scanned % 8192 === 0) yield HEARTBEAT;
-      const path = typeof entry === 'string' ? entry : entry.path;
-      const subject = absolute ? path : relativeTo(dir, path);
-      const matches = subject === request.pattern || isMatch(subject);
-      if (!matches && anyVisible) continue;
-      const meta = typeof entry === 'string' ? snapshot.docByPath(path) : entry;
-      // SECURITY: invisible files are neither listed nor prove that `path` exists.
-      if (meta === undefined || !visibility.canSee(meta.claims)) continue;
-      anyVisible = true;
-      if (matches) found.push(meta);
+    const range = snapshot.catalogRange(start, end);
+    if (range !== null) {
+      // From a catalog the records are at hand.
+      const { docs, to } = range;
+      for (let i = range.from; i < to; i++) {
+        if (((i - range.from) & 8191) === 8191) yield HEARTBEAT;
+        const meta = docs[i];
+        const subject = absolute ? meta.path : relativeTo(dir, meta.path);
+        const matches = subject === request.pattern || isMatch(subject);
+        // SECURITY: invisible files are neither listed nor prove that `path` exists.
+        if ((!matches && anyVisible) || !visibility.canSee(meta.claims)) continue;
+        anyVisible = true;
+        if (matches) found.push(meta);
+      }
+    } else {
+      // From LMDB only the keys are read, and a record only for a path that matches (or while
+      // no visible file has shown the directory exists).
+      let scanned = 0;
+      for (const path of snapshot.pathsInRange(start, end)) {
+        if (++scanned % 8192 === 0) yield HEARTBEAT;
+        const subject = absolute ? path : relativeTo(dir, path);
+        const matches = subject === request.pattern || isMatch(subject);
+        if (!matches && anyVisible) continue;
+        const meta = snapshot.docByPath(path);
+        if (meta === undefined || !visibility.canSee(meta.claims)) continue;
+        anyVisible = true;
+        if (matches) found.push(meta);
+      }
     }
     if (!anyVisible) throw new VfsError('NO_SUCH_FILE', { path: dir });
     // Found in path order, so a stable sort by time leaves ties by path.

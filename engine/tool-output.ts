@@ -45,9 +45,10 @@ export const MAX_LINE_CHARS = 2000;
  * waiting; the generator then yields `take()`.
  */
 export class ChunkedOutput {
-  // Starts small and grows to CHUNK_BYTES: most answers are a few KiB, and a 64 KiB buffer per
-  // call is garbage the collector then has to chase.
-  private buf = Buffer.allocUnsafe(INITIAL_BYTES);
+  // Allocated at the first write, at least INITIAL_BYTES, and grown to CHUNK_BYTES: most
+  // answers are a few KiB, and a 64 KiB buffer per call is garbage the collector then has to
+  // chase. A first write larger than INITIAL_BYTES (`cat`'s lines) gets its size at once.
+  private buf = EMPTY;
   private used = 0;
   private readonly full: Buffer[] = [];
   /** Bytes written so far (all chunks). */
