@@ -4,6 +4,7 @@
  */
 import type { TemplatedApp } from 'uWebSockets.js';
 import { z } from 'zod';
+import { CREDENTIAL_ID } from '../core/credentials.js';
 import { VfsError, invalidParameter } from '../core/errors.js';
 import { exportAudit } from '../db/audit.js';
 import type { Database } from '../db/database.js';
@@ -40,7 +41,6 @@ type ManagementHandler = (ctx: RequestContext, accountId: string, body: unknown)
 
 /** Visibility claims (token claims and upload visibility): `*`, `user:<id>` or `group:<id>`. */
 export const CLAIM = /^(?:\*|(?:user|group):[A-Za-z0-9._@-]{1,128})$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const createWorkspaceBody = z.strictObject({
   name: z.string({ error: 'name must be a string' }).regex(WORKSPACE_NAME, {
@@ -134,7 +134,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
   route('del', '/v1/tokens/:id', 'none', async (ctx, accountId) => {
     const id = decodeURIComponentSafe(ctx.params[0]);
     // SECURITY: a foreign token id is invisible under row level security, so it answers 404 like an unknown one.
-    const found = UUID.test(id) && (await db.inAccount(accountId, (tx) => revokeToken(tx, id.toLowerCase())));
+    const found = CREDENTIAL_ID.test(id) && (await db.inAccount(accountId, (tx) => revokeToken(tx, id.toLowerCase())));
     if (!found) throw new VfsError('NO_SUCH_TOKEN', { id: id.slice(0, 100) });
     deps.auth.clear();
     return { status: 204 };

@@ -12,6 +12,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 export const MANAGEMENT_KEY_PREFIX = 'svc_sk_';
 export const TOKEN_PREFIX = 'svc_at_';
 
+/** The form of a credential's id (management keys and tokens alike): a UUID. */
+export const CREDENTIAL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** The two kinds of credential. */
 export type CredentialKind = 'management_key' | 'token';
 

@@ -3,7 +3,7 @@
  * accounts, so they run as the owner role: the operator command and the
  * service's start-up bootstrap use them, never a request.
  */
-import { credentialHash, credentialKind, newCredential } from '../core/credentials.js';
+import { CREDENTIAL_ID, credentialHash, credentialKind, newCredential } from '../core/credentials.js';
 import type { Database, Tx } from './database.js';
 import { LIMIT_COLUMNS, type Limits } from './limits.js';
 import { iso } from './rows.js';
@@ -43,6 +43,7 @@ export async function issueManagementKey(db: Database, account: string): Promise
 
 /** Revokes a management key by id; false when there is no such key. Other processes learn of it by NOTIFY. */
 export async function revokeManagementKey(db: Database, keyId: string): Promise<boolean> {
+  if (!CREDENTIAL_ID.test(keyId)) return false;
   return db.asOwner(async (tx) => {
     const { rowCount } = await tx.query('UPDATE management_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [keyId]);
     if (rowCount === 1) await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'credentials')`);

@@ -21,6 +21,7 @@ import {
 } from '../db/accounts.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
+import { type DataDirLock, DataDirInUse, lockDataDir } from './data-lock.js';
 import { LIMIT_COLUMNS, type Limits } from '../db/limits.js';
 import { provisionDatabase } from '../db/provision.js';
 import { requestShardRebuild } from '../db/shard-repair.js';
@@ -88,20 +89,29 @@ async function main(argv: string[]): Promise<number> {
   };
 
   const config = loadConfig(process.env);
+  let lock: DataDirLock | null = null;
   let cluster: EmbeddedCluster | null = null;
-  let targets: DatabaseTargets;
-  let appRole: string;
-  if (config.database === null) {
-    cluster = await EmbeddedCluster.start(config.dataDir);
-    targets = await provisionDatabase(cluster.address, EMBEDDED_NAMES);
-    appRole = EMBEDDED_NAMES.appRole;
-  } else {
-    targets = { owner: { connectionString: config.database.ownerUrl }, app: { connectionString: config.database.appUrl } };
-    appRole = decodeURIComponent(new URL(config.database.appUrl).username);
-  }
-  await migrate(targets.owner, appRole);
-  const db = new Database(targets, () => {});
+  let db: Database | null = null;
   try {
+    let targets: DatabaseTargets;
+    let appRole: string;
+    if (config.database === null) {
+      // With no service running, this command runs the cluster and holds the directory meanwhile,
+      // so that a service started now does not adopt a cluster about to be stopped. A running
+      // service holds the lock itself, and its cluster is adopted and left running.
+      lock = await lockDataDir(config.dataDir).catch((error: unknown) => {
+        if (error instanceof DataDirInUse) return null;
+        throw error;
+      });
+      cluster = await EmbeddedCluster.start(config.dataDir);
+      targets = await provisionDatabase(cluster.address, EMBEDDED_NAMES);
+      appRole = EMBEDDED_NAMES.appRole;
+    } else {
+      targets = { owner: { connectionString: config.database.ownerUrl }, app: { connectionString: config.database.appUrl } };
+      appRole = decodeURIComponent(new URL(config.database.appUrl).username);
+    }
+    await migrate(targets.owner, appRole);
+    db = new Database(targets, () => {});
     switch (command) {
       case 'create-account': {
         await createAccount(db, arg!, values.plan ?? config.defaultPlan);
@@ -167,8 +177,9 @@ async function main(argv: string[]): Promise<number> {
         throw new Error(`unknown command: ${command}\n\n${USAGE}`);
     }
   } finally {
-    await db.close();
+    await db?.close();
     if (cluster !== null && !cluster.adopted) await cluster.stop();
+    await lock?.release();
   }
   return 0;
 }

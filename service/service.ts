@@ -24,6 +24,7 @@ import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
 import { AuditLog } from '../db/audit.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
+import { type DataDirLock, lockDataDir } from './data-lock.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
 import { IngestThread } from '../ingest/ingest-thread.js';
@@ -62,15 +63,19 @@ export async function startService(config: Readonly<Config>, log: Logger): Promi
     const targets = { owner: { connectionString: config.database.ownerUrl }, app: { connectionString: config.database.appUrl } };
     return startWithDatabase(config, log, targets, decodeURIComponent(new URL(config.database.appUrl).username), null);
   }
-  const cluster = await EmbeddedCluster.start(config.dataDir, (line) => log.info(line));
+  // Before the cluster: a second service on this directory must not even adopt it.
+  const lock = await lockDataDir(config.dataDir);
+  let cluster: EmbeddedCluster | null = null;
   try {
+    cluster = await EmbeddedCluster.start(config.dataDir, (line) => log.info(line));
     const targets = await provisionDatabase(cluster.address, EMBEDDED_NAMES);
-    return await startWithDatabase(config, log, targets, EMBEDDED_NAMES.appRole, cluster);
+    return await startWithDatabase(config, log, targets, EMBEDDED_NAMES.appRole, cluster, lock);
   } catch (error) {
     // A start that fails once the embedded cluster runs (the port is taken, say) stops the cluster
     // it started: the process is about to exit, and the cluster is a process of its own. One it
-    // adopted may be serving another service on this data directory, and stays.
-    if (!cluster.adopted) await cluster.stop().catch((stopError: unknown) => log.error('the embedded PostgreSQL did not stop', stopError));
+    // adopted was left by a process that died, and a later start adopts it again.
+    if (cluster !== null && !cluster.adopted) await cluster.stop().catch((stopError: unknown) => log.error('the embedded PostgreSQL did not stop', stopError));
+    await lock.release();
     throw error;
   }
 }
@@ -82,6 +87,25 @@ export async function startWithDatabase(
   targets: DatabaseTargets,
   appRole: string,
   cluster: EmbeddedCluster | null = null,
+  /** The data directory's lock, when the caller took it; else it is taken here. */
+  lock: DataDirLock | null = null,
+): Promise<Service> {
+  const held = lock ?? (await lockDataDir(config.dataDir));
+  try {
+    return await startLocked(config, log, targets, appRole, cluster, held);
+  } catch (error) {
+    if (lock === null) await held.release();
+    throw error;
+  }
+}
+
+async function startLocked(
+  config: Readonly<Config>,
+  log: Logger,
+  targets: DatabaseTargets,
+  appRole: string,
+  cluster: EmbeddedCluster | null,
+  lock: DataDirLock,
 ): Promise<Service> {
   await migrate(targets.owner as pg.ClientConfig, appRole);
   const db = new Database(targets, (error) => log.error('database connection lost', error));
@@ -97,7 +121,8 @@ export async function startWithDatabase(
 
   const blobs = new BlobStore(join(config.dataDir, 'blobs'));
   await blobs.init();
-  // One service per data directory: every temp file left now is an upload of a process that died.
+  // One service per data directory (the lock above): every temp file left now is an upload of a
+  // process that died.
   const temps = await blobs.removeTemp();
   if (temps > 0) log.info(`removed ${temps} upload temp files left by a previous run`);
   await shardsChecked;
@@ -188,6 +213,7 @@ export async function startWithDatabase(
       await readPool.close();
       await db.close();
       await cluster?.stop();
+      await lock.release();
     },
   };
 }

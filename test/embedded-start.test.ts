@@ -78,11 +78,12 @@ describe('npm start on the embedded default', () => {
     }
   });
 
-  it('leaves the PostgreSQL of a running service alone when a second start on its data directory fails', async () => {
+  it('refuses a second service on the same data directory, naming the first, and leaves the first alone', async () => {
     const first = await spawnService({ DATA_DIR: dataDir });
     try {
-      const second = startServiceProcess({ DATA_DIR: dataDir, PORT: new URL(first.url).port });
-      await expect(second.listening).rejects.toThrow(/start failed/);
+      // Its own port (PORT=0): only the data directory's lock can refuse it.
+      const second = startServiceProcess({ DATA_DIR: dataDir });
+      await expect(second.listening).rejects.toThrow(new RegExp(`data directory .* is in use by another agent-vfs process \\(pid ${first.child.pid}\\)`));
       expect(await second.exited).toBe(1);
       expect(await postgresRunning()).toBe(true);
       expect((await fetch(first.url + '/readyz')).status).toBe(200);
@@ -90,6 +91,28 @@ describe('npm start on the embedded default', () => {
       first.child.kill('SIGTERM');
       expect(await first.exited).toBe(0);
     }
+  });
+
+  it('releases the lock when the service is killed: the next start adopts its PostgreSQL', async () => {
+    const first = await spawnService({ DATA_DIR: dataDir });
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+    const second = await spawnService({ DATA_DIR: dataDir });
+    try {
+      expect(second.stderr()).toMatch(/adopting the embedded PostgreSQL/);
+      expect((await fetch(second.url + '/readyz')).status).toBe(200);
+    } finally {
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    }
+    expect(await postgresRunning()).toBe(false);
+  });
+
+  it('runs the operator command with no service running, and stops its PostgreSQL after it, also when the command fails', async () => {
+    await expect(runAdmin({ DATA_DIR: dataDir }, ['revoke-key', 'no-such-key'])).rejects.toThrow(/no such key/);
+    expect(await postgresRunning()).toBe(false);
+    expect((await runAdmin({ DATA_DIR: dataDir }, ['list-plans'])).stdout).toMatch(/^default\t/m);
+    expect(await postgresRunning()).toBe(false);
   });
 
   it('refuses a malformed VFS_BOOTSTRAP_KEY with a clear message', async () => {
