@@ -1,0 +1,96 @@
+/**
+ * What a second HTTP thread would buy: a uWebSockets.js server answering every request with the
+ * 100-line text of bench/read-http.ts after `busy` µs of CPU and a 1 ms batched wait (standing
+ * in for the tool and the audit commit), on one thread and then on two that listen on the
+ * same port, under the same autocannon load as bench/read-http.ts.
+ *
+ *   node --import tsx bench/uws-threads.ts [busy-us=40] [seconds=6] [rounds=2]
+ *
+ * The threads share the port through SO_REUSEPORT, which this uWS build sets when it binds.
+ * Linux shares only a port named explicitly: a second bind to the port a `listen(0)` got fails
+ * (the server below asks the kernel for a free port through a throwaway socket first).
+ */
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { isMainThread, Worker, workerData } from 'node:worker_threads';
+import autocannon from 'autocannon';
+import { loadUws } from '../api/uws.js';
+
+const BODY = Buffer.from(Array.from({ length: 100 }, (_, i) => `${String(i + 1).padStart(6)}\tline ${i + 1}: the quick brown fox jumps over the lazy dog\n`).join(''));
+
+/** One server thread: a uWS app on `port`. */
+function serve(port: number, busyUs: number, onListening: () => void): void {
+  const { uws } = loadUws();
+  let waiting: Array<() => void> = [];
+  let timer: NodeJS.Timeout | null = null;
+  const flush = (): void => {
+    timer = null;
+    for (const answer of waiting.splice(0)) answer();
+  };
+  uws
+    .App()
+    .get('/*', (res, req) => {
+      let aborted = false;
+      res.onAborted(() => (aborted = true));
+      req.getQuery();
+      req.getHeader('authorization');
+      const until = process.hrtime.bigint() + BigInt(busyUs * 1000);
+      while (process.hrtime.bigint() < until);
+      waiting.push(() => {
+        if (!aborted) res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'text/plain').end(BODY));
+      });
+      timer ??= setTimeout(flush, 1);
+    })
+    .listen('127.0.0.1', port, (socket) => {
+      if (socket === false) throw new Error(`thread could not listen on ${port}`);
+      onListening();
+    });
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as { port: number }).port;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+if (!isMainThread) {
+  const { port, busyUs } = workerData as { port: number; busyUs: number };
+  serve(port, busyUs, () => {});
+} else if (process.env.UWS_THREADS_SERVER !== undefined) {
+  // The server process: thread 1 here, the others in workers, all on one port.
+  const [port, busyUs, threads] = process.env.UWS_THREADS_SERVER.split(',').map(Number);
+  serve(port, busyUs, () => {
+    setImmediate(() => {
+      // This file is TypeScript: a one-line script registers tsx in the new thread, then imports it.
+      const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href);
+      const code = `import(${tsx}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${JSON.stringify(import.meta.url)}); })`;
+      for (let i = 1; i < threads; i++) new Worker(code, { eval: true, workerData: { port, busyUs } });
+      setTimeout(() => process.stdout.write('ready\n'), 300);
+    });
+  });
+} else {
+  const [busyArg, secondsArg, roundsArg] = process.argv.slice(2);
+  const busyUs = Number(busyArg ?? 40);
+  const duration = Number(secondsArg ?? 6);
+  const rounds = Number(roundsArg ?? 2);
+  const rows = [];
+  for (let round = 0; round < rounds; round++) {
+    for (const threads of [1, 2]) {
+      const port = await freePort();
+      const child = spawn(process.execPath, [...process.execArgv, new URL(import.meta.url).pathname], {
+        env: { ...process.env, UWS_THREADS_SERVER: `${port},${busyUs},${threads}` },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+      const result = await autocannon({ url: `http://127.0.0.1:${port}/v1/x?path=/a`, headers: { authorization: 'Bearer x' }, connections: 256, pipelining: 1, duration });
+      child.kill();
+      rows.push({ round, threads, rps: Math.round(result.requests.average), p50ms: result.latency.p50, non2xx: result.non2xx + result.errors });
+      process.stderr.write(`round ${round}: ${threads} thread(s) ${Math.round(result.requests.average)} requests/s\n`);
+    }
+  }
+  process.stdout.write(JSON.stringify({ busyUs, duration, rows }, null, 2) + '\n');
+}
