@@ -21,13 +21,13 @@ import {
 } from '../db/accounts.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
-import { type DataDirLock, DataDirInUse, lockDataDir } from './data-lock.js';
 import { LIMIT_COLUMNS, type Limits } from '../db/limits.js';
 import { provisionDatabase } from '../db/provision.js';
 import { requestShardRebuild } from '../db/shard-repair.js';
 import { BlobStore } from '../ingest/blob-store.js';
 import { sweepBlobs } from '../ingest/uploads.js';
 import { loadConfig } from './config.js';
+import { type DataDirLock, DataDirInUse, lockDataDir } from './data-lock.js';
 import { EMBEDDED_NAMES } from './service.js';
 
 const USAGE = `usage: npm run admin -- <command> [arguments]

@@ -24,7 +24,6 @@ import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
 import { AuditLog } from '../db/audit.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
-import { type DataDirLock, lockDataDir } from './data-lock.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
 import { IngestThread } from '../ingest/ingest-thread.js';
@@ -32,6 +31,7 @@ import { dropDamagedShards } from '../ingest/shard-repair.js';
 import { shardsRoot } from '../ingest/shards.js';
 import { Uploads } from '../ingest/uploads.js';
 import type { Config } from './config.js';
+import { type DataDirLock, lockDataDir } from './data-lock.js';
 
 /** Where the service writes what it has to say. */
 export interface Logger {
@@ -121,7 +121,7 @@ async function startLocked(
 
   const blobs = new BlobStore(join(config.dataDir, 'blobs'));
   await blobs.init();
-  // One service per data directory (the lock above): every temp file left now is an upload of a
+  // One service per data directory (data-lock.ts): every temp file left now is an upload of a
   // process that died.
   const temps = await blobs.removeTemp();
   if (temps > 0) log.info(`removed ${temps} upload temp files left by a previous run`);
