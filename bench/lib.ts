@@ -44,6 +44,10 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
       if (m !== null) resolve(m[1]);
     });
     child.on('exit', (code) => reject(new Error(`service exited with ${code}`)));
+  }).catch(async (error: unknown) => {
+    // A service that never listened would leave its new data directory behind.
+    if (temporary) await rm(dataDir, { recursive: true, force: true });
+    throw error;
   });
   // Benchmarks measure speed, not the plan's rate limits: lift them for the default account.
   const admin = (args: string[]) =>
