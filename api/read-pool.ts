@@ -13,6 +13,7 @@ import {
   emitGrepCounts,
   find,
   type GrepCollection,
+  type GrepShareResult,
   type GrepContentSummary,
   grepContentFooter,
   type GrepRequest,
@@ -191,17 +192,24 @@ export class ReadPool {
     };
   }
 
-  /** A sorted-mode grep split into hash classes of paths; the counts are merged and formatted here. */
+  /**
+   * A sorted-mode grep split into hash classes of paths: the counts are merged and formatted
+   * here, unless the lead kept the whole search and formatted it itself (its text is then the
+   * only output: further shares yield none).
+   */
   private parallelCounts(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
-    const split = this.split('grepShare', shardDir, request, () => () => {});
+    const split = this.split('grepShare', shardDir, request, () => sink);
     const outcome = (async (): Promise<ReadOutcome> => {
       const results = await Promise.all((await split.shares).map((s) => s.outcome));
       const failed = results.find((r) => !r.ok);
       if (failed !== undefined && !failed.ok) return failed;
-      const output = emitGrepCounts(
-        request,
-        results.map((r) => (r as { ok: true; result: GrepCollection }).result),
-      );
+      const shares = results.map((r) => (r as { ok: true; result: GrepShareResult }).result);
+      const collections: GrepCollection[] = [];
+      for (const share of shares) {
+        if ('formatted' in share) return { ok: true, resultCount: share.formatted.resultCount };
+        collections.push(share.collection);
+      }
+      const output = emitGrepCounts(request, collections);
       for (let step = output.next(); ; step = output.next()) {
         if (step.done === true) return { ok: true, resultCount: step.value.resultCount };
         if (step.value.length > 0) sink(new Uint8Array(step.value), () => {});

@@ -5,13 +5,13 @@
  *
  * Output goes back over the task's MessagePort, in order: `chunk` messages,
  * then one `end` (with the generator's return value: a ToolSummary, or a
- * GrepCollection for a `grepShare`), `cancelled` or `error`. Flow control is a shared
+ * GrepShareResult for a `grepShare`), `cancelled` or `error`. Flow control is a shared
  * Int32Array: [0] counts chunks sent but not yet written to the socket (the
  * worker waits while it reaches WINDOW), [1] is set to 1 to cancel (client gone).
  */
 import { BroadcastChannel, isMainThread, type MessagePort } from 'node:worker_threads';
 import { VfsError } from '../core/errors.js';
-import { cat, closeShardReader, collectGrepCounts, find, grep, type GrepRequest, type GrepSplit, ls, openShardReader } from '../engine/index.js';
+import { cat, closeShardReader, find, grep, type GrepRequest, grepShare, type GrepSplit, ls, openShardReader } from '../engine/index.js';
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
 export const WINDOW = 4;
@@ -36,7 +36,7 @@ if (!isMainThread) {
  * across threads comes with a `lead` that lacks `onSplit`: here it posts a `split` message (see
  * read-pool.ts).
  */
-const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts } as const;
+const TOOLS = { ls, find, cat, grep, grepShare } as const;
 
 /** A read task. */
 export interface ReadTask {

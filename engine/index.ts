@@ -14,6 +14,7 @@ export {
   grep,
   collectGrepCounts,
   emitGrepCounts,
+  grepShare,
   grepContentFooter,
   type GrepContentSummary,
   type GrepPathRange,
@@ -25,5 +26,6 @@ export {
   type GrepOutputMode,
   type GrepFileCount,
   type GrepCollection,
+  type GrepShareResult,
 } from './tool-grep.js';
 export { FILE_TYPES } from './file-types.js';

@@ -294,13 +294,15 @@ describe('cancellation', () => {
 });
 
 describe('grep split across threads', () => {
-  it('answers exactly as a single thread does, with 2 and 3 threads', async () => {
+  it('answers exactly as a single thread does, with 2 and 3 threads, split or not', async () => {
     // Every content grep without head_limit is split, however small its candidates.
     const t2 = await startTestService({ VFS_READ_THREADS: '2', VFS_GREP_SPLIT_MIN_BYTES: '0' });
     const t3 = await startTestService({ VFS_READ_THREADS: '3', VFS_GREP_SPLIT_MIN_BYTES: '0' });
+    // Never split: the lead keeps the whole search, and formats the sorted modes itself.
+    const whole = await startTestService({ VFS_READ_THREADS: '2' });
     try {
       const files = Array.from({ length: 60 }, (_, i) => [`d${i % 4}/f${i}.txt`, Array.from({ length: 30 }, (_, j) => `${j % 7 === 0 ? 'ab' : 'x'}${i * j} ${j}`).join('\n') + '\n'] as const);
-      for (const svc of [t, t2, t3]) {
+      for (const svc of [t, t2, t3, whole]) {
         expect((await svc.call('POST', '/v1/workspaces', { body: { name: 'scan' } })).status).toBe(201);
         await Promise.all(files.map(([path, body]) => put(svc, 'scan', path, body)));
         await settled(svc, 'scan');
@@ -325,7 +327,7 @@ describe('grep split across threads', () => {
         const one = await t.call('GET', `/v1/workspaces/scan/grep?${query}`);
         expect(one.status).toBe(200);
         expect(one.text.length).toBeGreaterThan(0);
-        for (const svc of [t2, t3]) {
+        for (const svc of [t2, t3, whole]) {
           const many = await svc.call('GET', `/v1/workspaces/scan/grep?${query}`);
           expect([query, many.status, many.text]).toEqual([query, 200, one.text]);
         }
@@ -333,6 +335,7 @@ describe('grep split across threads', () => {
     } finally {
       await t2.stop();
       await t3.stop();
+      await whole.stop();
     }
   });
 });
