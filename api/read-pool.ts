@@ -4,16 +4,13 @@
  * flow control and cancellation, so a large output streams with bounded
  * memory and stops when the client goes away.
  */
-import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
+import { BroadcastChannel, MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { VfsError } from '../core/errors.js';
 import {
   cat,
   closeShardReader,
-  emitGrepCounts,
   find,
-  type GrepCollection,
-  type GrepShareResult,
   type GrepContentSummary,
   grepContentFooter,
   type GrepRequest,
@@ -23,7 +20,7 @@ import {
   ShardReader,
   type ToolSummary,
 } from '../engine/index.js';
-import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask, SHARD_DROPS } from './read-worker.js';
+import { CANCELLED, IN_FLIGHT, type PeerMessage, type ReadMessage, type ReadTask, SHARD_DROPS } from './read-worker.js';
 
 /** How a read ended. */
 export type ReadOutcome = { ok: true; resultCount: number } | { ok: false; status: number; message: string } | { ok: false; status: 0; message: 'cancelled' };
@@ -105,6 +102,8 @@ type TaskOutcome = { ok: true; result: unknown } | { ok: false; status: number; 
 interface TaskCall {
   outcome: Promise<TaskOutcome>;
   cancel(): void;
+  /** Sends the task a message on its port (read-worker.ts: `peer`). */
+  post(message: PeerMessage): void;
 }
 
 /** Receives a chunk; calls `release` once the chunk no longer occupies memory (written to the socket). */
@@ -179,7 +178,14 @@ export class ReadPool {
       const split = await Promise.race([reported, lead.outcome.then(() => null)]);
       for (const [k, share] of (split?.shares ?? []).entries()) {
         if (cancelled) break;
-        calls.push(this.task(tool, shardDir, { ...request, ...share }, sinkFor(k + 1)));
+        // A sorted-mode share sends its counts to the lead (read-worker.ts), over a port of its own.
+        let peer: MessagePort | undefined;
+        if (tool === 'grepShare') {
+          const channel = new MessageChannel();
+          lead.post({ type: 'peer', port: channel.port1 });
+          peer = channel.port2;
+        }
+        calls.push(this.task(tool, shardDir, { ...request, ...share }, sinkFor(k + 1), undefined, peer));
       }
       return calls;
     })();
@@ -193,27 +199,20 @@ export class ReadPool {
   }
 
   /**
-   * A sorted-mode grep split into hash classes of paths: the counts are merged and formatted
-   * here, unless the lead kept the whole search and formatted it itself (its text is then the
-   * only output: further shares yield none).
+   * A sorted-mode grep split into hash classes of paths. The lead merges the shares' counts and
+   * prints the answer (read-worker.ts); the further shares print nothing. A share that fails
+   * would leave the lead waiting for its counts: every failure stops them all.
    */
   private parallelCounts(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
     const split = this.split('grepShare', shardDir, request, () => sink);
     const outcome = (async (): Promise<ReadOutcome> => {
-      const results = await Promise.all((await split.shares).map((s) => s.outcome));
-      const failed = results.find((r) => !r.ok);
+      const outcomes = (await split.shares).map((s) => s.outcome);
+      for (const o of outcomes) void o.then((r) => r.ok || split.cancel());
+      const results = await Promise.all(outcomes);
+      // The cause, rather than the cancellations it led to.
+      const failed = results.find((r) => !r.ok && r.status !== 0) ?? results.find((r) => !r.ok);
       if (failed !== undefined && !failed.ok) return failed;
-      const shares = results.map((r) => (r as { ok: true; result: GrepShareResult }).result);
-      const collections: GrepCollection[] = [];
-      for (const share of shares) {
-        if ('formatted' in share) return { ok: true, resultCount: share.formatted.resultCount };
-        collections.push(share.collection);
-      }
-      const output = emitGrepCounts(request, collections);
-      for (let step = output.next(); ; step = output.next()) {
-        if (step.done === true) return { ok: true, resultCount: step.value.resultCount };
-        if (step.value.length > 0) sink(new Uint8Array(step.value), () => {});
-      }
+      return { ok: true, resultCount: (results[0] as { ok: true; result: ToolSummary }).result.resultCount };
     })();
     return { outcome, cancel: split.cancel };
   }
@@ -264,7 +263,7 @@ export class ReadPool {
   }
 
   /** Runs one task on a thread; its port delivers chunks, then its result. */
-  private task(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink, onSplit?: (split: GrepSplit) => void): TaskCall {
+  private task(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink, onSplit?: (split: GrepSplit) => void, peer?: MessagePort): TaskCall {
     const { port1, port2 } = new MessageChannel();
     const shared = new SharedArrayBuffer(8);
     const control = new Int32Array(shared);
@@ -283,7 +282,8 @@ export class ReadPool {
     });
     // The worker closes its end after its last message; a close without one means it died.
     port1.on('close', () => settle({ ok: false, status: 500, message: 'the read worker stopped without an answer' }));
-    this.piscina.run({ tool, shardDir, request, port: port2, control: shared }, { transferList: [port2] }).then(
+    const task: ReadTask = { tool, shardDir, request, port: port2, control: shared, peer };
+    this.piscina.run(task, { transferList: peer === undefined ? [port2] : [port2, peer] }).then(
       () => {},
       (error: unknown) => settle({ ok: false, status: 500, message: String(error) }),
     );
@@ -294,6 +294,7 @@ export class ReadPool {
         Atomics.store(control, CANCELLED, 1);
         Atomics.notify(control, IN_FLIGHT);
       },
+      post: (message) => port1.postMessage(message, [message.port]),
     };
   }
 

@@ -14,7 +14,6 @@ export {
   grep,
   collectGrepCounts,
   emitGrepCounts,
-  grepShare,
   grepContentFooter,
   type GrepContentSummary,
   type GrepPathRange,
@@ -26,6 +25,5 @@ export {
   type GrepOutputMode,
   type GrepFileCount,
   type GrepCollection,
-  type GrepShareResult,
 } from './tool-grep.js';
 export { FILE_TYPES } from './file-types.js';

@@ -33,8 +33,7 @@
  * exactly once. Content shares print no footer (their GrepContentSummary says whether they
  * stopped early): the caller concatenates the outputs in range order, puts `--` between two
  * shares' output when context is on, and ends with `grepContentFooter`. Sorted-mode shares
- * (`grepShare`) return GrepCollections for `emitGrepCounts`, except a lead that kept the whole
- * search: it prints the answer itself.
+ * return GrepCollections for `emitGrepCounts` (the read pool merges them on the lead's thread).
  */
 
 import { VfsError } from '../core/errors.js';
@@ -309,27 +308,6 @@ export function* collectGrepCounts(reader: ShardReader, request: GrepRequest): G
   } finally {
     snapshot.done();
   }
-}
-
-/** What a sorted-mode share returns: its per-file counts, or the answer it formatted itself. */
-export type GrepShareResult = { collection: GrepCollection } | { formatted: ToolSummary };
-
-/**
- * A sorted-mode share as the read pool runs it (see the module comment). A lead that reports no
- * further shares holds the whole search, so it formats the answer itself, yielding the text,
- * rather than return its counts for the caller to merge, sort and format: the caller's thread
- * (the HTTP thread) then does none of that work.
- */
-export function* grepShare(reader: ShardReader, request: GrepRequest): Generator<Buffer, GrepShareResult> {
-  const lead = request.lead;
-  if (lead === undefined) return { collection: yield* collectGrepCounts(reader, request) };
-  let alone = false;
-  const onSplit = (split: GrepSplit): void => {
-    alone = split.shares.length === 0;
-    lead.onSplit(split);
-  };
-  const collection = yield* collectGrepCounts(reader, { ...request, lead: { ...lead, onSplit } });
-  return alone ? { formatted: yield* emitGrepCounts(request, [collection]) } : { collection };
 }
 
 /** Densest first (matching ÷ total lines), ties by path. */

@@ -293,6 +293,41 @@ describe('cancellation', () => {
   });
 });
 
+describe('cancellation of a split search', () => {
+  it('a sorted-mode grep split across threads whose client goes away stops every share, the merging lead included', async () => {
+    const t2 = await startTestService({ VFS_READ_THREADS: '2', VFS_GREP_SPLIT_MIN_BYTES: '0' });
+    try {
+      expect((await t2.call('POST', '/v1/workspaces', { body: { name: 'big' } })).status).toBe(201);
+      const body = Array.from({ length: 4000 }, (_, i) => `match me ${i} ${'y'.repeat(80)}`).join('\n');
+      await Promise.all(Array.from({ length: 40 }, (_, i) => put(t2, 'big', `f${i}.txt`, body)));
+      await settled(t2, 'big', 60_000);
+      // Each call is abandoned at a different point: before the split, during the search, while
+      // the lead waits for the other share's counts, or after.
+      for (const ms of [0, 2, 5, 10, 20, 40]) {
+        await new Promise<void>((resolve, reject) => {
+          const req = request(`${t2.url}/v1/workspaces/big/grep?pattern=me%20%5B0-9%5D&output_mode=count`, { headers: { authorization: `Bearer ${t2.key}` } }, (res) => {
+            res.resume();
+            res.on('end', resolve);
+          });
+          req.on('error', (e) => (e.message.includes('socket hang up') || e.message.includes('aborted') ? resolve() : reject(e)));
+          req.end();
+          setTimeout(() => {
+            req.destroy();
+            resolve();
+          }, ms);
+        });
+      }
+      // Split searches need both threads: they answer only if no share of the abandoned ones is left waiting.
+      for (let i = 0; i < 3; i++) {
+        const r = await t2.call('GET', '/v1/workspaces/big/grep?pattern=match%20me%203999%20&output_mode=count');
+        expect([r.status, r.text.split('\n').length - 1]).toEqual([200, 40]);
+      }
+    } finally {
+      await t2.stop();
+    }
+  });
+});
+
 describe('grep split across threads', () => {
   it('answers exactly as a single thread does, with 2 and 3 threads, split or not', async () => {
     // Every content grep without head_limit is split, however small its candidates.
