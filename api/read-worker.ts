@@ -54,15 +54,15 @@ if (!isMainThread) {
 }
 
 /**
- * The four tools, by name, and one share of a sorted-mode grep (merged on the lead's thread: see
- * above). The first share of a grep split across threads comes with a `lead` that lacks
- * `onSplit`: here it posts a `split` message (see read-pool.ts).
+ * The four tools by name; `grepShare` is one share of a sorted-mode grep (merged on the lead's
+ * thread: see above). The first share of a grep split across threads comes with a `lead` that
+ * lacks `onSplit`: here it posts a `split` message (see read-pool.ts).
  */
-const TOOLS = { ls, find, cat, grep, grepShare: collectGrepCounts } as const;
+const TOOLS = { ls, find, cat, grep } as const;
 
 /** A read task. */
 export interface ReadTask {
-  tool: keyof typeof TOOLS;
+  tool: keyof typeof TOOLS | 'grepShare';
   shardDir: string;
   request: unknown;
   port: MessagePort;
@@ -97,7 +97,6 @@ export default function runReadTask(task: ReadTask): void {
     // lmdb-js renews its cached read transaction on a timer, and piscina may run tasks back to
     // back without turning the event loop: start every task from the latest commit explicitly.
     reader.shard.env.resetReadTxn();
-    const tool = TOOLS[task.tool] as (r: typeof reader, q: unknown) => Generator<Buffer, unknown>;
     let request = task.request;
     const lead = (request as GrepRequest).lead;
     let peers = 0; // further shares, once the lead has split
@@ -108,12 +107,10 @@ export default function runReadTask(task: ReadTask): void {
       };
       request = { ...(request as GrepRequest), lead: { ...lead, onSplit } };
     }
-    const output =
-      task.tool !== 'grepShare'
-        ? tool(reader, request)
-        : lead !== undefined
-          ? mergedCounts(reader, request as GrepRequest, () => peers, port, control)
-          : sharedCounts(reader, request as GrepRequest, task.peer!);
+    let output: Generator<Buffer, unknown>;
+    if (task.tool !== 'grepShare') output = (TOOLS[task.tool] as (r: ShardReader, q: unknown) => Generator<Buffer, unknown>)(reader, request);
+    else if (lead !== undefined) output = mergedCounts(reader, request as GrepRequest, () => peers, port, control);
+    else output = sharedCounts(reader, request as GrepRequest, task.peer!);
     try {
       for (;;) {
         if (Atomics.load(control, CANCELLED) === 1) {
