@@ -20,7 +20,7 @@ import {
   ShardReader,
   type ToolSummary,
 } from '../engine/index.js';
-import { CANCELLED, IN_FLIGHT, type PeerMessage, type ReadMessage, type ReadTask, SHARD_DROPS } from './read-worker.js';
+import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask, SHARD_DROPS } from './read-worker.js';
 
 /** How a read ended. */
 export type ReadOutcome = { ok: true; resultCount: number } | { ok: false; status: number; message: string } | { ok: false; status: 0; message: 'cancelled' };
@@ -102,8 +102,16 @@ type TaskOutcome = { ok: true; result: unknown } | { ok: false; status: number; 
 interface TaskCall {
   outcome: Promise<TaskOutcome>;
   cancel(): void;
-  /** Sends the task a message on its port (read-worker.ts: `peer`). */
-  post(message: PeerMessage): void;
+}
+
+/** What a task may carry besides its request (read-worker.ts). */
+interface TaskExtras {
+  /** The lead of a split grep: receives the split. */
+  onSplit?: (split: GrepSplit) => void;
+  /** `grepShare`: the port its counts go to. */
+  peer?: MessagePort;
+  /** `grepMerge`: the ports the shares' counts arrive on. */
+  peers?: MessagePort[];
 }
 
 /** Receives a chunk; calls `release` once the chunk no longer occupies memory (written to the socket). */
@@ -166,11 +174,24 @@ export class ReadPool {
    * with the lead's candidates. `shares` resolves to the tasks in output
    * order; `cancel` stops every task started and starts no more.
    */
-  private split(tool: 'grep' | 'grepShare', shardDir: string, request: GrepRequest, sinkFor: (share: number) => ChunkSink): { shares: Promise<TaskCall[]>; cancel(): void } {
+  private split(
+    tool: 'grep' | 'grepShare',
+    shardDir: string,
+    request: GrepRequest,
+    sinkFor: (share: number) => ChunkSink,
+  ): { shares: Promise<TaskCall[]>; cancel(): void; counts: MessagePort[] } {
     let cancelled = false;
     let onSplit!: (split: GrepSplit) => void;
     const reported = new Promise<GrepSplit>((resolve) => (onSplit = resolve));
-    const lead = this.task(tool, shardDir, { ...request, lead: { count: this.threads, minBytes: this.splitMinBytes } }, sinkFor(0), onSplit);
+    // `grepShare`: each share sends its counts over a port of its own; these are the other ends.
+    const counts: MessagePort[] = [];
+    const peer = (): MessagePort | undefined => {
+      if (tool !== 'grepShare') return undefined;
+      const channel = new MessageChannel();
+      counts.push(channel.port1);
+      return channel.port2;
+    };
+    const lead = this.task(tool, shardDir, { ...request, lead: { count: this.threads, minBytes: this.splitMinBytes } }, sinkFor(0), { onSplit, peer: peer() });
     // The tasks started, in output order: what `shares` resolves to and what `cancel` stops.
     const calls: TaskCall[] = [lead];
     const shares = (async (): Promise<TaskCall[]> => {
@@ -178,19 +199,13 @@ export class ReadPool {
       const split = await Promise.race([reported, lead.outcome.then(() => null)]);
       for (const [k, share] of (split?.shares ?? []).entries()) {
         if (cancelled) break;
-        // A sorted-mode share sends its counts to the lead (read-worker.ts), over a port of its own.
-        let peer: MessagePort | undefined;
-        if (tool === 'grepShare') {
-          const channel = new MessageChannel();
-          lead.post({ type: 'peer', port: channel.port1 });
-          peer = channel.port2;
-        }
-        calls.push(this.task(tool, shardDir, { ...request, ...share }, sinkFor(k + 1), undefined, peer));
+        calls.push(this.task(tool, shardDir, { ...request, ...share }, sinkFor(k + 1), { peer: peer() }));
       }
       return calls;
     })();
     return {
       shares,
+      counts,
       cancel: () => {
         cancelled = true;
         calls.forEach((c) => c.cancel());
@@ -199,22 +214,45 @@ export class ReadPool {
   }
 
   /**
-   * A sorted-mode grep split into hash classes of paths. The lead merges the shares' counts and
-   * prints the answer (read-worker.ts); the further shares print nothing. A share that fails
-   * would leave the lead waiting for its counts: every failure stops them all.
+   * A sorted-mode grep split into hash classes of paths. Each share sends its per-file counts to
+   * a port of its own; once all have ended, a `grepMerge` task merges, sorts and prints them
+   * (read-worker.ts), so the HTTP thread only forwards text. A lead that keeps the whole search
+   * prints the answer itself.
    */
   private parallelCounts(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
+    // Only a lead that keeps the whole search prints; the other shares yield no text.
     const split = this.split('grepShare', shardDir, request, () => sink);
+    let merge: TaskCall | null = null;
+    let cancelled = false;
     const outcome = (async (): Promise<ReadOutcome> => {
-      const outcomes = (await split.shares).map((s) => s.outcome);
-      for (const o of outcomes) void o.then((r) => r.ok || split.cancel());
-      const results = await Promise.all(outcomes);
-      // The cause, rather than the cancellations it led to.
-      const failed = results.find((r) => !r.ok && r.status !== 0) ?? results.find((r) => !r.ok);
-      if (failed !== undefined && !failed.ok) return failed;
-      return { ok: true, resultCount: (results[0] as { ok: true; result: ToolSummary }).result.resultCount };
+      try {
+        const outcomes = (await split.shares).map((s) => s.outcome);
+        // A share that fails makes the others' work useless: stop them.
+        for (const o of outcomes) void o.then((r) => r.ok || split.cancel());
+        const results = await Promise.all(outcomes);
+        // The cause, rather than the cancellations it led to.
+        const failed = results.find((r) => !r.ok && r.status !== 0) ?? results.find((r) => !r.ok);
+        if (failed !== undefined && !failed.ok) return failed;
+        // A lead that kept the whole search has printed the answer.
+        const printed = (results[0] as { ok: true; result: ToolSummary | null }).result;
+        if (printed !== null) return { ok: true, resultCount: printed.resultCount };
+        if (cancelled) return { ok: false, status: 0, message: 'cancelled' };
+        merge = this.task('grepMerge', shardDir, request, sink, { peers: split.counts.splice(0) });
+        const merged = await merge.outcome;
+        return merged.ok ? { ok: true, resultCount: (merged.result as ToolSummary).resultCount } : merged;
+      } finally {
+        // Ports not handed to a merge (a share failed, or the call was cancelled).
+        for (const port of split.counts) port.close();
+      }
     })();
-    return { outcome, cancel: split.cancel };
+    return {
+      outcome,
+      cancel: () => {
+        cancelled = true;
+        split.cancel();
+        merge?.cancel();
+      },
+    };
   }
 
   /**
@@ -263,7 +301,8 @@ export class ReadPool {
   }
 
   /** Runs one task on a thread; its port delivers chunks, then its result. */
-  private task(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink, onSplit?: (split: GrepSplit) => void, peer?: MessagePort): TaskCall {
+  private task(tool: ReadTask['tool'], shardDir: string, request: unknown, sink: ChunkSink, extras: TaskExtras = {}): TaskCall {
+    const { onSplit, peer, peers } = extras;
     const { port1, port2 } = new MessageChannel();
     const shared = new SharedArrayBuffer(8);
     const control = new Int32Array(shared);
@@ -282,8 +321,9 @@ export class ReadPool {
     });
     // The worker closes its end after its last message; a close without one means it died.
     port1.on('close', () => settle({ ok: false, status: 500, message: 'the read worker stopped without an answer' }));
-    const task: ReadTask = { tool, shardDir, request, port: port2, control: shared, peer };
-    this.piscina.run(task, { transferList: peer === undefined ? [port2] : [port2, peer] }).then(
+    const task: ReadTask = { tool, shardDir, request, port: port2, control: shared, peer, peers };
+    const transferList = [port2, ...(peer === undefined ? [] : [peer]), ...(peers ?? [])];
+    this.piscina.run(task, { transferList }).then(
       () => {},
       (error: unknown) => settle({ ok: false, status: 500, message: String(error) }),
     );
@@ -294,7 +334,6 @@ export class ReadPool {
         Atomics.store(control, CANCELLED, 1);
         Atomics.notify(control, IN_FLIGHT);
       },
-      post: (message) => port1.postMessage(message, [message.port]),
     };
   }
 

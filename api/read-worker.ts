@@ -9,13 +9,15 @@
  * yet written to the socket (the worker waits while it reaches WINDOW), [1] is
  * set to 1 to cancel (client gone).
  *
- * A sorted-mode grep (`grepShare`) is merged on its lead's thread, so that the
+ * A sorted-mode grep split into shares is merged on a read thread, so that the
  * HTTP thread neither receives per-file counts nor sorts them (for a full scan,
  * tens of thousands of files: 30-50 ms during which it served nothing). Each
- * further share sends its GrepCollection to the lead over a port of its own
- * (`peer`); the HTTP thread hands the lead the other ends, in `peer` messages
- * on the lead's task port, as it starts the shares. The lead, once its own
- * share is searched, waits for every collection, then prints the answer.
+ * share (`grepShare`) sends its GrepCollection over a port of its own (`peer`);
+ * once every share has ended, the HTTP thread starts a `grepMerge` task with the
+ * other ends (`peers`), which merges, sorts and prints. No task ever waits for
+ * another one to run: with every thread busy, a share waiting for a share still
+ * queued behind it would wait forever. A lead that keeps the whole search (no
+ * further shares) prints the answer itself.
  */
 import { BroadcastChannel, isMainThread, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import { VfsError } from '../core/errors.js';
@@ -54,21 +56,23 @@ if (!isMainThread) {
 }
 
 /**
- * The four tools by name; `grepShare` is one share of a sorted-mode grep (merged on the lead's
- * thread: see above). The first share of a grep split across threads comes with a `lead` that
- * lacks `onSplit`: here it posts a `split` message (see read-pool.ts).
+ * The four tools by name; `grepShare` and `grepMerge` serve a sorted-mode grep split into shares
+ * (see above). The first share of a grep split across threads comes with a `lead` that lacks
+ * `onSplit`: here it posts a `split` message (see read-pool.ts).
  */
 const TOOLS = { ls, find, cat, grep } as const;
 
 /** A read task. */
 export interface ReadTask {
-  tool: keyof typeof TOOLS | 'grepShare';
+  tool: keyof typeof TOOLS | 'grepShare' | 'grepMerge';
   shardDir: string;
   request: unknown;
   port: MessagePort;
   control: SharedArrayBuffer;
-  /** A further share of a sorted-mode grep: where its GrepCollection goes (the lead's thread). */
+  /** `grepShare`: where its GrepCollection goes. */
   peer?: MessagePort;
+  /** `grepMerge`: where the shares' collections arrive, one port per share. */
+  peers?: MessagePort[];
 }
 
 /** Messages on the task's port. */
@@ -79,13 +83,7 @@ export type ReadMessage =
   | { type: 'cancelled' }
   | { type: 'error'; status: number; message: string };
 
-/** From the HTTP thread to a sorted-mode lead: the port a further share's collection arrives on. */
-export interface PeerMessage {
-  type: 'peer';
-  port: MessagePort;
-}
-
-/** Thrown while a lead waits for collections and the call is cancelled. */
+/** Thrown while a merge waits for a collection and the call is cancelled. */
 class Cancelled extends Error {}
 
 /** Runs one tool, streaming its output over `task.port`. */
@@ -99,18 +97,18 @@ export default function runReadTask(task: ReadTask): void {
     reader.shard.env.resetReadTxn();
     let request = task.request;
     const lead = (request as GrepRequest).lead;
-    let peers = 0; // further shares, once the lead has split
+    let alone = false; // a lead that reported no further shares
     if (lead !== undefined) {
       const onSplit = (split: GrepSplit): void => {
-        peers = split.shares.length;
+        alone = split.shares.length === 0;
         port.postMessage({ type: 'split', split } satisfies ReadMessage);
       };
       request = { ...(request as GrepRequest), lead: { ...lead, onSplit } };
     }
     let output: Generator<Buffer, unknown>;
-    if (task.tool !== 'grepShare') output = (TOOLS[task.tool] as (r: ShardReader, q: unknown) => Generator<Buffer, unknown>)(reader, request);
-    else if (lead !== undefined) output = mergedCounts(reader, request as GrepRequest, () => peers, port, control);
-    else output = sharedCounts(reader, request as GrepRequest, task.peer!);
+    if (task.tool === 'grepShare') output = shareCounts(reader, request as GrepRequest, task.peer!, () => alone);
+    else if (task.tool === 'grepMerge') output = mergedCounts(request as GrepRequest, task.peers!, control);
+    else output = (TOOLS[task.tool] as (r: ShardReader, q: unknown) => Generator<Buffer, unknown>)(reader, request);
     try {
       for (;;) {
         if (Atomics.load(control, CANCELLED) === 1) {
@@ -145,30 +143,36 @@ export default function runReadTask(task: ReadTask): void {
   }
 }
 
-/** A sorted-mode lead: its own share, then every further share's counts, merged and printed. */
-function* mergedCounts(reader: ShardReader, request: GrepRequest, peers: () => number, port: MessagePort, control: Int32Array): Generator<Buffer, ToolSummary> {
-  const collections = [yield* collectGrepCounts(reader, request)];
-  const ports: MessagePort[] = [];
+/**
+ * One share of a sorted-mode grep: its counts go to `peer` (the result is then null), except
+ * for a lead that kept the whole search, which prints the answer itself (no merge task).
+ */
+function* shareCounts(reader: ShardReader, request: GrepRequest, peer: MessagePort, alone: () => boolean): Generator<Buffer, ToolSummary | null> {
   try {
-    while (ports.length < peers()) ports.push((receive(port, control) as PeerMessage).port);
-    for (const peer of ports) collections.push(receive(peer, control) as GrepCollection);
+    const collection = yield* collectGrepCounts(reader, request);
+    if (alone()) return yield* emitGrepCounts(request, [collection]);
+    peer.postMessage(collection);
+    return null;
   } finally {
-    for (const peer of ports) peer.close();
+    peer.close();
+  }
+}
+
+/** The shares' counts (all sent before their tasks ended), merged and printed. */
+function* mergedCounts(request: GrepRequest, peers: MessagePort[], control: Int32Array): Generator<Buffer, ToolSummary> {
+  const collections: GrepCollection[] = [];
+  try {
+    for (const peer of peers) collections.push(receive(peer, control) as GrepCollection);
+  } finally {
+    for (const peer of peers) peer.close();
   }
   return yield* emitGrepCounts(request, collections);
 }
 
-/** A further share of a sorted-mode grep: its counts go to the lead, nothing to the HTTP thread. */
-function* sharedCounts(reader: ShardReader, request: GrepRequest, peer: MessagePort): Generator<Buffer, ToolSummary> {
-  try {
-    peer.postMessage(yield* collectGrepCounts(reader, request));
-  } finally {
-    peer.close();
-  }
-  return { resultCount: 0 };
-}
-
-/** The next message on `port`, waiting for it (in steps of 1 ms) unless the call is cancelled. */
+/**
+ * The next message on `port`, waiting for it (in steps of 1 ms) unless the call is cancelled. A
+ * message posted before its sender's task ended is normally there at once.
+ */
 function receive(port: MessagePort, control: Int32Array): unknown {
   for (;;) {
     const received = receiveMessageOnPort(port);

@@ -294,15 +294,15 @@ describe('cancellation', () => {
 });
 
 describe('cancellation of a split search', () => {
-  it('a sorted-mode grep split across threads whose client goes away stops every share, the merging lead included', async () => {
+  it('a sorted-mode grep split across threads whose client goes away stops every share and the merge', async () => {
     const t2 = await startTestService({ VFS_READ_THREADS: '2', VFS_GREP_SPLIT_MIN_BYTES: '0' });
     try {
       expect((await t2.call('POST', '/v1/workspaces', { body: { name: 'big' } })).status).toBe(201);
       const body = Array.from({ length: 4000 }, (_, i) => `match me ${i} ${'y'.repeat(80)}`).join('\n');
       await Promise.all(Array.from({ length: 40 }, (_, i) => put(t2, 'big', `f${i}.txt`, body)));
       await settled(t2, 'big', 60_000);
-      // Each call is abandoned at a different point: before the split, during the search, while
-      // the lead waits for the other share's counts, or after.
+      // Each call is abandoned at a different point: before the split, during the search, during
+      // the merge, or after.
       for (const ms of [0, 2, 5, 10, 20, 40]) {
         await new Promise<void>((resolve, reject) => {
           const req = request(`${t2.url}/v1/workspaces/big/grep?pattern=me%20%5B0-9%5D&output_mode=count`, { headers: { authorization: `Bearer ${t2.key}` } }, (res) => {
@@ -326,6 +326,24 @@ describe('cancellation of a split search', () => {
       await t2.stop();
     }
   });
+});
+
+describe('concurrent split searches', () => {
+  it('sorted-mode greps split across threads, many at once, all answer (no share waits on a thread another holds)', async () => {
+    const t2 = await startTestService({ VFS_READ_THREADS: '2', VFS_GREP_SPLIT_MIN_BYTES: '0' });
+    try {
+      expect((await t2.call('POST', '/v1/workspaces', { body: { name: 'many' } })).status).toBe(201);
+      const body = Array.from({ length: 2000 }, (_, i) => `match me ${i} ${'y'.repeat(40)}`).join('\n');
+      await Promise.all(Array.from({ length: 20 }, (_, i) => put(t2, 'many', `f${i}.txt`, body)));
+      await settled(t2, 'many', 60_000);
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => t2.call('GET', `/v1/workspaces/many/grep?pattern=me%20${i}&output_mode=${i % 2 === 0 ? 'count' : 'files_with_matches'}`)),
+      );
+      for (const r of answers) expect([r.status, r.text.split('\n').length - 1]).toEqual([200, 20]);
+    } finally {
+      await t2.stop();
+    }
+  }, 30_000);
 });
 
 describe('grep split across threads', () => {
