@@ -33,7 +33,7 @@
  * exactly once. Content shares print no footer (their GrepContentSummary says whether they
  * stopped early): the caller concatenates the outputs in range order, puts `--` between two
  * shares' output when context is on, and ends with `grepContentFooter`. Sorted-mode shares
- * return GrepCollections for `emitGrepCounts` (the read pool merges them on the lead's thread).
+ * return GrepCollections for `emitGrepCounts` (the read pool merges them in a task of their own).
  */
 
 import { VfsError } from '../core/errors.js';
