@@ -28,6 +28,14 @@ afterAll(async () => t?.stop());
 
 const read = (path: string, key?: string) => t.call('GET', path, { key });
 
+/** Creates workspace `name` with `files` files f0.txt… of `lines` lines `match me <n> yyy…` (`pad` y's), all ready. */
+async function matchFiles(svc: TestService, name: string, files: number, lines: number, pad: number): Promise<void> {
+  expect((await svc.call('POST', '/v1/workspaces', { body: { name } })).status).toBe(201);
+  const body = Array.from({ length: lines }, (_, i) => `match me ${i} ${'y'.repeat(pad)}`).join('\n');
+  await Promise.all(Array.from({ length: files }, (_, i) => put(svc, name, `f${i}.txt`, body)));
+  await settled(svc, name, 60_000);
+}
+
 describe('outputs', () => {
   it('ls lists directories first, then files with their text sizes', async () => {
     const r = await read('/v1/workspaces/docs/ls');
@@ -260,10 +268,7 @@ describe('audit', () => {
 
 describe('cancellation', () => {
   it('a grep whose client goes away stops, freeing the only read thread', async () => {
-    expect((await t.call('POST', '/v1/workspaces', { body: { name: 'big' } })).status).toBe(201);
-    const body = Array.from({ length: 4000 }, (_, i) => `match me ${i} ${'y'.repeat(80)}`).join('\n');
-    await Promise.all(Array.from({ length: 40 }, (_, i) => put(t, 'big', `f${i}.txt`, body)));
-    await settled(t, 'big', 60_000);
+    await matchFiles(t, 'big', 40, 4000, 80);
     // About 14 MB of content output; the client reads one chunk and hangs up.
     await new Promise<void>((resolve, reject) => {
       const req = request(`${t.url}/v1/workspaces/big/grep?pattern=match&output_mode=content`, { headers: { authorization: `Bearer ${t.key}` } }, (res) => {
@@ -293,56 +298,44 @@ describe('cancellation', () => {
   });
 });
 
-describe('cancellation of a split search', () => {
-  it('a sorted-mode grep split across threads whose client goes away stops every share and the merge', async () => {
-    const t2 = await startTestService({ VFS_READ_THREADS: '2', VFS_GREP_SPLIT_MIN_BYTES: '0' });
-    try {
-      expect((await t2.call('POST', '/v1/workspaces', { body: { name: 'big' } })).status).toBe(201);
-      const body = Array.from({ length: 4000 }, (_, i) => `match me ${i} ${'y'.repeat(80)}`).join('\n');
-      await Promise.all(Array.from({ length: 40 }, (_, i) => put(t2, 'big', `f${i}.txt`, body)));
-      await settled(t2, 'big', 60_000);
-      // Each call is abandoned at a different point: before the split, during the search, during
-      // the merge, or after.
-      for (const ms of [0, 2, 5, 10, 20, 40]) {
-        await new Promise<void>((resolve, reject) => {
-          const req = request(`${t2.url}/v1/workspaces/big/grep?pattern=me%20%5B0-9%5D&output_mode=count`, { headers: { authorization: `Bearer ${t2.key}` } }, (res) => {
-            res.resume();
-            res.on('end', resolve);
-          });
-          req.on('error', (e) => (e.message.includes('socket hang up') || e.message.includes('aborted') ? resolve() : reject(e)));
-          req.end();
-          setTimeout(() => {
-            req.destroy();
-            resolve();
-          }, ms);
+describe('sorted-mode greps split across threads', () => {
+  let split: TestService;
+  beforeAll(async () => {
+    split = await startTestService({ VFS_READ_THREADS: '2', VFS_GREP_SPLIT_MIN_BYTES: '0' });
+  });
+  afterAll(async () => split?.stop());
+
+  it('a client that goes away stops every share and the merge', async () => {
+    await matchFiles(split, 'big', 40, 4000, 80);
+    // Each call is abandoned at a different point: before the split, during the search, during
+    // the merge, or after.
+    for (const ms of [0, 2, 5, 10, 20, 40]) {
+      await new Promise<void>((resolve, reject) => {
+        const req = request(`${split.url}/v1/workspaces/big/grep?pattern=me%20%5B0-9%5D&output_mode=count`, { headers: { authorization: `Bearer ${split.key}` } }, (res) => {
+          res.resume();
+          res.on('end', resolve);
         });
-      }
-      // Split searches need both threads: they answer only if no share of the abandoned ones is left waiting.
-      for (let i = 0; i < 3; i++) {
-        const r = await t2.call('GET', '/v1/workspaces/big/grep?pattern=match%20me%203999%20&output_mode=count');
-        expect([r.status, r.text.split('\n').length - 1]).toEqual([200, 40]);
-      }
-    } finally {
-      await t2.stop();
+        req.on('error', (e) => (e.message.includes('socket hang up') || e.message.includes('aborted') ? resolve() : reject(e)));
+        req.end();
+        setTimeout(() => {
+          req.destroy();
+          resolve();
+        }, ms);
+      });
+    }
+    // Split searches need both threads: they answer only if no share of the abandoned ones is left waiting.
+    for (let i = 0; i < 3; i++) {
+      const r = await split.call('GET', '/v1/workspaces/big/grep?pattern=match%20me%203999%20&output_mode=count');
+      expect([r.status, r.text.split('\n').length - 1]).toEqual([200, 40]);
     }
   });
-});
 
-describe('concurrent split searches', () => {
-  it('sorted-mode greps split across threads, many at once, all answer (no share waits on a thread another holds)', async () => {
-    const t2 = await startTestService({ VFS_READ_THREADS: '2', VFS_GREP_SPLIT_MIN_BYTES: '0' });
-    try {
-      expect((await t2.call('POST', '/v1/workspaces', { body: { name: 'many' } })).status).toBe(201);
-      const body = Array.from({ length: 2000 }, (_, i) => `match me ${i} ${'y'.repeat(40)}`).join('\n');
-      await Promise.all(Array.from({ length: 20 }, (_, i) => put(t2, 'many', `f${i}.txt`, body)));
-      await settled(t2, 'many', 60_000);
-      const answers = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => t2.call('GET', `/v1/workspaces/many/grep?pattern=me%20${i}&output_mode=${i % 2 === 0 ? 'count' : 'files_with_matches'}`)),
-      );
-      for (const r of answers) expect([r.status, r.text.split('\n').length - 1]).toEqual([200, 20]);
-    } finally {
-      await t2.stop();
-    }
+  it('many at once all answer (no share waits on a thread another holds)', async () => {
+    await matchFiles(split, 'many', 20, 2000, 40);
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => split.call('GET', `/v1/workspaces/many/grep?pattern=me%20${i}&output_mode=${i % 2 === 0 ? 'count' : 'files_with_matches'}`)),
+    );
+    for (const r of answers) expect([r.status, r.text.split('\n').length - 1]).toEqual([200, 20]);
   }, 30_000);
 });
 
