@@ -388,11 +388,12 @@ export class ShardSnapshot {
 
   /**
    * From a catalog, the documents whose paths are in [start, end) as a part of its array
-   * (`docs[from]` to `docs[to - 1]`, in code point order of path); null without a catalog.
+   * (`catalog.docs[from]` to `catalog.docs[to - 1]`, in code point order of path); null without
+   * a catalog.
    */
-  catalogRange(start: string, end: string): { docs: readonly DocMeta[]; from: number; to: number } | null {
+  catalogRange(start: string, end: string): { catalog: ShardCatalog; from: number; to: number } | null {
     const catalog = this.catalog;
-    return catalog === null ? null : { docs: catalog.docs, from: catalog.lowerBound(start), to: catalog.lowerBound(end) };
+    return catalog === null ? null : { catalog, from: catalog.lowerBound(start), to: catalog.lowerBound(end) };
   }
 
   /** Documents whose paths are in [start, end), in code point order of path. */

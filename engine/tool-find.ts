@@ -32,26 +32,48 @@ export const DEFAULT_FIND_LIMIT = 100;
 /** Largest accepted `headLimit`. */
 export const MAX_FIND_LIMIT = 1000;
 
+/** A compiled glob: its test, and a substring every path it matches contains (or null). */
+interface Glob {
+  test: (path: string) => boolean;
+  required: string | null;
+}
+
 /** Compiled globs by pattern, least recently used first: agents repeat their patterns. */
-const globs = new Map<string, (path: string) => boolean>();
+const globs = new Map<string, Glob>();
 const MAX_GLOBS = 256;
 
-/** The matcher of a glob; INVALID_PARAMETER naming `pattern` when picomatch refuses it. */
-function compiledGlob(pattern: string): (path: string) => boolean {
-  let isMatch = globs.get(pattern);
-  if (isMatch !== undefined) globs.delete(pattern);
+/** A glob of literals, `*`, `?` and `/` only: braces, brackets, extglobs, escapes and `!` are not. */
+const PLAIN_GLOB = /^[\w.\-/*?]+$/;
+
+/**
+ * The longest run of literal characters in a plain glob (of 2 or more), which every path it
+ * matches must contain; null for any other glob. `find` tests it before the regular
+ * expression, whose `**` prefix costs about 38 ns a path (11.5 µs of 28 for `**\/file1*.ts`
+ * over 301 paths).
+ */
+function requiredText(pattern: string): string | null {
+  if (!PLAIN_GLOB.test(pattern)) return null;
+  let longest = '';
+  for (const run of pattern.split(/[*?/]/)) if (run.length > longest.length) longest = run;
+  return longest.length >= 2 ? longest : null;
+}
+
+/** The compiled glob; INVALID_PARAMETER naming `pattern` when picomatch refuses it. */
+function compiledGlob(pattern: string): Glob {
+  let glob = globs.get(pattern);
+  if (glob !== undefined) globs.delete(pattern);
   else {
     try {
       // The bare regular expression: picomatch's own matcher allocates a result per path.
       const re = picomatch.makeRe(pattern, { dot: true });
-      isMatch = (path) => re.test(path);
+      glob = { test: (path) => re.test(path), required: requiredText(pattern) };
     } catch (error) {
       throw invalidParameter('pattern', (error as Error).message);
     }
     if (globs.size >= MAX_GLOBS) globs.delete(globs.keys().next().value!);
   }
-  globs.set(pattern, isMatch);
-  return isMatch;
+  globs.set(pattern, glob);
+  return glob;
 }
 
 /** Runs `find`. Throws NO_SUCH_FILE when `path` is not a directory with a visible file. */
@@ -60,45 +82,53 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
   const headLimit = Math.min(request.headLimit ?? DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT);
   if (request.pattern.length === 0) throw invalidParameter('pattern', 'the pattern is empty');
   const absolute = request.pattern.startsWith('/');
-  const isMatch = compiledGlob(request.pattern);
+  const glob = compiledGlob(request.pattern);
+  const { required } = glob;
+  const matches = (subject: string): boolean => subject === request.pattern || ((required === null || subject.includes(required)) && glob.test(subject));
   const visibility = new Visibility(request.claims);
   const snapshot = reader.snapshot();
   try {
     const { start, end } = dirRange(dir);
-    const found: DocMeta[] = [];
+    let found: DocMeta[];
     let anyVisible = dir === '/';
     const range = snapshot.catalogRange(start, end);
     if (range !== null) {
-      // From a catalog the records are at hand.
-      const { docs, to } = range;
-      for (let i = range.from; i < to; i++) {
-        if (((i - range.from) & 8191) === 8191) yield HEARTBEAT;
+      // From a catalog the records are at hand, and so is their place in the output order.
+      const { catalog, from, to } = range;
+      const { docs } = catalog;
+      const { rank, byRank } = catalog.recencyOrder();
+      const ranks = new Int32Array(to - from);
+      let n = 0;
+      for (let i = from; i < to; i++) {
+        if (((i - from) & 8191) === 8191) yield HEARTBEAT;
         const meta = docs[i];
-        const subject = absolute ? meta.path : relativeTo(dir, meta.path);
-        const matches = subject === request.pattern || isMatch(subject);
+        const hit = matches(absolute ? meta.path : relativeTo(dir, meta.path));
         // SECURITY: invisible files are neither listed nor prove that `path` exists.
-        if ((!matches && anyVisible) || !visibility.canSee(meta.claims)) continue;
+        if ((!hit && anyVisible) || !visibility.canSee(meta.claims)) continue;
         anyVisible = true;
-        if (matches) found.push(meta);
+        if (hit) ranks[n++] = rank[i];
       }
+      const order = ranks.subarray(0, n).sort();
+      found = new Array<DocMeta>(n);
+      for (let k = 0; k < n; k++) found[k] = byRank[order[k]];
     } else {
       // From LMDB only the keys are read, and a record only for a path that matches (or while
       // no visible file has shown the directory exists).
+      found = [];
       let scanned = 0;
       for (const path of snapshot.pathsInRange(start, end)) {
         if (++scanned % 8192 === 0) yield HEARTBEAT;
-        const subject = absolute ? path : relativeTo(dir, path);
-        const matches = subject === request.pattern || isMatch(subject);
-        if (!matches && anyVisible) continue;
+        const hit = matches(absolute ? path : relativeTo(dir, path));
+        if (!hit && anyVisible) continue;
         const meta = snapshot.docByPath(path);
         if (meta === undefined || !visibility.canSee(meta.claims)) continue;
         anyVisible = true;
-        if (matches) found.push(meta);
+        if (hit) found.push(meta);
       }
+      // Found in path order, so a stable sort by time leaves ties by path.
+      found.sort((a, b) => b.updatedAt - a.updatedAt);
     }
     if (!anyVisible) throw new VfsError('NO_SUCH_FILE', { path: dir });
-    // Found in path order, so a stable sort by time leaves ties by path.
-    found.sort((a, b) => b.updatedAt - a.updatedAt);
     const out = new ChunkedOutput();
     const shown = Math.min(found.length, headLimit);
     for (let i = 0; i < shown; i++) {

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHUNK_BYTES, cat, find, grep, ls, collectGrepCounts, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
+import { CHUNK_BYTES, cat, find, grep, ls, collectGrepCounts, ShardReader, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
 import { pathHash } from '../engine/grep-candidates.js';
+import { acquireShardEnv } from '../engine/shard-reader.js';
 import { comparePaths } from '../engine/tool-output.js';
+import picomatch from 'picomatch';
 import { buildShard, output, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 import { seededRandom } from './helpers/random.js';
 
@@ -74,6 +76,27 @@ describe('tools on a small workspace', () => {
     it('missing directory is NO_SUCH_FILE', () => {
       expect(toolError(find(s.reader, { claims: MGMT, pattern: '*', path: '/nope' }))?.code).toBe('NO_SUCH_FILE');
     });
+
+    // Plain globs are first narrowed by their longest literal run; the others are not.
+    it.each(['src/a-b/*', '**/a-b/**', '**/main.?', '**/ma*n.c', '**/*elper*', '*/*', '.hidden/conf', '**/deep/**', 's?c/**', '**/READ*', '**/*.[ch]', '**/{main,helper}.c', '!**/*.c'])(
+      'find %s lists what picomatch matches, with and without a catalog',
+      async (pattern) => {
+        const all = ['/README.md', '/src/main.c', '/src/helper.c', '/src/a-b/x.h', '/src/a/deep/y.h', '/docs/guide.md', '/.hidden/conf', '/empty.txt', '/x[1].c'];
+        const re = picomatch.makeRe(pattern, { dot: true });
+        const expected = all.filter((p) => re.test(p.slice(1))).sort();
+        expect(expected.length).toBeGreaterThan(0);
+        const cataloged = new ShardReader(acquireShardEnv(s.dir));
+        cataloged.catalogAfter = 0;
+        const plain = new ShardReader(acquireShardEnv(s.dir));
+        plain.catalogAfter = Infinity;
+        for (const reader of [cataloged, plain]) {
+          expect(output(find(reader, { claims: MGMT, pattern })).split('\n').filter((l) => l !== '').sort()).toEqual(expected);
+        }
+        expect([cataloged.catalogedDocs, plain.catalogedDocs]).toEqual([all.length, null]);
+        await cataloged.close();
+        await plain.close();
+      },
+    );
   });
 
   describe('cat', () => {
