@@ -14,6 +14,13 @@ import { type ReadRouteDeps, registerReadRoutes } from './read-routes.js';
 import { sendJsonError } from './respond.js';
 import { loadUws } from './uws.js';
 
+/**
+ * uWS's LIBUS_LISTEN_EXCLUSIVE_PORT. Without it this build binds with SO_REUSEPORT, and a
+ * second service started on the same port (on another data directory, say) would listen
+ * beside the first and silently get part of its connections.
+ */
+const EXCLUSIVE_PORT = 1;
+
 /** What the server needs from the rest of the service. */
 export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps {
   db: Database;
@@ -60,7 +67,9 @@ export async function startServer(deps: ServerDeps, host: string, port: number):
   });
 
   const socket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(host, port, (listenSocket) => {
+    // The typings lack this overload; the native build and the node:http one both take it.
+    const listen = app.listen as unknown as (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => void;
+    listen(host, port, EXCLUSIVE_PORT, (listenSocket) => {
       if (listenSocket) resolve(listenSocket);
       else reject(new Error(`cannot listen on ${host}:${port}`));
     });

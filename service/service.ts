@@ -169,6 +169,16 @@ async function startLocked(
   let sweeping = sweep();
   const sweepTimer = config.blobSweepMs > 0 ? setInterval(() => (sweeping = sweeping.then(sweep)), config.blobSweepMs).unref() : null;
 
+  // What the start made, closed in order at stop, or at once when the server cannot listen.
+  const closeParts = async (): Promise<void> => {
+    if (sweepTimer !== null) clearInterval(sweepTimer);
+    sweepStop.abort();
+    await sweeping;
+    await ingest.stop();
+    await audit.drain();
+    await readPool.close();
+    await db.close();
+  };
   const server = await startServer(
     {
       db,
@@ -195,7 +205,10 @@ async function startLocked(
     },
     config.host,
     config.port,
-  );
+  ).catch(async (error: unknown) => {
+    await closeParts();
+    throw error;
+  });
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   return {
     url: `http://${shownHost}:${server.port}`,
@@ -205,13 +218,7 @@ async function startLocked(
     stop: async () => {
       const cut = await server.close(config.shutdownGraceMs);
       if (cut > 0) log.error(`stopping with ${cut} requests still in flight after ${config.shutdownGraceMs / 1000} s`);
-      if (sweepTimer !== null) clearInterval(sweepTimer);
-      sweepStop.abort();
-      await sweeping;
-      await ingest.stop();
-      await audit.drain();
-      await readPool.close();
-      await db.close();
+      await closeParts();
       await cluster?.stop();
       await lock.release();
     },

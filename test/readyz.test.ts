@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from './helpers/service.js';
 
@@ -21,6 +22,22 @@ describe('probes', () => {
   it('healthz needs no credential', async () => {
     const r = await t.call('GET', '/healthz', { key: null });
     expect([r.status, r.text]).toEqual([200, 'ok']);
+  });
+
+  it('a second service on the same port does not start, and the first keeps serving', async () => {
+    // Named explicitly: this uWS build binds with SO_REUSEPORT unless told not to, and Linux
+    // would then let a second socket share a named port (not one that port 0 picked).
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const port = String((free.address() as AddressInfo).port);
+    await new Promise((resolve) => free.close(resolve));
+    const first = await startTestService({ PORT: port });
+    try {
+      await expect(startTestService({ PORT: port })).rejects.toThrow(`cannot listen on 127.0.0.1:${port}`);
+      for (let i = 0; i < 5; i++) expect((await fetch(first.url + '/readyz', { headers: { connection: 'close' } })).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
   });
 
   it.each(['appRole', 'ownerRole'] as const)('readyz is 503 while the %s connection is down, 200 again after', async (which) => {

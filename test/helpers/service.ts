@@ -69,7 +69,10 @@ export async function startTestService(env: Record<string, string> = {}, options
       if (process.env.VFS_TEST_LOG === '1') console.error(message, error);
     },
   };
-  const service = await startWithDatabase(config, quiet, targets, names.appRole);
+  const service = await startWithDatabase(config, quiet, targets, names.appRole).catch(async (error: unknown) => {
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  });
   const key = service.createdKey!;
   if (options.realLimits !== true) {
     await service.db.owner.query('UPDATE plans SET read_rate_per_credential = 1000000, read_rate_per_account = 1000000');
