@@ -22,7 +22,7 @@
  */
 import { execFile as execFileCb } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -68,7 +68,7 @@ export class EmbeddedCluster {
   static async start(dataDir: string, log: (line: string) => void = () => {}): Promise<EmbeddedCluster> {
     const root = resolve(dataDir);
     const pgData = join(root, 'pg');
-    const socketDir = join(tmpdir(), 'agent-vfs-pg-' + createHash('sha256').update(root).digest('hex').slice(0, 12));
+    const socketDir = clusterSocketDir(root);
     const bin = await loadBinaries();
     const runAs = await systemUser();
     await mkdir(root, { recursive: true });
@@ -115,9 +115,14 @@ export class EmbeddedCluster {
     }
   }
 
-  /** Stops the cluster (fast shutdown: open sessions are ended, committed work is kept). */
+  /**
+   * Stops the cluster (fast shutdown: open sessions are ended, committed work is kept) and
+   * removes its socket directory, which the next start makes again.
+   */
   async stop(): Promise<void> {
     if (await this.running()) await this.run(this.bin.pg_ctl, ['stop', '-D', this.pgData, '-m', 'fast', '-w', '-t', '60']);
+    // Empty once the server is down; a directory that is not (a server still there) stays.
+    await rmdir(this.address.host).catch(() => {});
   }
 
   private async running(): Promise<boolean> {
@@ -196,6 +201,11 @@ async function systemUser(): Promise<RunAs> {
     await execFile('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']);
     return lookup();
   }
+}
+
+/** The directory of the Unix socket of the cluster under `dataDir` (socket paths must be short). */
+export function clusterSocketDir(dataDir: string): string {
+  return join(tmpdir(), 'agent-vfs-pg-' + createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12));
 }
 
 /** Creates a directory only the cluster's user can enter. */

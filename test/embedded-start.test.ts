@@ -4,6 +4,7 @@
  * plane, and stops cleanly (taking its PostgreSQL down with it).
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newCredential } from '../core/credentials.js';
+import { clusterSocketDir } from '../db/embedded-postgres.js';
 import { runAdmin, spawnService, startServiceProcess } from './helpers/process.js';
 
 let dataDir: string;
@@ -43,9 +45,12 @@ describe('npm start on the embedded default', () => {
     expect((await call('DELETE', '/v1/workspaces/docs')).status).toBe(204);
     expect(await postgresRunning()).toBe(true);
 
+    expect(existsSync(clusterSocketDir(dataDir))).toBe(true);
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
     expect(await postgresRunning()).toBe(false);
+    // Its socket directory in the system's temp directory is gone too.
+    expect(existsSync(clusterSocketDir(dataDir))).toBe(false);
 
     // A second start keeps the data and prints no new key; the operator command issues one.
     const issued = (await runAdmin({ DATA_DIR: dataDir }, ['issue-key', 'default'])).stdout.trim();
