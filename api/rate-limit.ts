@@ -1,36 +1,58 @@
 /**
  * Rate limiting in memory: GCRA buckets (per credential, per account) and a
  * failed-authentication window per client address. Every map is bounded: past
- * `maxKeys` the least recently touched key is forgotten, which can only make a
- * limit more lenient for that key, never stall the service.
+ * `maxKeys` the keys untouched longest are forgotten, which can only make a
+ * limit more lenient for those keys, never stall the service.
  */
 
 /** A decision: allowed, or refused with the whole seconds to wait. */
 export type Allowance = { ok: true } | { ok: false; retryAfter: number };
 
-/** A bounded map that keeps recently used keys. */
+/**
+ * A bounded map that forgets the keys least recently used: entries live in two generations,
+ * and when the young one is full, the old one is dropped and the young one becomes old. A key
+ * read from the old generation moves to the young one. So a hit costs one lookup, where an
+ * exactly ordered map would move the key on every read (a delete and a set), and the map
+ * never holds more than `maxKeys`.
+ */
 class BoundedMap<V> {
-  private readonly map = new Map<string, V>();
+  private young = new Map<string, V>();
+  private old = new Map<string, V>();
+  private readonly generation: number;
 
-  constructor(private readonly maxKeys: number) {}
+  constructor(maxKeys: number) {
+    this.generation = Math.max(1, Math.floor(maxKeys / 2));
+  }
 
   get(key: string): V | undefined {
-    const value = this.map.get(key);
-    if (value !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, value);
+    const value = this.young.get(key);
+    if (value !== undefined) return value;
+    const old = this.old.get(key);
+    if (old !== undefined) {
+      this.old.delete(key);
+      this.add(key, old);
     }
-    return value;
+    return old;
   }
 
   set(key: string, value: V): void {
-    this.map.delete(key);
-    if (this.map.size >= this.maxKeys) this.map.delete(this.map.keys().next().value!);
-    this.map.set(key, value);
+    if (this.young.has(key)) this.young.set(key, value);
+    else {
+      this.old.delete(key);
+      this.add(key, value);
+    }
+  }
+
+  private add(key: string, value: V): void {
+    if (this.young.size >= this.generation) {
+      this.old = this.young;
+      this.young = new Map();
+    }
+    this.young.set(key, value);
   }
 
   get size(): number {
-    return this.map.size;
+    return this.young.size + this.old.size;
   }
 }
 
@@ -48,7 +70,8 @@ export interface Limit {
  * next one waits one emission interval.
  */
 export class RateLimiter {
-  private readonly tats: BoundedMap<number>;
+  /** Per key, the theoretical arrival time of its next request (updated in place). */
+  private readonly tats: BoundedMap<{ tat: number }>;
 
   constructor(maxKeys = 100_000) {
     this.tats = new BoundedMap(maxKeys);
@@ -57,17 +80,19 @@ export class RateLimiter {
   /** Checks all limits; takes a slot from each only when every one allows. */
   take(limits: readonly Limit[], now = Date.now()): Allowance {
     let wait = 0;
-    const next: number[] = [];
     for (const limit of limits) {
       const interval = 1000 / limit.ratePerSecond;
-      const tolerance = interval * (limit.burst - 1);
-      const tat = Math.max(this.tats.get(limit.key) ?? now, now);
-      if (tat - now > tolerance) wait = Math.max(wait, tat - tolerance - now);
-      next.push(tat + interval);
+      const tat = Math.max(this.tats.get(limit.key)?.tat ?? now, now);
+      wait = Math.max(wait, tat - interval * (limit.burst - 1) - now);
     }
     if (wait > 0) return { ok: false, retryAfter: Math.max(1, Math.ceil(wait / 1000)) };
-    limits.forEach((limit, i) => this.tats.set(limit.key, next[i]));
-    return { ok: true };
+    for (const limit of limits) {
+      const interval = 1000 / limit.ratePerSecond;
+      const cell = this.tats.get(limit.key);
+      if (cell === undefined) this.tats.set(limit.key, { tat: now + interval });
+      else cell.tat = Math.max(cell.tat, now) + interval;
+    }
+    return ALLOWED;
   }
 
   /** Keys tracked now (for tests of the memory bound). */
@@ -75,6 +100,8 @@ export class RateLimiter {
     return this.tats.size;
   }
 }
+
+const ALLOWED: Allowance = { ok: true };
 
 /**
  * Failed authentications per client address in a fixed window: once an
@@ -94,7 +121,7 @@ export class FailureWindow {
   /** Whether the address may try to authenticate now. */
   check(address: string, now = Date.now()): Allowance {
     const w = this.windows.get(address);
-    if (w === undefined || now - w.start >= this.windowMs || w.failures < this.threshold) return { ok: true };
+    if (w === undefined || now - w.start >= this.windowMs || w.failures < this.threshold) return ALLOWED;
     return { ok: false, retryAfter: Math.max(1, Math.ceil((w.start + this.windowMs - now) / 1000)) };
   }
 

@@ -136,6 +136,18 @@ describe('limiter memory', () => {
     expect(failures.size).toBeLessThanOrEqual(1000);
   });
 
+  it('keeps a key in use however many others come and go', () => {
+    const limiter = new RateLimiter(1000);
+    const hot = [{ key: 'hot', ratePerSecond: 1, burst: 1 }];
+    expect(limiter.take(hot, 0).ok).toBe(true);
+    for (let i = 0; i < 20_000; i++) {
+      limiter.take([{ key: `k${i}`, ratePerSecond: 10, burst: 10 }], 0);
+      // Forgotten, it would pass again at once.
+      if (i % 100 === 0) expect(limiter.take(hot, 0).ok).toBe(false);
+    }
+    expect(limiter.size).toBeLessThanOrEqual(1000);
+  });
+
   it('GCRA: a burst of B passes at once, the next waits one interval', () => {
     const limiter = new RateLimiter();
     const limit = [{ key: 'x', ratePerSecond: 4, burst: 4 }];
