@@ -7,6 +7,7 @@
 import { BroadcastChannel, MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { VfsError } from '../core/errors.js';
+import { workerExecArgv } from '../core/worker-argv.js';
 import {
   cat,
   closeShardReader,
@@ -130,7 +131,6 @@ export class ReadPool {
     // The calling (HTTP) thread catalogs only shards it may scan inline: building the catalog of
     // a larger one would hold every other request for its duration. Read threads catalog any.
     ShardReader.largestCatalog = INLINE_FIND_DOCS;
-    const needsTsx = !process.execArgv.some((a) => a.includes('tsx'));
     this.drops.unref();
     this.piscina = new Piscina<ReadTask, void>({
       filename: new URL('./read-worker.ts', import.meta.url).href,
@@ -141,7 +141,7 @@ export class ReadPool {
       // An idle thread waits for tasks without blocking its event loop, so that it receives the
       // shard drops (read-worker.ts) while no task comes.
       atomics: 'async',
-      execArgv: needsTsx ? [...process.execArgv, '--import', 'tsx'] : process.execArgv,
+      execArgv: workerExecArgv(true),
       recordTiming: false,
     });
   }

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { newCredential } from '../core/credentials.js';
+import { startArgs } from '../service/start-args.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -31,7 +32,7 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
   const key = newCredential('management_key');
   // BENCH_NODE_ARGS adds flags to the service's node (e.g. --cpu-prof) for profiling a run.
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const child = spawn(process.execPath, [...extra, '--import', 'tsx', 'service/main.ts'], {
+  const child = spawn(process.execPath, [...extra, ...startArgs()], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, VFS_BOOTSTRAP_KEY: key, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

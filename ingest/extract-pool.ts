@@ -22,13 +22,12 @@
  * - Workers get the blob's path, never its bytes, and read the file themselves.
  *
  * The worker file is TypeScript: the threads load tsx through `execArgv`
- * (already there under `node --import tsx`, added otherwise, e.g. in vitest).
+ * (core/worker-argv.ts).
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { workerExecArgv } from '../core/worker-argv.js';
 import type { ExtractResult } from './extract.js';
 import type { ExtractTask } from './extract-worker.js';
 
@@ -75,18 +74,6 @@ function anonymousRss(): number {
   return process.memoryUsage.rss();
 }
 
-/**
- * Node flags for the worker threads: the parent's, plus tsx's loader when the
- * parent did not load tsx itself (vitest transforms TypeScript on its own, so
- * its processes have no tsx flag). The loader is given as an absolute URL so
- * that it resolves whatever the working directory.
- */
-function workerExecArgv(): string[] {
-  if (process.execArgv.some((a) => a.includes('tsx'))) return [...process.execArgv];
-  const loader = createRequire(import.meta.url).resolve('tsx');
-  return [...process.execArgv, '--import', pathToFileURL(loader).href];
-}
-
 /** Why a running file's signal was aborted. */
 type StopReason = { kind: 'timeout' } | { kind: 'no-start' } | { kind: 'memory'; alone: boolean } | { kind: 'closed' };
 
@@ -129,7 +116,7 @@ export class ExtractPool {
       // tasks (pdfjs finishes its clean-up asynchronously).
       atomics: 'disabled',
       recordTiming: false,
-      execArgv: workerExecArgv(),
+      execArgv: workerExecArgv(true),
       resourceLimits: { maxOldGenerationSizeMb: this.#options.maxMemoryMb },
     });
     // A worker that dies while idle is reported here rather than to a task;

@@ -7,6 +7,7 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { workerExecArgv } from '../core/worker-argv.js';
 import type { DatabaseTargets } from '../db/database.js';
 import type { ExtractPoolOptions } from './extract-pool.js';
 import type { IngestOptions } from './ingest-loop.js';
@@ -48,6 +49,8 @@ export class IngestThread {
     const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href);
     this.worker = new Worker(`import(${tsx}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${entry}); })`, {
       eval: true,
+      // tsx is registered by the script above.
+      execArgv: workerExecArgv(false),
       workerData: data,
     });
     this.worker.on('message', (reply: IngestThreadReply) => {

@@ -1,10 +1,11 @@
 /**
- * Runs the service the way an operator does (`node --import tsx service/main.ts`)
+ * Runs the service the way an operator does (`npm start`'s command, service/start-args.ts)
  * as a child process, and the operator command likewise.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { startArgs } from '../../service/start-args.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -28,7 +29,7 @@ export interface StartingService {
 
 /** Starts the service without waiting for it (a test may kill it while it starts). */
 export function startServiceProcess(env: Record<string, string>, timeoutMs = 90_000): StartingService {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'service/main.ts'], {
+  const child = spawn(process.execPath, startArgs(), {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
