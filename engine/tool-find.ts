@@ -93,11 +93,10 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
     let anyVisible = dir === '/';
     const range = snapshot.catalogRange(start, end);
     if (range !== null) {
-      // From a catalog the records are at hand, and so is their place in the output order.
+      // From a catalog the records are at hand, and so is their order by time.
       const { catalog, from, to } = range;
       const { docs } = catalog;
-      const { rank, byRank } = catalog.recencyOrder();
-      const ranks = new Int32Array(to - from);
+      const hits = new Int32Array(to - from);
       let n = 0;
       for (let i = from; i < to; i++) {
         if (((i - from) & 8191) === 8191) yield HEARTBEAT;
@@ -106,11 +105,9 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
         // SECURITY: invisible files are neither listed nor prove that `path` exists.
         if ((!hit && anyVisible) || !visibility.canSee(meta.claims)) continue;
         anyVisible = true;
-        if (hit) ranks[n++] = rank[i];
+        if (hit) hits[n++] = i;
       }
-      const order = ranks.subarray(0, n).sort();
-      found = new Array<DocMeta>(n);
-      for (let k = 0; k < n; k++) found[k] = byRank[order[k]];
+      found = catalog.inRecencyOrder(hits.subarray(0, n));
     } else {
       // From LMDB only the keys are read, and a record only for a path that matches (or while
       // no visible file has shown the directory exists).

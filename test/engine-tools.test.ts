@@ -553,16 +553,27 @@ describe('find orders ties by path', () => {
   const names = ['b.txt', '\u{1F600}.txt', 'Z.txt', '\uFFFD.txt', 'a.txt'];
   let s: TestShard;
   beforeAll(async () => {
-    s = await buildShard([...names.map((name) => ({ path: `/t/${name}`, text: 'x\n', updatedAt: 5 })), { path: '/t/new.txt', text: 'y\n', updatedAt: 6 }]);
+    const others = Array.from({ length: 40 }, (_, i) => ({ path: `/other/f${i}.md`, text: 'z\n', updatedAt: 1 + (i % 3) }));
+    s = await buildShard([...names.map((name) => ({ path: `/t/${name}`, text: 'x\n', updatedAt: 5 })), { path: '/t/new.txt', text: 'y\n', updatedAt: 6 }, ...others]);
   });
   afterAll(() => s.close());
 
-  it('from LMDB and from the catalog alike', () => {
+  it('from LMDB and from the catalog alike, whether the catalog sorts a few matches or many', () => {
     const expected = ['/t/new.txt', '/t/Z.txt', '/t/a.txt', '/t/b.txt', '/t/\uFFFD.txt', '/t/\u{1F600}.txt'].join('\n') + '\n';
+    const few = '/t/a.txt\n/t/\uFFFD.txt\n';
     expect(s.reader.catalogedDocs).toBeNull();
-    for (let i = 0; i < 4; i++) expect(output(find(s.reader, { claims: MGMT, pattern: '**/*.txt' }))).toBe(expected);
-    // The reads above paid for a catalog; the last answers came from it.
-    expect(s.reader.catalogedDocs).toBe(6);
+    for (let i = 0; i < 8; i++) expect(output(find(s.reader, { claims: MGMT, pattern: 'a.txt', path: '/t' }))).toBe('/t/a.txt\n');
+    // The reads above paid for a catalog; the answers below come from it: two matches of 46
+    // are sorted by comparing them, six by the ranks that sorting them works out.
+    expect(s.reader.catalogedDocs).toBe(46);
+    expect(output(find(s.reader, { claims: MGMT, pattern: '{\uFFFD,a}.txt', path: '/t' }))).toBe(few);
     expect(output(find(s.reader, { claims: MGMT, pattern: '**/*.txt' }))).toBe(expected);
+    expect(output(find(s.reader, { claims: MGMT, pattern: '{\uFFFD,a}.txt', path: '/t' }))).toBe(few);
+    const plain = new ShardReader(acquireShardEnv(s.dir));
+    plain.catalogAfter = Infinity;
+    expect(output(find(plain, { claims: MGMT, pattern: '**/*.txt' }))).toBe(expected);
+    expect(output(find(plain, { claims: MGMT, pattern: '{\uFFFD,a}.txt', path: '/t' }))).toBe(few);
+    expect(plain.catalogedDocs).toBeNull();
+    return plain.close();
   });
 });
