@@ -587,9 +587,9 @@ export class ShardWriter {
     const live = new Uint8Array(state.nextDocId);
     for (const id of this.shard.docs.getKeys()) live[id as number] = 1;
     const result: CompactResult = { listsRewritten: 0, deadIdsDropped: 0 };
-    for (const { postings: db, keys } of this.indexes) {
-      for (let rangeStart = 0; rangeStart < keys; rangeStart += COMPACT_RANGE) {
-        await this.atomically(() => this.compactRange(db, rangeStart, live, result));
+    for (const index of this.indexes) {
+      for (let rangeStart = 0; rangeStart < index.keys; rangeStart += COMPACT_RANGE) {
+        await this.atomically(() => this.compactRange(index, rangeStart, live, result));
       }
     }
     await this.atomically(() => {
@@ -600,10 +600,14 @@ export class ShardWriter {
     return result;
   }
 
-  /** Inside a write transaction: rewrites the lists of COMPACT_RANGE keys from `rangeStart` without ids not `live`. */
-  private compactRange(db: GramIndex['postings'], rangeStart: number, live: Uint8Array, result: CompactResult): void {
+  /**
+   * Inside a write transaction: rewrites the lists of COMPACT_RANGE keys of `index` from
+   * `rangeStart` without ids not `live`; the last range runs to the end of the database.
+   */
+  private compactRange(index: GramIndex, rangeStart: number, live: Uint8Array, result: CompactResult): void {
+    const db = index.postings;
     const start = postingKey(rangeStart, 0);
-    const end = rangeStart + COMPACT_RANGE >= 1 << 24 ? Buffer.alloc(8, 0xff) : postingKey(rangeStart + COMPACT_RANGE, 0);
+    const end = rangeStart + COMPACT_RANGE >= index.keys ? Buffer.alloc(8, 0xff) : postingKey(rangeStart + COMPACT_RANGE, 0);
     // Read the whole range first: no writes while a cursor walks it.
     const entries: { key: Buffer; value: Buffer }[] = [];
     for (const entry of db.getRange({ start, end })) entries.push({ key: Buffer.from(entry.key), value: Buffer.from(entry.value) });
