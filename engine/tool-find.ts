@@ -84,7 +84,13 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
   const absolute = request.pattern.startsWith('/');
   const glob = compiledGlob(request.pattern);
   const { required } = glob;
-  const matches = (subject: string): boolean => subject === request.pattern || ((required === null || subject.includes(required)) && glob.test(subject));
+  // The literal has no `/`, so a full path holds it when its part under `dir` does (or when
+  // `dir` does): testing the full path first spares most paths the slice.
+  const matches = (path: string): boolean => {
+    if (required !== null && !path.includes(required)) return false;
+    const subject = absolute ? path : relativeTo(dir, path);
+    return subject === request.pattern || glob.test(subject);
+  };
   const visibility = new Visibility(request.claims);
   const snapshot = reader.snapshot();
   try {
@@ -101,7 +107,7 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
       for (let i = from; i < to; i++) {
         if (((i - from) & 8191) === 8191) yield HEARTBEAT;
         const meta = docs[i];
-        const hit = matches(absolute ? meta.path : relativeTo(dir, meta.path));
+        const hit = matches(meta.path);
         // SECURITY: invisible files are neither listed nor prove that `path` exists.
         if ((!hit && anyVisible) || !visibility.canSee(meta.claims)) continue;
         anyVisible = true;
@@ -115,7 +121,7 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
       let scanned = 0;
       for (const path of snapshot.pathsInRange(start, end)) {
         if (++scanned % 8192 === 0) yield HEARTBEAT;
-        const hit = matches(absolute ? path : relativeTo(dir, path));
+        const hit = matches(path);
         if (!hit && anyVisible) continue;
         const meta = snapshot.docByPath(path);
         if (meta === undefined || !visibility.canSee(meta.claims)) continue;
