@@ -42,8 +42,11 @@ interface Glob {
 const globs = new Map<string, Glob>();
 const MAX_GLOBS = 256;
 
-/** A glob of literals, `*`, `?` and `/` only: braces, brackets, extglobs, escapes and `!` are not. */
-const PLAIN_GLOB = /^[\w.\-/*?]+$/;
+/**
+ * A glob of literals (letters and digits of any script, `_`, `.`, `-`), `*`, `?` and `/` only:
+ * braces, brackets, extglobs, escapes and `!` are not.
+ */
+const PLAIN_GLOB = /^[\p{L}\p{N}_.\-/*?]+$/u;
 
 /**
  * The longest run of literal characters in a plain glob (of 2 or more), which every path it

@@ -80,22 +80,7 @@ describe('tools on a small workspace', () => {
     // Plain globs are first narrowed by their longest literal run; the others are not.
     it.each(['src/a-b/*', '**/a-b/**', '**/main.?', '**/ma*n.c', '**/*elper*', '*/*', '.hidden/conf', '**/deep/**', 's?c/**', '**/READ*', '**/*.[ch]', '**/{main,helper}.c', '!**/*.c'])(
       'find %s lists what picomatch matches, with and without a catalog',
-      async (pattern) => {
-        const all = ['/README.md', '/src/main.c', '/src/helper.c', '/src/a-b/x.h', '/src/a/deep/y.h', '/docs/guide.md', '/.hidden/conf', '/empty.txt', '/x[1].c'];
-        const re = picomatch.makeRe(pattern, { dot: true });
-        const expected = all.filter((p) => re.test(p.slice(1))).sort();
-        expect(expected.length).toBeGreaterThan(0);
-        const cataloged = new ShardReader(acquireShardEnv(s.dir));
-        cataloged.catalogAfter = 0;
-        const plain = new ShardReader(acquireShardEnv(s.dir));
-        plain.catalogAfter = Infinity;
-        for (const reader of [cataloged, plain]) {
-          expect(output(find(reader, { claims: MGMT, pattern })).split('\n').filter((l) => l !== '').sort()).toEqual(expected);
-        }
-        expect([cataloged.catalogedDocs, plain.catalogedDocs]).toEqual([all.length, null]);
-        await cataloged.close();
-        await plain.close();
-      },
+      (pattern) => findsAsPicomatch(s.dir, pattern),
     );
   });
 
@@ -576,4 +561,49 @@ describe('find orders ties by path', () => {
     expect(plain.catalogedDocs).toBeNull();
     return plain.close();
   });
+});
+
+/**
+ * Checks that `find` lists the shard's paths that picomatch matches (as a set), through a
+ * reader with a catalog and one without.
+ */
+async function findsAsPicomatch(dir: string, pattern: string, path?: string): Promise<void> {
+  const cataloged = new ShardReader(acquireShardEnv(dir));
+  cataloged.catalogAfter = 0;
+  const plain = new ShardReader(acquireShardEnv(dir));
+  plain.catalogAfter = Infinity;
+  try {
+    const all = output(find(plain, { claims: MGMT, pattern: '**' })).split('\n').filter((l) => l !== '');
+    const base = path === undefined ? '' : path + '/';
+    const re = picomatch.makeRe(pattern, { dot: true });
+    const expected = all.filter((p) => p.startsWith(base === '' ? '/' : base) && re.test(p.slice(base === '' ? 1 : base.length))).sort();
+    expect(expected.length).toBeGreaterThan(0);
+    for (const reader of [cataloged, plain]) {
+      expect(output(find(reader, { claims: MGMT, pattern, path })).split('\n').filter((l) => l !== '').sort()).toEqual(expected);
+    }
+    expect([cataloged.catalogedDocs, plain.catalogedDocs]).toEqual([all.length, null]);
+  } finally {
+    await cataloged.close();
+    await plain.close();
+  }
+}
+
+describe('find with globs and paths beyond ASCII', () => {
+  let s: TestShard;
+  beforeAll(async () => {
+    const paths = ['/données/été/a.c', '/données/b.c', '/résumé.md', '/x/données-1.c', '/x/y/été.txt', '/𝔘/𝔘𝔘.md', '/ascii.c'];
+    s = await buildShard(paths.map((path, i) => ({ path, text: 'x\n', updatedAt: i })));
+  });
+  afterAll(() => s.close());
+
+  it.each([
+    ['données/**/*.c', undefined],
+    ['**/*données*', undefined],
+    ['**/résumé.*', undefined],
+    ['**/été*', undefined],
+    ['𝔘/𝔘*.md', undefined],
+    ['**/*.c', '/données'],
+    ['y/été.txt', '/x'],
+    ['données*', '/x'],
+  ] as const)('find %s under %s lists what picomatch matches', (pattern, path) => findsAsPicomatch(s.dir, pattern, path));
 });
