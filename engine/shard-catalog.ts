@@ -20,6 +20,12 @@
 import type { DocMeta } from './shard-reader.js';
 import { comparePaths } from './tool-output.js';
 
+/**
+ * `find`'s output order for records in path order: most recently updated first; a stable sort
+ * leaves equal times in path order.
+ */
+export const newestFirst = (a: DocMeta, b: DocMeta): number => b.updatedAt - a.updatedAt;
+
 /** Ranks are worked out once a sort covers at least 1/RANK_AFTER_SHARE of the catalog. */
 const RANK_AFTER_SHARE = 16;
 
@@ -80,11 +86,11 @@ export class ShardCatalog {
     const out = new Array<DocMeta>(indexes.length);
     if (this.recency === null && indexes.length * RANK_AFTER_SHARE < docs.length) {
       for (let k = 0; k < indexes.length; k++) out[k] = docs[indexes[k]];
-      // Indexes come in path order, so a stable sort by time leaves ties in path order.
-      return out.sort((a, b) => b.updatedAt - a.updatedAt);
+      return out.sort(newestFirst);
     }
     if (this.recency === null) {
-      const order = Array.from(docs.keys()).sort((a, b) => docs[b].updatedAt - docs[a].updatedAt);
+      // Indexes in path order, sorted stably: equal times stay in path order.
+      const order = Array.from(docs.keys()).sort((a, b) => newestFirst(docs[a], docs[b]));
       const rank = new Int32Array(docs.length);
       for (let k = 0; k < order.length; k++) rank[order[k]] = k;
       this.recency = { rank, byRank: order.map((i) => docs[i]) };

@@ -11,6 +11,7 @@
 
 import picomatch from 'picomatch';
 import { VfsError, invalidParameter } from '../core/errors.js';
+import { newestFirst } from './shard-catalog.js';
 import { dirRange, type DocMeta, type ShardReader } from './shard-reader.js';
 import { ChunkedOutput, HEARTBEAT, relativeTo, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
@@ -131,8 +132,7 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
         anyVisible = true;
         if (hit) found.push(meta);
       }
-      // Found in path order, so a stable sort by time leaves ties by path.
-      found.sort((a, b) => b.updatedAt - a.updatedAt);
+      found.sort(newestFirst);
     }
     if (!anyVisible) throw new VfsError('NO_SUCH_FILE', { path: dir });
     const out = new ChunkedOutput();
