@@ -125,18 +125,47 @@ export class AuditLog {
     }
   }
 
-  /** Commits a batch in one round trip (migration 005: append_audit_events checks each event's workspace against its account). */
+  /**
+   * Commits a batch in one round trip (migration 007: append_audit_batch checks each caller's
+   * workspace against its account). Each distinct caller is sent once.
+   */
   private async write(records: AuditRecord[]): Promise<void> {
-    const events = records.map((r) => ({
-      account_id: r.accountId,
-      workspace_id: r.workspaceId,
-      actor_type: r.actorType,
-      actor_id: r.actorId,
-      tool: r.tool,
-      params: r.params,
-      result_count: r.resultCount,
-      latency_ms: r.latencyMs,
-    }));
-    await this.db.appStatement('SELECT append_audit_events($1::jsonb)', [JSON.stringify(events)]);
+    const callerIndex = new Map<string, number>();
+    const accountIds: string[] = [];
+    const workspaceIds: string[] = [];
+    const actorTypes: string[] = [];
+    const actorIds: string[] = [];
+    const tools: string[] = [];
+    const callers: number[] = [];
+    const params: string[] = [];
+    const resultCounts: (number | null)[] = [];
+    const latencies: (number | null)[] = [];
+    for (const r of records) {
+      const key = `${r.accountId} ${r.workspaceId} ${r.actorType} ${r.tool} ${r.actorId}`;
+      let caller = callerIndex.get(key);
+      if (caller === undefined) {
+        caller = accountIds.push(r.accountId); // 1-based, as SQL arrays
+        workspaceIds.push(r.workspaceId);
+        actorTypes.push(r.actorType);
+        actorIds.push(r.actorId);
+        tools.push(r.tool);
+        callerIndex.set(key, caller);
+      }
+      callers.push(caller);
+      params.push(JSON.stringify(r.params));
+      resultCounts.push(r.resultCount);
+      latencies.push(r.latencyMs);
+    }
+    await this.db.appStatement('SELECT append_audit_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
+      accountIds,
+      workspaceIds,
+      actorTypes,
+      actorIds,
+      tools,
+      callers,
+      params,
+      resultCounts,
+      latencies,
+    ]);
   }
 }

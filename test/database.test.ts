@@ -1,6 +1,7 @@
 /** The database enforces isolation and append-only audit, whatever the service code does. */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditLog, type AuditRecord } from '../db/audit.js';
 import { startTestService, type TestService } from './helpers/service.js';
 
 let t: TestService;
@@ -101,15 +102,27 @@ describe('the application role', () => {
     expect(still.rows).toEqual([{ tool: 'ls' }]);
   });
 
-  it('appends batches through append_audit_events, refusing a batch that crosses accounts', async () => {
+  it('appends batches through append_audit_batch, refusing a batch that crosses accounts', async () => {
     const otherKey = await t.newAccount('audit-other');
     expect((await t.call('POST', '/v1/workspaces', { key: otherKey, body: { name: 'theirs' } })).status).toBe(201);
     const theirs = (await su.query("SELECT id, account_id FROM workspaces WHERE name = 'theirs'")).rows[0];
     const deleted = '00000000-0000-4000-8000-00000000dead'; // no such workspace (any more): kept
-    const append = (batch: string[][]) =>
-      app.query('SELECT append_audit_events($1::jsonb) AS n', [
-        JSON.stringify(batch.map(([account_id, workspace_id, actor_id]) => ({ account_id, workspace_id, actor_type: 'token', actor_id, tool: 'ls', params: {}, result_count: 1, latency_ms: 2 }))),
+    // Each event is [account, workspace, actor]; events of one caller share its entry, as AuditLog sends them.
+    const append = (batch: string[][]) => {
+      const keys = [...new Set(batch.map((e) => e.join(' ')))];
+      const callers = keys.map((k) => k.split(' '));
+      return app.query('SELECT append_audit_batch($1, $2, $3, $4, $5, $6, $7, $8, $9) AS n', [
+        callers.map((c) => c[0]),
+        callers.map((c) => c[1]),
+        callers.map(() => 'token'),
+        callers.map((c) => c[2]),
+        callers.map(() => 'ls'),
+        batch.map((e) => keys.indexOf(e.join(' ')) + 1),
+        batch.map((_, i) => JSON.stringify({ path: `/p${i}` })),
+        batch.map(() => 1),
+        batch.map((_, i) => i),
       ]);
+    };
     const count = async () => Number((await su.query('SELECT count(*) FROM audit_events')).rows[0].count);
     const before = await count();
     for (const cross of [
@@ -124,14 +137,51 @@ describe('the application role', () => {
       [theirs.account_id, theirs.id, 'theirs-1'],
       [accountId, deleted, 'gone-1'],
       [accountId, workspaceId, 'mine-2'],
+      [accountId, workspaceId, 'mine-1'],
     ]);
-    expect(rows[0].n).toBe(4);
-    const added = await su.query('SELECT account_id, workspace_id, actor_id FROM audit_events ORDER BY id OFFSET $1', [before]);
+    expect(rows[0].n).toBe(5);
+    const added = await su.query('SELECT account_id, workspace_id, actor_id, params, latency_ms FROM audit_events ORDER BY id OFFSET $1', [before]);
     expect(added.rows).toEqual([
-      { account_id: accountId, workspace_id: workspaceId, actor_id: 'mine-1' },
-      { account_id: theirs.account_id, workspace_id: theirs.id, actor_id: 'theirs-1' },
-      { account_id: accountId, workspace_id: deleted, actor_id: 'gone-1' },
-      { account_id: accountId, workspace_id: workspaceId, actor_id: 'mine-2' },
+      { account_id: accountId, workspace_id: workspaceId, actor_id: 'mine-1', params: { path: '/p0' }, latency_ms: 0 },
+      { account_id: theirs.account_id, workspace_id: theirs.id, actor_id: 'theirs-1', params: { path: '/p1' }, latency_ms: 1 },
+      { account_id: accountId, workspace_id: deleted, actor_id: 'gone-1', params: { path: '/p2' }, latency_ms: 2 },
+      { account_id: accountId, workspace_id: workspaceId, actor_id: 'mine-2', params: { path: '/p3' }, latency_ms: 3 },
+      { account_id: accountId, workspace_id: workspaceId, actor_id: 'mine-1', params: { path: '/p4' }, latency_ms: 4 },
     ]);
+  });
+
+  it('AuditLog batches events of several callers, each stored with its own fields', async () => {
+    const theirs = (await su.query("SELECT id, account_id FROM workspaces WHERE name = 'theirs'")).rows[0];
+    const log = new AuditLog(t.service.db);
+    const callers: Array<Pick<AuditRecord, 'accountId' | 'workspaceId' | 'actorType' | 'actorId' | 'tool'>> = [
+      { accountId, workspaceId, actorType: 'management_key', actorId: 'key-1', tool: 'cat' },
+      { accountId, workspaceId, actorType: 'token', actorId: 'key-1', tool: 'cat' },
+      { accountId, workspaceId, actorType: 'token', actorId: 'token-1', tool: 'grep' },
+      { accountId: theirs.account_id, workspaceId: theirs.id, actorType: 'token', actorId: 'token-2', tool: 'ls' },
+    ];
+    // The first append goes alone; the other 19 wait for it and leave together, callers interleaved.
+    const records: AuditRecord[] = Array.from({ length: 20 }, (_, i) => ({
+      ...callers[(i * 3) % callers.length],
+      params: { path: `/batch/${i}` },
+      resultCount: i % 5 === 0 ? null : i,
+      latencyMs: i,
+    }));
+    await Promise.all(records.map((r) => log.append(r)));
+    const { rows } = await su.query(
+      `SELECT account_id, workspace_id, actor_type, actor_id, tool, params, result_count, latency_ms FROM audit_events
+        WHERE params->>'path' LIKE '/batch/%' ORDER BY id`,
+    );
+    expect(rows).toEqual(
+      records.map((r) => ({
+        account_id: r.accountId,
+        workspace_id: r.workspaceId,
+        actor_type: r.actorType,
+        actor_id: r.actorId,
+        tool: r.tool,
+        params: r.params,
+        result_count: r.resultCount,
+        latency_ms: r.latencyMs,
+      })),
+    );
   });
 });
