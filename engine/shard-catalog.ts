@@ -37,6 +37,8 @@ export class ShardCatalog {
   private readonly byId = new Map<number, number>();
   private readonly byPath = new Map<string, DocMeta>();
   private recency: { rank: Int32Array; byRank: DocMeta[] } | null = null;
+  /** Every path, each followed by `\n` (which no path holds), and where each starts: built at first use. */
+  private joined: { text: string; starts: Int32Array } | null = null;
 
   /** `docs` must be the records of `paths` in key order, as read in one snapshot of `version`. */
   constructor(
@@ -101,6 +103,29 @@ export class ShardCatalog {
     ranks.sort();
     for (let k = 0; k < ranks.length; k++) out[k] = byRank[ranks[k]];
     return out;
+  }
+
+  /**
+   * The indexes in [from, to) of the documents whose path contains `text` (which must not hold
+   * `\n`), ascending. One `indexOf` over all paths joined finds them: a glob's required text
+   * is looked for in a few characters per path instead of once per path.
+   */
+  containing(text: string, from: number, to: number): Int32Array {
+    if (this.joined === null) {
+      const starts = new Int32Array(this.docs.length + 1);
+      for (let i = 0; i < this.docs.length; i++) starts[i + 1] = starts[i] + this.docs[i].path.length + 1;
+      this.joined = { text: this.docs.map((d) => d.path + '\n').join(''), starts };
+    }
+    const { text: all, starts } = this.joined;
+    const found = new Int32Array(to - from);
+    let n = 0;
+    let i = from;
+    // A hit cannot cross a `\n`, so one that starts before `to`'s path lies inside [from, to).
+    for (let at = all.indexOf(text, starts[from]); at !== -1 && at < starts[to]; at = all.indexOf(text, starts[i + 1])) {
+      while (starts[i + 1] <= at) i++;
+      found[n++] = i;
+    }
+    return found.subarray(0, n);
   }
 
   /** The live document at this canonical path, or undefined. */

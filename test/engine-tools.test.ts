@@ -375,6 +375,29 @@ describe('visibility', () => {
         }
       }
     });
+    // A glob with a required text looks, through a catalog, only at the paths that hold it; a
+    // directory still exists for the caller through a visible file that does not.
+    it.each(['/team', '/private', '/pub'])('find of a required text under %s, with and without a catalog', async (dir) => {
+      const cataloged = new ShardReader(acquireShardEnv(s.dir));
+      cataloged.catalogAfter = 0;
+      const plain = new ShardReader(acquireShardEnv(s.dir));
+      plain.catalogAfter = Infinity;
+      try {
+        const seesDir = visible.some((p) => p.startsWith(dir + '/'));
+        for (const reader of [cataloged, plain]) {
+          for (const pattern of ['**/*ab*', '**/*u1*', '**/*open*', '**/*absent*']) {
+            const text = pattern.slice(4, -1);
+            const expected = visible.filter((p) => p.startsWith(dir + '/') && p.slice(p.lastIndexOf('/')).includes(text));
+            if (seesDir) expect(output(find(reader, { claims, pattern, path: dir })).split('\n').filter((l) => l !== '')).toEqual(expected);
+            else expect(toolError(find(reader, { claims, pattern, path: dir }))?.code).toBe('NO_SUCH_FILE');
+          }
+        }
+        expect(cataloged.catalogedDocs).toBe(files.length);
+      } finally {
+        await cataloged.close();
+        await plain.close();
+      }
+    });
   });
 });
 
