@@ -163,7 +163,7 @@ export class AuditLog {
       actorIds,
       tools,
       callers,
-      params,
+      `[${params.join(',')}]`,
       resultCounts,
       latencies,
     ]);

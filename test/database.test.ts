@@ -118,7 +118,7 @@ describe('the application role', () => {
         callers.map((c) => c[2]),
         callers.map(() => 'ls'),
         batch.map((e) => keys.indexOf(e.join(' ')) + 1),
-        batch.map((_, i) => JSON.stringify({ path: `/p${i}` })),
+        JSON.stringify(batch.map((_, i) => ({ path: `/p${i}` }))),
         batch.map(() => 1),
         batch.map((_, i) => i),
       ]);
