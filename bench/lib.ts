@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { newCredential } from '../core/credentials.js';
-import { startArgs } from '../service/start-args.js';
+import { scriptArgs } from '../service/script-args.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -32,7 +32,7 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
   const key = newCredential('management_key');
   // BENCH_NODE_ARGS adds flags to the service's node (e.g. --cpu-prof) for profiling a run.
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const child = spawn(process.execPath, [...extra, ...startArgs()], {
+  const child = spawn(process.execPath, [...extra, ...scriptArgs('start')], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, VFS_BOOTSTRAP_KEY: key, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -53,7 +53,7 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
   // Benchmarks measure speed, not the plan's rate limits: lift them for the default account.
   const admin = (args: string[]) =>
     new Promise<void>((resolve, reject) => {
-      const p = spawn(process.execPath, ['--import', 'tsx', 'service/admin.ts', ...args], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir }, stdio: 'ignore' });
+      const p = spawn(process.execPath, [...scriptArgs('admin'), ...args], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir }, stdio: 'ignore' });
       p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`admin ${args[0]} exited with ${code}`))));
     });
   const high = ['--max-workspaces', '1000', '--max-files', '10000000', '--max-storage-bytes', String(1e13), '--max-file-bytes', String(1e10)];

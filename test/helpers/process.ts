@@ -1,11 +1,11 @@
 /**
- * Runs the service the way an operator does (`npm start`'s command, service/start-args.ts)
+ * Runs the service the way an operator does (`npm start`'s command, service/script-args.ts)
  * as a child process, and the operator command likewise.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { startArgs } from '../../service/start-args.js';
+import { scriptArgs } from '../../service/script-args.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -29,7 +29,7 @@ export interface StartingService {
 
 /** Starts the service without waiting for it (a test may kill it while it starts). */
 export function startServiceProcess(env: Record<string, string>, timeoutMs = 90_000): StartingService {
-  const child = spawn(process.execPath, startArgs(), {
+  const child = spawn(process.execPath, scriptArgs('start'), {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -64,7 +64,7 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 90_0
 
 /** Runs `npm run admin -- args` and returns its stdout. */
 export async function runAdmin(env: Record<string, string>, args: string[]): Promise<{ stdout: string; stderr: string }> {
-  return promisify(execFile)(process.execPath, ['--import', 'tsx', 'service/admin.ts', ...args], {
+  return promisify(execFile)(process.execPath, [...scriptArgs('admin'), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
   });
