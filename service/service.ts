@@ -10,8 +10,10 @@
  *   PostgreSQL before its first claim (ingest/shard-repair.ts), and a sweep of
  *   unreferenced blobs runs in the background, then every `blobSweepMs`;
  * - `stop` closes the listen socket, lets the requests in flight finish (up
- *   to `shutdownGraceMs`), then stops ingest, flushes the audit log, and
- *   closes the read pool, the databases and the embedded cluster.
+ *   to `shutdownGraceMs`), then closes what the start made, last made first
+ *   (the blob sweep, the audit log once flushed, the read pool, the ingest
+ *   thread, the databases), and stops the embedded cluster. A start that fails
+ *   part way closes what it had made the same way.
  */
 import { join, resolve } from 'node:path';
 import type pg from 'pg';
@@ -99,6 +101,9 @@ export async function startWithDatabase(
   }
 }
 
+/** Closes what a start made, last made first. */
+type Closer = () => Promise<void>;
+
 async function startLocked(
   config: Readonly<Config>,
   log: Logger,
@@ -108,14 +113,39 @@ async function startLocked(
   lock: DataDirLock,
 ): Promise<Service> {
   await migrate(targets.owner as pg.ClientConfig, appRole);
+  const made: Closer[] = [];
+  try {
+    return await startParts(config, log, targets, cluster, lock, made);
+  } catch (error) {
+    // A step failed: what the earlier ones made is closed now, the database connections before
+    // the caller stops the embedded cluster (else each one left would be logged as lost).
+    await closeAll(made).catch((closeError: unknown) => log.error('closing the parts of a failed start', closeError));
+    throw error;
+  }
+}
+
+async function closeAll(made: Closer[]): Promise<void> {
+  for (const close of made.splice(0).reverse()) await close();
+}
+
+/** The start's steps; each part made is pushed on `made`, which `stop` closes. */
+async function startParts(
+  config: Readonly<Config>,
+  log: Logger,
+  targets: DatabaseTargets,
+  cluster: EmbeddedCluster | null,
+  lock: DataDirLock,
+  made: Closer[],
+): Promise<Service> {
   const db = new Database(targets, (error) => log.error('database connection lost', error));
+  made.push(() => db.close());
   // A damaged shard crashes the process that opens it: those are deleted (to be rebuilt) before
   // the ingest thread or the read pool may open one. The probe runs in a child process, while
   // the rest of the start goes on.
   // Absolute and normalized, so that the read pool's per-thread reader cache finds it as given.
   const shards = resolve(shardsRoot(config.dataDir));
   const shardsChecked = dropDamagedShards(db, shards, (message) => log.error(message));
-  shardsChecked.catch(() => {});
+  made.push(() => shardsChecked.catch(() => {}));
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
   const auth = new Authenticator(db, config.authCacheMs);
 
@@ -135,13 +165,16 @@ async function startLocked(
     },
     (message) => log.error(message),
   );
+  made.push(() => ingest.stop());
   const uploads = new Uploads(db, blobs, {
     enqueued: () => ingest.poke(),
     deleted: (workspaceId, path) => ingest.remove(workspaceId, path),
   });
   const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes);
+  made.push(() => readPool.close());
   const shardDir = (workspaceId: string): string => `${shards}/${workspaceId}`; // per request: no join()
   const audit = new AuditLog(db);
+  made.push(() => audit.drain());
   const lookups = new Lookups(db);
   // Another process (the operator command) changed credentials or limits, or asked for a shard
   // rebuild; after a gap in notifications, assume the first two changed and look for the third.
@@ -169,16 +202,11 @@ async function startLocked(
   let sweeping = sweep();
   const sweepTimer = config.blobSweepMs > 0 ? setInterval(() => (sweeping = sweeping.then(sweep)), config.blobSweepMs).unref() : null;
 
-  // What the start made, closed in order at stop, or at once when the server cannot listen.
-  const closeParts = async (): Promise<void> => {
+  made.push(async () => {
     if (sweepTimer !== null) clearInterval(sweepTimer);
     sweepStop.abort();
     await sweeping;
-    await ingest.stop();
-    await audit.drain();
-    await readPool.close();
-    await db.close();
-  };
+  });
   const server = await startServer(
     {
       db,
@@ -205,10 +233,7 @@ async function startLocked(
     },
     config.host,
     config.port,
-  ).catch(async (error: unknown) => {
-    await closeParts();
-    throw error;
-  });
+  );
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   return {
     url: `http://${shownHost}:${server.port}`,
@@ -218,7 +243,7 @@ async function startLocked(
     stop: async () => {
       const cut = await server.close(config.shutdownGraceMs);
       if (cut > 0) log.error(`stopping with ${cut} requests still in flight after ${config.shutdownGraceMs / 1000} s`);
-      await closeParts();
+      await closeAll(made);
       await cluster?.stop();
       await lock.release();
     },

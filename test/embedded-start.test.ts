@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -80,6 +80,27 @@ describe('npm start on the embedded default', () => {
       expect(await postgresRunning()).toBe(false);
     } finally {
       taken.close();
+    }
+  });
+
+  it('closes what it made when a later step fails: no connection reported lost, its PostgreSQL stopped', async () => {
+    // The blob store cannot be opened once the database is up: `blobs` is a file.
+    const blobs = join(dataDir, 'blobs');
+    await rename(blobs, `${blobs}.aside`);
+    await writeFile(blobs, 'not a directory');
+    try {
+      const starting = startServiceProcess({ DATA_DIR: dataDir });
+      const error = await starting.listening.then(
+        () => null,
+        (e: Error) => e.message,
+      );
+      expect(error).toMatch(/start failed: ENOTDIR/);
+      expect(error).not.toMatch(/connection lost/);
+      expect(await starting.exited).toBe(1);
+      expect(await postgresRunning()).toBe(false);
+    } finally {
+      await rm(blobs);
+      await rename(`${blobs}.aside`, blobs);
     }
   });
 
