@@ -274,14 +274,24 @@ function nonEmpty(q: URLSearchParams, name: string): string | undefined {
 
 /**
  * The query as received, as a JSON object of strings: long values cut, and NUL
- * (which PostgreSQL's jsonb cannot store) shown as U+FFFD.
+ * (which PostgreSQL's jsonb cannot store) shown as U+FFFD. A cut never splits a
+ * surrogate pair: jsonb refuses half of one too, and the whole batch of events
+ * with it (so every request of every tenant in that batch would answer 503).
  */
 function auditParams(q: URLSearchParams): Record<string, string> {
-  const clean = (text: string): string => (text.length > MAX_AUDIT_VALUE ? text.slice(0, MAX_AUDIT_VALUE) : text).replaceAll('\u0000', '\uFFFD');
+  const clean = (text: string): string => {
+    let end = Math.min(text.length, MAX_AUDIT_VALUE);
+    if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+    return text.slice(0, end).replaceAll('\u0000', '\uFFFD');
+  };
   const out: Record<string, string> = {};
   for (const [key, value] of q) {
     const name = clean(key);
     if (!Object.hasOwn(out, name)) out[name] = clean(value);
   }
   return out;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }

@@ -264,6 +264,15 @@ describe('audit', () => {
     const events = (await t.call('GET', '/v1/workspaces/audited/audit?limit=1000')).json.events;
     expect(events.at(-1).params.pattern).toHaveLength(1024);
   });
+
+  it('cuts a long value before a character that straddles the cut, never inside it', async () => {
+    // U+1F600 is two UTF-16 units, at 1023 and 1024: half of it would be a lone surrogate, which
+    // PostgreSQL's jsonb refuses, failing the whole batch of events.
+    const r = await read(`/v1/workspaces/audited/grep?pattern=${encodeURIComponent('x'.repeat(1023) + '\u{1F600}y')}`);
+    expect(r.status).toBe(200);
+    const events = (await t.call('GET', '/v1/workspaces/audited/audit?limit=1000')).json.events;
+    expect(events.at(-1).params.pattern).toBe('x'.repeat(1023));
+  });
 });
 
 describe('cancellation', () => {
