@@ -117,7 +117,13 @@ export class AuditLog {
           await this.write(batch.map((p) => p.record));
           for (const p of batch) p.resolve();
         } catch (error) {
-          for (const p of batch) p.reject(error);
+          if (batch.length > 1 && refusedForItsData(error)) {
+            // One event PostgreSQL refuses must not fail the others' requests, of any tenant:
+            // each is tried on its own (when the database itself fails, none is).
+            for (const p of batch) await this.write([p.record]).then(p.resolve, p.reject);
+          } else {
+            for (const p of batch) p.reject(error);
+          }
         }
       }
     } finally {
@@ -168,4 +174,13 @@ export class AuditLog {
       latencies,
     ]);
   }
+}
+
+/**
+ * Whether PostgreSQL refused a batch for what it holds (a data exception, a constraint, the
+ * function's own account check), not because the database or the connection failed.
+ */
+function refusedForItsData(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23') || code === 'P0001');
 }

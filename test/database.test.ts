@@ -184,4 +184,15 @@ describe('the application role', () => {
       })),
     );
   });
+
+  it('AuditLog fails only the event PostgreSQL refuses, not the others of its batch', async () => {
+    const log = new AuditLog(t.service.db);
+    const caller = { accountId, workspaceId, actorType: 'token' as const, actorId: 'poison-test', tool: 'grep' };
+    // A lone surrogate: JSON.stringify escapes it, and jsonb refuses the escape.
+    const paths = ['/ok/0', '/ok/1', '/ok/2', '/bad/\ud83d', '/ok/4', '/ok/5'];
+    const outcomes = await Promise.allSettled(paths.map((path) => log.append({ ...caller, params: { path }, resultCount: 1, latencyMs: 1 })));
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    const { rows } = await su.query(`SELECT params->>'path' AS path FROM audit_events WHERE actor_id = 'poison-test' ORDER BY id`);
+    expect(rows.map((r) => r.path)).toEqual(['/ok/0', '/ok/1', '/ok/2', '/ok/4', '/ok/5']);
+  });
 });
