@@ -12,7 +12,7 @@
  * - `stop` closes the listen socket, lets the requests in flight finish (up
  *   to `shutdownGraceMs`), then closes what the start made, last made first
  *   (the blob sweep, the audit log once flushed, the read pool, the ingest
- *   thread, the databases), and stops the embedded cluster. A start that fails
+ *   thread, the shard check, the databases), and stops the embedded cluster. A start that fails
  *   part way closes what it had made the same way.
  */
 import { join, resolve } from 'node:path';
@@ -101,7 +101,7 @@ export async function startWithDatabase(
   }
 }
 
-/** Closes what a start made, last made first. */
+/** Closes one part that a start made. */
 type Closer = () => Promise<void>;
 
 async function startLocked(
@@ -124,6 +124,7 @@ async function startLocked(
   }
 }
 
+/** Closes the parts made, last made first, and forgets them. */
 async function closeAll(made: Closer[]): Promise<void> {
   for (const close of made.splice(0).reverse()) await close();
 }
