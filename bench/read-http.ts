@@ -6,12 +6,13 @@
  *
  * The service gets one workspace with a 100-line file plus a few hundred
  * others; nginx (Debian package, started here on a private config) serves the
- * 100-line file as a static file. Each scenario reports requests/s, latency
- * and the server's CPU seconds per 1,000 requests (from /proc), and the ratio
- * to nginx's requests/s.
+ * 100-line file as a static file. Each scenario reports requests/s, latency,
+ * the server's CPU seconds per 1,000 requests (from /proc: nginx's master and
+ * workers, or the service process), the embedded PostgreSQL's likewise (the
+ * audit log's commits), and the ratio to nginx's requests/s.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -25,20 +26,64 @@ const rounds = Number(roundsArg ?? 1);
 
 const HUNDRED_LINES = Array.from({ length: 100 }, (_, i) => `line ${i + 1}: the quick brown fox jumps over the lazy dog`).join('\n') + '\n';
 
-/** CPU seconds (user + system) used so far by a process and its threads. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
-  return (Number(stat[11]) + Number(stat[12])) / 100;
+/** The fields of /proc/PID/stat after the command name (state, ppid, …), or null once the process is gone. */
+async function statFields(pid: number): Promise<string[] | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+  return stat === null ? null : stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
 }
 
-async function run(label: string, url: string, headers: Record<string, string>, pids: number[]) {
-  const before = await Promise.all(pids.map(cpuSeconds));
+/** CPU seconds (user + system) used so far by a process and its threads; 0 once it is gone. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const fields = await statFields(pid);
+  return fields === null ? 0 : (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * The processes of the embedded PostgreSQL of `dataDir`: its postmaster (pg_ctl leaves it to
+ * init, not under the service) and the postmaster's children.
+ */
+async function postgresPids(dataDir: string): Promise<number[]> {
+  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
+  const cmdlines = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+  const postmaster = pids.find((_, i) => cmdlines[i].split('\0').includes(join(dataDir, 'pg')));
+  if (postmaster === undefined) return [];
+  const stats = await Promise.all(pids.map(statFields));
+  const children = pids.filter((_, i) => stats[i] !== null && Number(stats[i]![1]) === postmaster);
+  return [postmaster, ...children];
+}
+
+/** CPU seconds used so far by each of `pids`. */
+async function cpuOf(pids: number[]): Promise<Map<number, number>> {
+  return new Map(await Promise.all(pids.map(async (pid): Promise<[number, number]> => [pid, await cpuSeconds(pid)])));
+}
+
+/** CPU seconds used by `pids` since `before` was taken (a process started meanwhile counts whole). */
+async function cpuSince(pids: number[], before: Map<number, number>): Promise<number> {
+  const now = await cpuOf(pids);
+  let cpu = 0;
+  for (const [pid, seconds] of now) cpu += seconds - (before.get(pid) ?? 0);
+  return cpu;
+}
+
+async function run(label: string, url: string, headers: Record<string, string>, pids: number[], postgres: () => Promise<number[]>) {
+  const before = await cpuOf(pids);
+  const pgBefore = await cpuOf(await postgres());
   const result = await autocannon({ url, headers, connections, pipelining, duration });
-  const after = await Promise.all(pids.map(cpuSeconds));
-  const cpu = after.reduce((s, v, i) => s + v - before[i], 0);
+  const cpu = await cpuSince(pids, before);
+  const pg = await cpuSince(await postgres(), pgBefore);
   const non2xx = result.non2xx + result.errors;
   const rps = result.requests.average;
-  return { label, rps: Math.round(rps), p50ms: result.latency.p50, p99ms: result.latency.p99, serverCpuPer1kReq: +((cpu / result.requests.total) * 1000).toFixed(3), serverCpuCores: +(cpu / duration).toFixed(2), non2xx };
+  const per1k = (seconds: number): number => +((seconds / result.requests.total) * 1000).toFixed(3);
+  return {
+    label,
+    rps: Math.round(rps),
+    p50ms: result.latency.p50,
+    p99ms: result.latency.p99,
+    serverCpuPer1kReq: per1k(cpu),
+    serverCpuCores: +(cpu / duration).toFixed(2),
+    postgresCpuPer1kReq: per1k(pg),
+    non2xx,
+  };
 }
 
 // nginx on a private config: two workers (Debian's `auto` on this machine), access log off.
@@ -79,18 +124,20 @@ try {
     await new Promise((res) => setTimeout(res, 200));
   }
   const servicePid = service.child.pid!;
-  const scenarios: [string, string, Record<string, string>, number[]][] = [
-    ['nginx static file', 'http://127.0.0.1:18999/file.txt', {}, await nginxPids()],
-    ['cat 100 lines', `${service.url}/v1/workspaces/bench/cat?path=/docs/hundred.txt`, auth, [servicePid]],
-    ['ls /src/dir3', `${service.url}/v1/workspaces/bench/ls?path=/src/dir3`, auth, [servicePid]],
-    ['find **/file1*.ts', `${service.url}/v1/workspaces/bench/find?pattern=${encodeURIComponent('**/file1*.ts')}`, auth, [servicePid]],
+  const postgres = () => postgresPids(service.dataDir);
+  const none = async (): Promise<number[]> => [];
+  const scenarios: [string, string, Record<string, string>, number[], () => Promise<number[]>][] = [
+    ['nginx static file', 'http://127.0.0.1:18999/file.txt', {}, await nginxPids(), none],
+    ['cat 100 lines', `${service.url}/v1/workspaces/bench/cat?path=/docs/hundred.txt`, auth, [servicePid], postgres],
+    ['ls /src/dir3', `${service.url}/v1/workspaces/bench/ls?path=/src/dir3`, auth, [servicePid], postgres],
+    ['find **/file1*.ts', `${service.url}/v1/workspaces/bench/find?pattern=${encodeURIComponent('**/file1*.ts')}`, auth, [servicePid], postgres],
   ];
   // Each round measures nginx and then the tools, so every ratio compares runs minutes apart at
   // most; on a shared machine the median ratio over rounds is the figure to quote.
   const byRound: (Awaited<ReturnType<typeof run>> & { vsNginx: number })[][] = [];
   for (let round = 0; round < rounds; round++) {
     const results: Awaited<ReturnType<typeof run>>[] = [];
-    for (const [label, url, headers, pids] of scenarios) results.push(await run(label, url, headers, pids));
+    for (const [label, url, headers, pids, pg] of scenarios) results.push(await run(label, url, headers, pids, pg));
     byRound.push(results.map((r) => ({ ...r, vsNginx: +(r.rps / results[0].rps).toFixed(2) })));
   }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
