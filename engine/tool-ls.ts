@@ -23,6 +23,8 @@ export interface LsRequest {
 
 /** Most entries one listing shows. */
 export const MAX_LS_ENTRIES = 1000;
+/** Entries joined into one string per output write. */
+const ENTRIES_PER_WRITE = 100;
 
 /** One child of a directory. */
 export interface DirEntry {
@@ -90,9 +92,11 @@ export function* ls(reader: ShardReader, request: LsRequest): Generator<Buffer, 
     }
     const out = new ChunkedOutput();
     const shown = Math.min(entries.length, MAX_LS_ENTRIES);
-    for (let i = 0; i < shown; i++) {
-      const e = entries[i];
-      if (out.write(e.dir ? `${e.name}/\n` : `${e.name}\t${e.textBytes}\n`)) yield* out.drain();
+    // A hundred entries per write, joined: one write of a joined string costs less than one per entry.
+    for (let i = 0; i < shown; i += ENTRIES_PER_WRITE) {
+      let lines = '';
+      for (const e of entries.slice(i, Math.min(shown, i + ENTRIES_PER_WRITE))) lines += e.dir ? `${e.name}/\n` : `${e.name}\t${e.textBytes}\n`;
+      if (out.write(lines)) yield* out.drain();
     }
     if (entries.length > shown) {
       out.write(`[${entries.length - shown} more entries not shown (${entries.length} in total); narrow with find]\n`);

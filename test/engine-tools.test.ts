@@ -446,6 +446,17 @@ describe('footers on truncation', () => {
     expect(r.chunks).toBe(1);
   });
 
+  it.each([1000, 250, 101, 7])('find lists %s paths newest first, then one footer', (headLimit) => {
+    // The /big files were written in path order, each a tick after the one before.
+    const newestFirst = ['/big/sub/x.txt', ...Array.from({ length: 1203 }, (_, i) => `/big/f${String(1202 - i).padStart(4, '0')}.txt`)];
+    const r = run(find(s.reader, { claims: MGMT, pattern: '**/*.txt', path: '/big', headLimit }));
+    const lines = r.text.split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.pop()).toBe(`[${1204 - headLimit} more matching files not shown (1204 in total); ${headLimit < 1000 ? 'raise head_limit (at most 1000) or narrow' : 'narrow'} the pattern or path]`);
+    expect(lines).toEqual(newestFirst.slice(0, headLimit));
+    expect(r.resultCount).toBe(headLimit);
+  });
+
   it('cat stops at the default limit and tells where to continue', () => {
     const r = run(cat(s.reader, { claims: MGMT, path: '/long.txt' }));
     const lines = r.text.split('\n').filter((l) => l);
