@@ -13,7 +13,7 @@ import picomatch from 'picomatch';
 import { VfsError, invalidParameter } from '../core/errors.js';
 import { newestFirst } from './shard-catalog.js';
 import { dirRange, type DocMeta, type ShardReader } from './shard-reader.js';
-import { ChunkedOutput, HEARTBEAT, relativeTo, requestDirPath, type ToolSummary } from './tool-output.js';
+import { ChunkedOutput, HEARTBEAT, LINES_PER_WRITE, relativeTo, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
 /** Parameters of `find` (undefined means the default). */
@@ -38,9 +38,6 @@ interface Glob {
   test: (path: string) => boolean;
   required: string | null;
 }
-
-/** Paths joined into one string per output write. */
-const PATHS_PER_WRITE = 100;
 
 /** Compiled globs by pattern, least recently used first: agents repeat their patterns. */
 const globs = new Map<string, Glob>();
@@ -146,10 +143,8 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
     if (!anyVisible) throw new VfsError('NO_SUCH_FILE', { path: dir });
     const out = new ChunkedOutput();
     const shown = Math.min(found.length, headLimit);
-    // Paths go out joined, a hundred at a time: one write of a joined string costs half as much
-    // as a write per path (2.0 against 4.4 µs for 100 paths of 20 characters).
-    for (let i = 0; i < shown; i += PATHS_PER_WRITE) {
-      const paths = found.slice(i, Math.min(shown, i + PATHS_PER_WRITE)).map((meta) => meta.path);
+    for (let i = 0; i < shown; i += LINES_PER_WRITE) {
+      const paths = found.slice(i, Math.min(shown, i + LINES_PER_WRITE)).map((meta) => meta.path);
       if (out.write(paths.join('\n'), true)) yield* out.drain();
     }
     if (found.length > shown) {

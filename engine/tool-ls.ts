@@ -10,7 +10,7 @@
 
 import { VfsError } from '../core/errors.js';
 import { dirRange, type ShardReader, type ShardSnapshot } from './shard-reader.js';
-import { ChunkedOutput, comparePaths, requestDirPath, type ToolSummary } from './tool-output.js';
+import { ChunkedOutput, comparePaths, LINES_PER_WRITE, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
 /** Parameters of `ls` (undefined means the default). */
@@ -23,8 +23,6 @@ export interface LsRequest {
 
 /** Most entries one listing shows. */
 export const MAX_LS_ENTRIES = 1000;
-/** Entries joined into one string per output write. */
-const ENTRIES_PER_WRITE = 100;
 
 /** One child of a directory. */
 export interface DirEntry {
@@ -92,10 +90,9 @@ export function* ls(reader: ShardReader, request: LsRequest): Generator<Buffer, 
     }
     const out = new ChunkedOutput();
     const shown = Math.min(entries.length, MAX_LS_ENTRIES);
-    // A hundred entries per write, joined: one write of a joined string costs less than one per entry.
-    for (let i = 0; i < shown; i += ENTRIES_PER_WRITE) {
+    for (let i = 0; i < shown; i += LINES_PER_WRITE) {
       let lines = '';
-      for (const e of entries.slice(i, Math.min(shown, i + ENTRIES_PER_WRITE))) lines += e.dir ? `${e.name}/\n` : `${e.name}\t${e.textBytes}\n`;
+      for (const e of entries.slice(i, Math.min(shown, i + LINES_PER_WRITE))) lines += e.dir ? `${e.name}/\n` : `${e.name}\t${e.textBytes}\n`;
       if (out.write(lines)) yield* out.drain();
     }
     if (entries.length > shown) {
