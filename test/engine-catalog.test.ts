@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { find, grep, ls, ShardReader } from '../engine/index.js';
-import { acquireShardEnv } from '../engine/shard-reader.js';
-import { buildShard, output, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
+import { buildShard, output, readerOf, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 import { seededRandom } from './helpers/random.js';
 
 let shard: TestShard | undefined;
@@ -58,8 +57,7 @@ describe('shard catalog', () => {
     shard = await buildShard();
     shard.reader.catalogAfter = 0;
     // A second reader of the same environment that never builds a catalog.
-    const plain = new ShardReader(acquireShardEnv(shard.dir));
-    plain.catalogAfter = Infinity;
+    const plain = readerOf(shard.dir, false);
     const random = seededRandom(7);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
     const live = new Set<string>();

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHUNK_BYTES, cat, find, grep, ls, collectGrepCounts, ShardReader, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
 import { pathHash } from '../engine/grep-candidates.js';
-import { acquireShardEnv } from '../engine/shard-reader.js';
 import { comparePaths } from '../engine/tool-output.js';
 import picomatch from 'picomatch';
-import { buildShard, output, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
+import { buildShard, output, readerOf, run, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 import { seededRandom } from './helpers/random.js';
 
 const MGMT: Claims = null;
@@ -377,12 +376,8 @@ describe('visibility', () => {
     });
     // A glob with a required text looks, through a catalog, only at the paths that hold it; a
     // directory still exists for the caller through a visible file that does not.
-    it.each(['/team', '/private', '/pub'])('find of a required text under %s, with and without a catalog', async (dir) => {
-      const cataloged = new ShardReader(acquireShardEnv(s.dir));
-      cataloged.catalogAfter = 0;
-      const plain = new ShardReader(acquireShardEnv(s.dir));
-      plain.catalogAfter = Infinity;
-      try {
+    it.each(['/team', '/private', '/pub'])('find of a required text under %s, with and without a catalog', (dir) =>
+      withBothReaders(s.dir, (cataloged, plain) => {
         const seesDir = visible.some((p) => p.startsWith(dir + '/'));
         for (const reader of [cataloged, plain]) {
           for (const pattern of ['**/*ab*', '**/*u1*', '**/*open*', '**/*absent*']) {
@@ -393,11 +388,8 @@ describe('visibility', () => {
           }
         }
         expect(cataloged.catalogedDocs).toBe(files.length);
-      } finally {
-        await cataloged.close();
-        await plain.close();
-      }
-    });
+      }),
+    );
   });
 });
 
@@ -588,8 +580,7 @@ describe('find orders ties by path', () => {
     expect(output(find(s.reader, { claims: MGMT, pattern: '{\uFFFD,a}.txt', path: '/t' }))).toBe(few);
     expect(output(find(s.reader, { claims: MGMT, pattern: '**/*.txt' }))).toBe(expected);
     expect(output(find(s.reader, { claims: MGMT, pattern: '{\uFFFD,a}.txt', path: '/t' }))).toBe(few);
-    const plain = new ShardReader(acquireShardEnv(s.dir));
-    plain.catalogAfter = Infinity;
+    const plain = readerOf(s.dir, false);
     expect(output(find(plain, { claims: MGMT, pattern: '**/*.txt' }))).toBe(expected);
     expect(output(find(plain, { claims: MGMT, pattern: '{\uFFFD,a}.txt', path: '/t' }))).toBe(few);
     expect(plain.catalogedDocs).toBeNull();
@@ -597,16 +588,24 @@ describe('find orders ties by path', () => {
   });
 });
 
+/** Runs `check` with a reader of the shard at `dir` that catalogs at once and one that never does, then closes both. */
+async function withBothReaders(dir: string, check: (cataloged: ShardReader, plain: ShardReader) => void): Promise<void> {
+  const cataloged = readerOf(dir, true);
+  const plain = readerOf(dir, false);
+  try {
+    check(cataloged, plain);
+  } finally {
+    await cataloged.close();
+    await plain.close();
+  }
+}
+
 /**
  * Checks that `find` lists the shard's paths that picomatch matches (as a set), through a
  * reader with a catalog and one without.
  */
-async function findsAsPicomatch(dir: string, pattern: string, path?: string): Promise<void> {
-  const cataloged = new ShardReader(acquireShardEnv(dir));
-  cataloged.catalogAfter = 0;
-  const plain = new ShardReader(acquireShardEnv(dir));
-  plain.catalogAfter = Infinity;
-  try {
+function findsAsPicomatch(dir: string, pattern: string, path?: string): Promise<void> {
+  return withBothReaders(dir, (cataloged, plain) => {
     const all = output(find(plain, { claims: MGMT, pattern: '**' })).split('\n').filter((l) => l !== '');
     const base = path === undefined ? '/' : path + '/';
     const re = picomatch.makeRe(pattern, { dot: true });
@@ -616,10 +615,7 @@ async function findsAsPicomatch(dir: string, pattern: string, path?: string): Pr
       expect(output(find(reader, { claims: MGMT, pattern, path })).split('\n').filter((l) => l !== '').sort()).toEqual(expected);
     }
     expect([cataloged.catalogedDocs, plain.catalogedDocs]).toEqual([all.length, null]);
-  } finally {
-    await cataloged.close();
-    await plain.close();
-  }
+  });
 }
 
 describe('find with globs and paths beyond ASCII', () => {

@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openShardReader, openShardWriter, type DocInput, type ShardReader, type ShardWriter, type ToolSummary } from '../../engine/index.js';
+import { openShardReader, openShardWriter, ShardReader, type DocInput, type ShardWriter, type ToolSummary } from '../../engine/index.js';
+import { acquireShardEnv } from '../../engine/shard-reader.js';
 
 /** A document as tests write it: only `path` and `text` are required. */
 export interface DocSpec {
@@ -93,4 +94,14 @@ export function toolError(gen: Generator<Buffer, ToolSummary>): (Error & { code?
   } catch (error) {
     return error as Error & { code?: string };
   }
+}
+
+/**
+ * Another reader of the shard at `dir` (same LMDB environment): one that builds a catalog at its
+ * first snapshot (`catalogs`), or one that never does and reads every record from LMDB.
+ */
+export function readerOf(dir: string, catalogs: boolean): ShardReader {
+  const reader = new ShardReader(acquireShardEnv(dir));
+  reader.catalogAfter = catalogs ? 0 : Infinity;
+  return reader;
 }
