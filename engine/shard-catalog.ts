@@ -29,6 +29,11 @@ export const newestFirst = (a: DocMeta, b: DocMeta): number => b.updatedAt - a.u
 /** Ranks are worked out once a sort covers at least 1/RANK_AFTER_SHARE of the catalog. */
 const RANK_AFTER_SHARE = 16;
 
+/** Most `find` answers a catalog remembers. */
+const MAX_REMEMBERED_FINDS = 64;
+/** Records all remembered `find` answers hold together, beyond the catalog's own count. */
+const REMEMBERED_FINDS_SLACK = 4096;
+
 /** The live documents of one version of a shard. */
 export class ShardCatalog {
   /** Every live document, in code point order of path (the order of the `paths` keys). */
@@ -39,6 +44,9 @@ export class ShardCatalog {
   private recency: { rank: Int32Array; byRank: DocMeta[] } | null = null;
   /** Every path, each followed by `\n` (which no path holds), and where each starts: built at first use. */
   private joined: { text: string; starts: Int32Array } | null = null;
+  /** `find`'s matches by query, least recently used first, and how many records they hold. */
+  private readonly finds = new Map<string, readonly DocMeta[]>();
+  private findsSize = 0;
 
   /** `docs` must be the records of `paths` in key order, as read in one snapshot of `version`. */
   constructor(
@@ -126,6 +134,40 @@ export class ShardCatalog {
       found[n++] = i;
     }
     return found.subarray(0, n);
+  }
+
+  /**
+   * The matches `remember` stored under `key`, or undefined. A catalog never changes, so an
+   * answer stays exact for as long as the catalog serves. Agents repeat their globs, and a
+   * repeated `find` skips matching and sorting: `**\/file1*.ts` over 301 paths 18 → 6.3 µs,
+   * globs over the Linux tree's 78,579 paths 0.65-5.6 ms → 10-50 µs (scratch loops).
+   */
+  recall(key: string): readonly DocMeta[] | undefined {
+    const found = this.finds.get(key);
+    if (found !== undefined) {
+      this.finds.delete(key);
+      this.finds.set(key, found);
+    }
+    return found;
+  }
+
+  /**
+   * Keeps `find`'s matches for `key` (every match, visible to the caller or not, in output
+   * order). At most MAX_REMEMBERED_FINDS answers holding as many records in all as the catalog
+   * has documents (plus REMEMBERED_FINDS_SLACK) are kept, the least recently used dropped
+   * first: at most a pointer more per document, beside the catalog's 470 bytes.
+   */
+  remember(key: string, found: readonly DocMeta[]): void {
+    const budget = this.docs.length + REMEMBERED_FINDS_SLACK;
+    // Two `find`s of one query can interleave (each yields on long scans): keep the first.
+    if (found.length > budget || this.finds.has(key)) return;
+    while (this.finds.size >= MAX_REMEMBERED_FINDS || this.findsSize + found.length > budget) {
+      const [oldest, dropped] = this.finds.entries().next().value!;
+      this.finds.delete(oldest);
+      this.findsSize -= dropped.length;
+    }
+    this.finds.set(key, found);
+    this.findsSize += found.length;
   }
 
   /** The live document at this canonical path, or undefined. */

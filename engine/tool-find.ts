@@ -99,35 +99,44 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
   const snapshot = reader.snapshot();
   try {
     const { start, end } = dirRange(dir);
-    let found: DocMeta[];
+    let found: readonly DocMeta[];
     let anyVisible = dir === '/';
     const range = snapshot.catalogRange(start, end);
     if (range !== null) {
-      // From a catalog the records are at hand, and so is their order by time. With a required
-      // text, only the paths that hold it are looked at.
+      // From a catalog the records are at hand, and so is their order by time; the matches of a
+      // query it answered before, too. With a required text, only the paths that hold it are
+      // looked at.
       const { catalog, from, to } = range;
       const { docs } = catalog;
-      const looked = required === null ? null : catalog.containing(required, from, to);
-      const count = looked === null ? to - from : looked.length;
-      const hits = new Int32Array(count);
-      let n = 0;
-      for (let k = 0; k < count; k++) {
-        if ((k & 8191) === 8191) yield HEARTBEAT;
-        const i = looked === null ? from + k : looked[k];
-        const meta = docs[i];
-        const hit = test(meta.path);
-        // SECURITY: invisible files are neither listed nor prove that `path` exists.
-        if ((!hit && anyVisible) || !visibility.canSee(meta.claims)) continue;
-        anyVisible = true;
-        if (hit) hits[n++] = i;
+      const key = `${dir}\n${request.pattern}`; // no path holds `\n`
+      let matched = catalog.recall(key);
+      if (matched === undefined) {
+        const looked = required === null ? null : catalog.containing(required, from, to);
+        const count = looked === null ? to - from : looked.length;
+        const hits = new Int32Array(count);
+        let n = 0;
+        for (let k = 0; k < count; k++) {
+          if ((k & 8191) === 8191) yield HEARTBEAT;
+          const i = looked === null ? from + k : looked[k];
+          if (test(docs[i].path)) hits[n++] = i;
+        }
+        matched = catalog.inRecencyOrder(hits.subarray(0, n));
+        catalog.remember(key, matched);
       }
-      // A visible file that was not looked at still shows that `path` exists.
+      // SECURITY: invisible files are neither listed nor prove that `path` exists.
+      if (visibility.seesAll) found = matched;
+      else {
+        const visible: DocMeta[] = [];
+        for (const meta of matched) if (visibility.canSee(meta.claims)) visible.push(meta);
+        found = visible;
+      }
+      // A visible file that does not match still shows that `path` exists.
+      anyVisible ||= found.length > 0;
       for (let i = from; !anyVisible && i < to; i++) anyVisible = visibility.canSee(docs[i].claims);
-      found = catalog.inRecencyOrder(hits.subarray(0, n));
     } else {
       // From LMDB only the keys are read, and a record only for a path that matches (or while
       // no visible file has shown the directory exists).
-      found = [];
+      const visible: DocMeta[] = [];
       let scanned = 0;
       for (const path of snapshot.pathsInRange(start, end)) {
         if (++scanned % 8192 === 0) yield HEARTBEAT;
@@ -136,9 +145,9 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
         const meta = snapshot.docByPath(path);
         if (meta === undefined || !visibility.canSee(meta.claims)) continue;
         anyVisible = true;
-        if (hit) found.push(meta);
+        if (hit) visible.push(meta);
       }
-      found.sort(newestFirst);
+      found = visible.sort(newestFirst);
     }
     if (!anyVisible) throw new VfsError('NO_SUCH_FILE', { path: dir });
     const out = new ChunkedOutput();

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { find, grep, ls, ShardReader } from '../engine/index.js';
+import { ShardCatalog } from '../engine/shard-catalog.js';
+import type { DocMeta } from '../engine/shard-reader.js';
 import { buildShard, output, readerOf, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 import { seededRandom } from './helpers/random.js';
 
@@ -170,5 +172,38 @@ describe('shard catalog', () => {
     expect(cataloged()).toBe(false);
     output(ls(reader, { claims: null, path: '/f' }));
     expect(cataloged()).toBe(true);
+  });
+  it('remembers at most 64 find answers, holding at most its document count plus 4,096 records, dropping the least recently used', () => {
+    const docs: DocMeta[] = Array.from({ length: 100 }, (_, i) => ({
+      id: i,
+      path: `/f${String(i).padStart(3, '0')}`,
+      textBytes: 1,
+      sizeBytes: 1,
+      lines: 1,
+      updatedAt: i,
+      contentType: 'text/plain',
+      claims: null,
+      version: `v${i}`,
+    }));
+    const catalog = new ShardCatalog(1, docs);
+    for (let i = 0; i < 64; i++) catalog.remember(`q${i}`, [docs[i]]);
+    expect(catalog.recall('q0')).toEqual([docs[0]]); // q0 is now the most recently used
+    catalog.remember('q64', [docs[64]]);
+    expect(catalog.recall('q1')).toBeUndefined();
+    expect(catalog.recall('q0')).toEqual([docs[0]]);
+    expect(catalog.recall('q64')).toEqual([docs[64]]);
+
+    // 4,196 records fill the budget: every other answer goes.
+    const full = new Array<DocMeta>(4196).fill(docs[5]);
+    catalog.remember('full', full);
+    expect(catalog.recall('full')).toBe(full);
+    expect(catalog.recall('q0')).toBeUndefined();
+    catalog.remember('one more', [docs[1]]);
+    expect(catalog.recall('full')).toBeUndefined();
+    expect(catalog.recall('one more')).toEqual([docs[1]]);
+    // An answer larger than the budget is not kept, and drops nothing.
+    catalog.remember('too large', new Array<DocMeta>(4197).fill(docs[5]));
+    expect(catalog.recall('too large')).toBeUndefined();
+    expect(catalog.recall('one more')).toEqual([docs[1]]);
   });
 });
