@@ -17,6 +17,8 @@ export type Principal =
   | { kind: 'token'; accountId: string; actorId: string; workspaceId: string; claims: string[]; expiresAt: number };
 
 const MAX_CACHED = 10_000;
+/** An `Authorization` header carrying a bearer credential. */
+const BEARER = /^Bearer +(\S+) *$/i;
 
 /** Verifies bearer credentials, with a bounded cache. */
 export class Authenticator {
@@ -33,7 +35,7 @@ export class Authenticator {
   async authenticate(header: string | null): Promise<Principal> {
     if (header === null) throw unauthenticated('ambiguous credential: more than one Authorization header');
     if (header === '') throw unauthenticated('missing credential: send "Authorization: Bearer <svc_sk_ key or svc_at_ token>"');
-    const match = /^Bearer +(\S+) *$/i.exec(header);
+    const match = BEARER.exec(header);
     if (match === null) throw unauthenticated('malformed Authorization header: expected "Bearer <credential>"');
     const credential = match[1];
     // The cache is keyed by the credential itself (it lives only in this process's memory), so
@@ -42,6 +44,18 @@ export class Authenticator {
     const now = Date.now();
     // SECURITY: expiry is checked on every request, cached or not.
     if (principal.kind === 'token' && principal.expiresAt <= now) throw unauthenticated('token expired');
+    return principal;
+  }
+
+  /**
+   * The principal of a well-formed credential that the cache holds and that has not expired,
+   * without waiting; undefined otherwise (`authenticate` then says why, or looks it up).
+   */
+  cached(header: string | null): Principal | undefined {
+    const match = header === null ? null : BEARER.exec(header);
+    const principal = match === null ? undefined : this.cache.peek(match[1]);
+    // SECURITY: expiry is checked on every request, cached or not.
+    if (principal === undefined || (principal.kind === 'token' && principal.expiresAt <= Date.now())) return undefined;
     return principal;
   }
 

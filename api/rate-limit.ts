@@ -109,6 +109,7 @@ const ALLOWED: Allowance = { ok: true };
  */
 export class FailureWindow {
   private readonly windows: BoundedMap<{ start: number; failures: number }>;
+  private lastFailure = -Infinity;
 
   constructor(
     private readonly threshold: number,
@@ -116,6 +117,11 @@ export class FailureWindow {
     maxKeys = 100_000,
   ) {
     this.windows = new BoundedMap(maxKeys);
+  }
+
+  /** True when no address has failed within the window: none is locked, and none is counting. */
+  quiet(now = Date.now()): boolean {
+    return now - this.lastFailure >= this.windowMs;
   }
 
   /** Whether the address may try to authenticate now. */
@@ -127,6 +133,7 @@ export class FailureWindow {
 
   /** Counts one failed authentication from the address. */
   fail(address: string, now = Date.now()): void {
+    this.lastFailure = now;
     const w = this.windows.get(address);
     if (w === undefined || now - w.start >= this.windowMs) this.windows.set(address, { start: now, failures: 1 });
     else this.windows.set(address, { start: w.start, failures: w.failures + 1 });

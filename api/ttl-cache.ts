@@ -10,7 +10,7 @@
  * lookup that was already under way.
  */
 export class TtlCache<V> {
-  private readonly entries = new Map<string, { value: Promise<V>; until: number }>();
+  private readonly entries = new Map<string, { value: Promise<V>; until: number; loaded?: V }>();
 
   constructor(
     private readonly ttlMs: number,
@@ -23,12 +23,13 @@ export class TtlCache<V> {
     if (hit !== undefined && hit.until > now) return hit.value;
     const value = load();
     if (this.ttlMs <= 0) return value;
-    const entry = { value, until: now + this.ttlMs };
+    const entry: { value: Promise<V>; until: number; loaded?: V } = { value, until: now + this.ttlMs };
     this.entries.delete(key); // re-inserted last: the oldest entries are evicted first
     this.entries.set(key, entry);
     // Only a value that loaded makes room, so failing lookups never push good entries out.
     value.then(
-      () => {
+      (loaded) => {
+        entry.loaded = loaded;
         while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
       },
       () => {
@@ -36,6 +37,12 @@ export class TtlCache<V> {
       },
     );
     return value;
+  }
+
+  /** The value `get` would give at once, if it has loaded and not expired; else undefined. */
+  peek(key: string): V | undefined {
+    const hit = this.entries.get(key);
+    return hit !== undefined && hit.until > Date.now() ? hit.loaded : undefined;
   }
 
   clear(): void {

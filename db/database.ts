@@ -95,12 +95,14 @@ export class Database {
    * Listens on a notification channel with a dedicated connection of the
    * application role, reconnecting after failures. `onGap` runs whenever
    * notifications may have been missed (before the first connection and after
-   * each reconnect), so the caller can drop what it cached.
+   * each reconnect), so the caller can drop what it cached. Resolves once the first attempt
+   * to connect has listened or failed (and a retry is scheduled), so a service that awaits it
+   * serves nothing from a cache that the first connection is about to clear.
    */
-  listen(channel: string, onNotify: (payload: string) => void, onGap: () => void): void {
+  async listen(channel: string, onNotify: (payload: string) => void, onGap: () => void): Promise<void> {
     const connect = async (): Promise<void> => {
       if (this.closed) return;
-      const client = new pg.Client(this.targets.app);
+      const client = new pg.Client({ connectionTimeoutMillis: CONNECT_TIMEOUT_MS, ...this.targets.app });
       const retry = (): void => {
         client.removeAllListeners();
         client.on('error', () => {});
@@ -120,7 +122,7 @@ export class Database {
       }
     };
     onGap();
-    void connect();
+    await connect();
   }
 
   /** Closes both pools and any listener. */

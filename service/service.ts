@@ -179,7 +179,7 @@ async function startParts(
   const lookups = new Lookups(db);
   // Another process (the operator command) changed credentials or limits, or asked for a shard
   // rebuild; after a gap in notifications, assume the first two changed and look for the third.
-  db.listen(
+  await db.listen(
     INVALIDATE_CHANNEL,
     (what) => (what === 'limits' ? lookups.limitsChanged() : what === 'shards' ? ingest.checkShards() : auth.clear()),
     () => {

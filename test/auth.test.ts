@@ -7,7 +7,9 @@ let t: TestService;
 let token: string;
 let tokenId: string;
 beforeAll(async () => {
-  t = await startTestService();
+  // A failure window of one second: the expiry test below then sees none of the earlier tests'
+  // failures, so its cached token takes the path that skips the failure lock (Guard.principal).
+  t = await startTestService({ VFS_AUTH_FAILURE_WINDOW_SECONDS: '1' });
   expect((await t.call('POST', '/v1/workspaces', { body: { name: 'main' } })).status).toBe(201);
   const minted = await t.call('POST', '/v1/workspaces/main/tokens', { body: {} });
   token = minted.json.token;

@@ -94,4 +94,26 @@ describe('TtlCache', () => {
     await cache.get('a', load('a')); // the oldest went
     expect(loads).toBe(2);
   });
+  it('peeks at a loaded value only: not while loading, not after a failure, expiry or clear()', async () => {
+    const cache = new TtlCache<string>(30);
+    const g = gate<string>();
+    const loading = cache.get('k', g.load);
+    expect(cache.peek('k')).toBeUndefined();
+    g.resolveAll('v');
+    await loading;
+    expect(cache.peek('k')).toBe('v');
+    expect(cache.peek('other')).toBeUndefined();
+    cache.clear();
+    expect(cache.peek('k')).toBeUndefined();
+
+    const failing = cache.get('k', g.load);
+    g.rejectAll(new Error('down'));
+    await expect(failing).rejects.toThrow('down');
+    expect(cache.peek('k')).toBeUndefined();
+
+    await cache.get('k', async () => 'w');
+    expect(cache.peek('k')).toBe('w');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(cache.peek('k')).toBeUndefined();
+  });
 });
