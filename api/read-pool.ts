@@ -7,7 +7,7 @@
 import { BroadcastChannel, MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { VfsError } from '../core/errors.js';
-import { workerExecArgv } from '../core/worker-argv.js';
+import { siblingModule, workerExecArgv } from '../core/run-mode.js';
 import {
   cat,
   closeShardReader,
@@ -133,7 +133,7 @@ export class ReadPool {
     ShardReader.largestCatalog = INLINE_FIND_DOCS;
     this.drops.unref();
     this.piscina = new Piscina<ReadTask, void>({
-      filename: new URL('./read-worker.ts', import.meta.url).href,
+      filename: siblingModule('read-worker', import.meta.url).href,
       minThreads: threads,
       maxThreads: threads,
       // Tasks mostly wait on nothing: each thread serves one tool call at a time.

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { newCredential } from '../core/credentials.js';
-import { scriptArgs } from '../service/script-args.js';
+import { buildService, scriptArgs } from '../service/script-args.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -25,8 +25,15 @@ export interface BenchService {
   stop(): Promise<void>;
 }
 
-/** Starts the service with a bootstrap key, on `env.DATA_DIR` or else a new data directory that `stop()` removes. */
+let built = false;
+
+/**
+ * Starts the service with a bootstrap key, on `env.DATA_DIR` or else a new data directory that
+ * `stop()` removes. The first call of a run builds the service, which `npm start` runs compiled.
+ */
 export async function startBenchService(env: Record<string, string> = {}): Promise<BenchService> {
+  if (!built) buildService();
+  built = true;
   const temporary = env.DATA_DIR === undefined;
   const dataDir = env.DATA_DIR ?? (await mkdtemp(join(tmpdir(), 'vfs-bench-')));
   const key = newCredential('management_key');

@@ -21,13 +21,12 @@
  *   by more than `maxRssGrowthMb` since the file started.
  * - Workers get the blob's path, never its bytes, and read the file themselves.
  *
- * The worker file is TypeScript: the threads load tsx through `execArgv`
- * (core/worker-argv.ts).
+ * Run from source, the threads load tsx through `execArgv` (core/run-mode.ts).
  */
 import { readFileSync } from 'node:fs';
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { workerExecArgv } from '../core/worker-argv.js';
+import { siblingModule, workerExecArgv } from '../core/run-mode.js';
 import type { ExtractResult } from './extract.js';
 import type { ExtractTask } from './extract-worker.js';
 
@@ -108,7 +107,7 @@ export class ExtractPool {
   constructor(options: ExtractPoolOptions = {}) {
     this.#options = withDefaults(options);
     this.#piscina = new Piscina<ExtractTask, ExtractResult>({
-      filename: new URL('./extract-worker.ts', import.meta.url).href,
+      filename: siblingModule('extract-worker', import.meta.url).href,
       minThreads: this.#options.threads,
       maxThreads: this.#options.threads,
       concurrentTasksPerWorker: 1,

@@ -4,10 +4,8 @@
  * changes that must go through its writers (deleting a file, dropping a
  * workspace's shard).
  */
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { workerExecArgv } from '../core/worker-argv.js';
+import { FROM_SOURCE, siblingModule, tsxUrl, workerExecArgv } from '../core/run-mode.js';
 import type { DatabaseTargets } from '../db/database.js';
 import type { ExtractPoolOptions } from './extract-pool.js';
 import type { IngestOptions } from './ingest-loop.js';
@@ -44,12 +42,12 @@ export class IngestThread {
   private readonly pending = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
 
   constructor(data: IngestThreadData, log: (message: string) => void) {
-    // The entry is TypeScript: a one-line script registers tsx in the new thread, then imports it.
-    const entry = JSON.stringify(new URL('./ingest-thread-main.ts', import.meta.url).href);
-    const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href);
-    this.worker = new Worker(`import(${tsx}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${entry}); })`, {
-      eval: true,
-      // tsx is registered by the script above.
+    const entry = siblingModule('ingest-thread-main', import.meta.url);
+    // From source, a one-line script registers tsx in the new thread, then imports the entry.
+    const source = `import(${JSON.stringify(tsxUrl('tsx/esm/api'))}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${JSON.stringify(entry.href)}); })`;
+    this.worker = new Worker(FROM_SOURCE ? source : entry, {
+      eval: FROM_SOURCE,
+      // tsx, when needed, is registered by the script above.
       execArgv: workerExecArgv(false),
       workerData: data,
     });

@@ -7,14 +7,14 @@
  * the paths does not touch (text or postings pages) is not found this way.
  */
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { FROM_SOURCE, siblingModule, tsxUrl } from '../core/run-mode.js';
 
 /** Longest one shard may take before its probe is killed and the shard reported as damaged. */
 const PER_SHARD_TIMEOUT_MS = 120_000;
 
-const ENTRY = fileURLToPath(new URL('./shard-probe-main.ts', import.meta.url));
+const ENTRY = fileURLToPath(siblingModule('shard-probe-main', import.meta.url));
 
 /** Probes the shard directories; returns the damaged ones, each with why. */
 export async function probeShards(dirs: readonly string[]): Promise<Map<string, string>> {
@@ -37,8 +37,7 @@ async function runProbe(
   dirs: string[],
   damaged: Map<string, string>,
 ): Promise<{ finished: number; died: { dir: string; reason: string } | null }> {
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  const child = spawn(process.execPath, ['--import', tsx, ENTRY], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const child = spawn(process.execPath, FROM_SOURCE ? ['--import', tsxUrl(), ENTRY] : [ENTRY], { stdio: ['pipe', 'pipe', 'ignore'] });
   const exited = new Promise<string>((resolve) => child.on('close', (code, signal) => resolve(signal ?? `exit code ${code}`)));
   child.on('error', () => {});
   child.stdin.on('error', () => {});

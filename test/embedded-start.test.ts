@@ -1,7 +1,8 @@
 /**
  * The README's first command on a fresh data directory: the service starts
  * its own PostgreSQL, prints a management key once, serves the management
- * plane, and stops cleanly (taking its PostgreSQL down with it).
+ * plane, and stops cleanly (taking its PostgreSQL down with it). It runs the
+ * compiled service, so each of its threads is checked to load from dist/.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newCredential } from '../core/credentials.js';
 import { clusterSocketDir } from '../db/embedded-postgres.js';
+import { makePdf } from './helpers/make-pdf.js';
 import { runAdmin, spawnService, startServiceProcess } from './helpers/process.js';
 
 let dataDir: string;
@@ -42,6 +44,16 @@ describe('npm start on the embedded default', () => {
     const minted = (await (await call('POST', '/v1/workspaces/docs/tokens', { ttlSeconds: 600 })).json()) as { id: string };
     expect((await call('DELETE', `/v1/tokens/${minted.id}`)).status).toBe(204);
     expect(await (await call('GET', '/v1/workspaces/docs/audit')).json()).toEqual({ events: [], nextCursor: null });
+    // A PDF goes through the extraction pool and the ingest thread; grep runs on a read thread.
+    const pdf = await makePdf([['served by the compiled threads']]);
+    const put = await fetch(`${first.url}/v1/workspaces/docs/files/a.pdf`, { method: 'PUT', headers: { authorization: `Bearer ${key}` }, body: pdf });
+    expect(put.status).toBe(202);
+    let found = '';
+    for (let i = 0; i < 100 && found === ''; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+      found = await (await call('GET', '/v1/workspaces/docs/grep?pattern=compiled%20threads&output_mode=content')).text();
+    }
+    expect(found).toMatch(/^\/a\.pdf:\d+:served by the compiled threads\n$/);
     expect((await call('DELETE', '/v1/workspaces/docs')).status).toBe(204);
     expect(await postgresRunning()).toBe(true);
 

@@ -1,0 +1,40 @@
+/**
+ * Whether this process runs the TypeScript sources (the tests under vitest, the benchmarks and
+ * the operator command under tsx) or the JavaScript that `npm run build` compiles into dist/
+ * (`npm start`), and what that means for the code it starts in other threads and processes.
+ *
+ * `npm start` runs the compiled code because tsx compiles with esbuild's `keepNames`, which
+ * wraps every named function made at run time in a call that defines its name: about 8% of the
+ * HTTP thread's time under a `cat` load (sampled profile), the compiled code 12-13% more
+ * requests per second than the same code under tsx (README, "Read tools under autocannon").
+ */
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+
+/** True when this module, and so every other one, is TypeScript source. */
+export const FROM_SOURCE = import.meta.url.endsWith('.ts');
+
+/** The module `name` beside the module at `base` (its import.meta.url), source or compiled as this one is. */
+export function siblingModule(name: string, base: string): URL {
+  return new URL(`./${name}${FROM_SOURCE ? '.ts' : '.js'}`, base);
+}
+
+/** The file URL of tsx's loader (or of `subpath`), absolute so that it resolves whatever the working directory. */
+export function tsxUrl(subpath = 'tsx'): string {
+  return pathToFileURL(createRequire(import.meta.url).resolve(subpath)).href;
+}
+
+/** Options of the parent that a worker refuses: the V8 heap sizes `npm start` gives the HTTP thread. */
+const HEAP_SIZE = /^--(?:max|min)-semi-space-size(?:=|$)/;
+
+/**
+ * Node options for a worker thread: the parent's, less the heap sizes (a worker refuses them,
+ * ERR_WORKER_INVALID_EXEC_ARGV, and keeps V8's defaults). With `loadTsx`, from source, plus
+ * tsx's loader when the parent did not load tsx itself (vitest transforms TypeScript on its
+ * own, so its processes have no tsx flag).
+ */
+export function workerExecArgv(loadTsx: boolean): string[] {
+  const inherited = process.execArgv.filter((a) => !HEAP_SIZE.test(a));
+  if (!loadTsx || !FROM_SOURCE || inherited.some((a) => a.includes('tsx'))) return inherited;
+  return [...inherited, '--import', tsxUrl()];
+}
