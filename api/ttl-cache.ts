@@ -1,3 +1,10 @@
+/** A load under way or done (`loaded` set once it has), and when it expires. */
+interface Entry<V> {
+  value: Promise<V>;
+  until: number;
+  loaded?: V;
+}
+
 /**
  * A bounded map of values that expire, loaded once however many callers miss together: the
  * first miss stores the load's promise, and every request until it expires shares it. Without
@@ -10,7 +17,7 @@
  * lookup that was already under way.
  */
 export class TtlCache<V> {
-  private readonly entries = new Map<string, { value: Promise<V>; until: number; loaded?: V }>();
+  private readonly entries = new Map<string, Entry<V>>();
 
   constructor(
     private readonly ttlMs: number,
@@ -23,7 +30,7 @@ export class TtlCache<V> {
     if (hit !== undefined && hit.until > now) return hit.value;
     const value = load();
     if (this.ttlMs <= 0) return value;
-    const entry: { value: Promise<V>; until: number; loaded?: V } = { value, until: now + this.ttlMs };
+    const entry: Entry<V> = { value, until: now + this.ttlMs };
     this.entries.delete(key); // re-inserted last: the oldest entries are evicted first
     this.entries.set(key, entry);
     // Only a value that loaded makes room, so failing lookups never push good entries out.
