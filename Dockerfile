@@ -9,4 +9,4 @@ RUN npm run build && npm prune --omit=dev
 ENV DATA_DIR=/data
 EXPOSE 8080
 # As package.json's start script (npm start builds first; the image is built above).
-CMD ["node", "--max-semi-space-size=32", "dist/service/main.js"]
+CMD ["node", "--max-semi-space-size=32", "--no-memory-reducer", "dist/service/main.js"]

@@ -24,17 +24,19 @@ export function tsxUrl(subpath = 'tsx'): string {
   return pathToFileURL(createRequire(import.meta.url).resolve(subpath)).href;
 }
 
-/** Options of the parent that a worker refuses: the V8 heap sizes `npm start` gives the HTTP thread. */
-const HEAP_SIZE = /^--(?:max|min)-semi-space-size(?:=|$)/;
+/**
+ * Options of the parent that a worker refuses (ERR_WORKER_INVALID_EXEC_ARGV): the V8 flags that
+ * `npm start` gives, the semi-space sizes and the memory reducer (package.json).
+ */
+const V8_FLAGS = /^--(?:(?:max|min)-semi-space-size|(?:no-)?memory-reducer)(?:=|$)/;
 
 /**
- * Node options for a worker thread: the parent's, less the heap sizes (a worker refuses them,
- * ERR_WORKER_INVALID_EXEC_ARGV, and keeps V8's defaults). With `loadTsx`, from source, plus
+ * Node options for a worker thread: the parent's, less V8's flags. With `loadTsx`, from source, plus
  * tsx's loader when the parent did not load tsx itself (vitest transforms TypeScript on its
  * own, so its processes have no tsx flag).
  */
 export function workerExecArgv(loadTsx: boolean): string[] {
-  const inherited = process.execArgv.filter((a) => !HEAP_SIZE.test(a));
+  const inherited = process.execArgv.filter((a) => !V8_FLAGS.test(a));
   if (!loadTsx || !FROM_SOURCE || inherited.some((a) => a.includes('tsx'))) return inherited;
   return [...inherited, '--import', tsxUrl()];
 }

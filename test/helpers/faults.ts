@@ -66,13 +66,17 @@ export class FaultService {
     await p.exited;
   }
 
-  /** SIGTERM; resolves with the exit code. */
+  /**
+   * SIGTERM; resolves with 0 after a clean exit, else with the exit code or signal followed by
+   * the end of the process's stderr, so that a test expecting 0 shows why it did not get it.
+   */
   async stop(): Promise<number | string> {
     const p = this.current;
     this.current = null;
     if (p === null) return 0;
     p.child.kill('SIGTERM');
-    return p.exited;
+    const code = await p.exited;
+    return code === 0 ? 0 : `${code}\n${p.stderr().slice(-4000)}`;
   }
 
   /** Calls the API of the running service with the management key (or `key`). */
