@@ -20,6 +20,11 @@ const MAX_CACHED = 10_000;
 /** An `Authorization` header carrying a bearer credential. */
 const BEARER = /^Bearer +(\S+) *$/i;
 
+/** SECURITY: checked on every request, cached or not, by both ways of authenticating. */
+function expired(principal: Principal): boolean {
+  return principal.kind === 'token' && principal.expiresAt <= Date.now();
+}
+
 /** Verifies bearer credentials, with a bounded cache. */
 export class Authenticator {
   private readonly cache: TtlCache<Principal>;
@@ -41,9 +46,7 @@ export class Authenticator {
     // The cache is keyed by the credential itself (it lives only in this process's memory), so
     // a hit costs no checksum and no hashing; a failed lookup is not kept.
     const principal = await this.cache.get(credential, () => this.lookup(credential));
-    const now = Date.now();
-    // SECURITY: expiry is checked on every request, cached or not.
-    if (principal.kind === 'token' && principal.expiresAt <= now) throw unauthenticated('token expired');
+    if (expired(principal)) throw unauthenticated('token expired');
     return principal;
   }
 
@@ -54,9 +57,7 @@ export class Authenticator {
   cached(header: string | null): Principal | undefined {
     const match = header === null ? null : BEARER.exec(header);
     const principal = match === null ? undefined : this.cache.peek(match[1]);
-    // SECURITY: expiry is checked on every request, cached or not.
-    if (principal === undefined || (principal.kind === 'token' && principal.expiresAt <= Date.now())) return undefined;
-    return principal;
+    return principal === undefined || expired(principal) ? undefined : principal;
   }
 
   /** Forgets every cached credential (after any revocation, or a lost notification channel). */
