@@ -92,9 +92,6 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
     const subject = absolute ? path : relativeTo(dir, path);
     return subject === request.pattern || glob.test(subject);
   };
-  // The literal has no `/`, so a full path holds it when its part under `dir` does (or when
-  // `dir` does): testing the full path first spares most paths the slice.
-  const matches = required === null ? test : (path: string): boolean => path.includes(required) && test(path);
   const visibility = new Visibility(request.claims);
   const snapshot = reader.snapshot();
   try {
@@ -135,7 +132,10 @@ export function* find(reader: ShardReader, request: FindRequest): Generator<Buff
       for (let i = from; !anyVisible && i < to; i++) anyVisible = visibility.canSee(docs[i].claims);
     } else {
       // From LMDB only the keys are read, and a record only for a path that matches (or while
-      // no visible file has shown the directory exists).
+      // no visible file has shown the directory exists). The literal has no `/`, so a full path
+      // holds it when its part under `dir` does (or when `dir` does): testing the full path
+      // first spares most paths the slice.
+      const matches = required === null ? test : (path: string): boolean => path.includes(required) && test(path);
       const visible: DocMeta[] = [];
       let scanned = 0;
       for (const path of snapshot.pathsInRange(start, end)) {
