@@ -76,7 +76,7 @@
  *   would be parenthesised.
  */
 
-import { QUAD_KEY_BASE } from './trigram-extract.js';
+import { foldQuad, QUAD_KEY_BASE } from './trigram-extract.js';
 
 /**
  * A trigram is the 24-bit number (b0 << 16) | (b1 << 8) | b2 of three UTF-8 bytes; with the
@@ -389,7 +389,7 @@ function trigramsOf(s: string): Query {
     seen.add((b0 << 16) | (b1 << 8) | b2);
     if (!withQuadgrams || i + 4 > s.length) continue;
     const b3 = s.charCodeAt(i + 3);
-    if (b3 !== NEWLINE) seen.add(QUAD_KEY_BASE + (((b0 << 24) | (b1 << 16) | (b2 << 8) | b3) >>> 0));
+    if (b3 !== NEWLINE) seen.add(QUAD_KEY_BASE + foldQuad(((b0 << 24) | (b1 << 16) | (b2 << 8) | b3) >>> 0));
   }
   tick(i + 1);
   return mk('and', [...seen].sort((a, b) => a - b), []);
@@ -722,6 +722,64 @@ function required(node: RNode): string[] | null {
     default:
       // Classes, any character, no match and empty-width assertions require no literal.
       return null;
+  }
+}
+
+/** 1 at c: ASCII character c folds only to ASCII characters (built on first use). */
+let asciiOrbits: Uint8Array | null = null;
+
+/** Whether `c` is an ASCII character whose case variants are all ASCII (all but k, K, s, S). */
+function foldsWithinAscii(c: number): boolean {
+  if (asciiOrbits === null) {
+    asciiOrbits = new Uint8Array(0x80);
+    for (let cp = 0; cp < 0x80; cp++) asciiOrbits[cp] = foldOrbit(cp).every((o) => o < 0x80) ? 1 : 0;
+  }
+  return c < 0x80 && asciiOrbits[c] === 1;
+}
+
+/**
+ * Under `-i`: the folded quadgrams (trigram-extract.ts) of the literals every match requires,
+ * or `all`. The pattern (code points `cps`) is parsed without folding: a case-insensitive
+ * match holds a case variant of one of the strings `required` finds there. A quadgram is used only when each of
+ * its characters has case variants in ASCII alone, so that every variant folds to the same key:
+ * a text may spell `k` as U+212A KELVIN SIGN and `s` as U+017F LONG S, which RE2 matches.
+ */
+function foldedRequiredQuads(cps: number[]): Query {
+  const set = caseSensitiveRequired(cps);
+  if (set === null) return ALL;
+  let q: Query = NONE;
+  for (const s of set) {
+    const quads = new Set<Trigram>();
+    let run = 0; // characters before i that fold within ASCII, up to 3
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c === NEWLINE || !foldsWithinAscii(c)) {
+        run = 0;
+        continue;
+      }
+      if (run < 3) {
+        run++;
+        continue;
+      }
+      const quad = ((s.charCodeAt(i - 3) << 24) | (s.charCodeAt(i - 2) << 16) | (s.charCodeAt(i - 1) << 8) | c) >>> 0;
+      quads.add(QUAD_KEY_BASE + foldQuad(quad));
+    }
+    tick(s.length);
+    if (quads.size === 0) return ALL; // this string, hence the set, constrains nothing
+    q = or(q, mk('and', [...quads].sort((a, b) => a - b), []));
+  }
+  return q;
+}
+
+/**
+ * `required` of the pattern (code points `cps`) parsed without folding, or null (also when the
+ * work budget runs out: what uses it is an extra, which a caller can go without).
+ */
+function caseSensitiveRequired(cps: number[]): string[] | null {
+  try {
+    return required(new Parser(cps, false).parse());
+  } catch {
+    return null;
   }
 }
 
@@ -1445,10 +1503,12 @@ export function regexQuery(pattern: string, options?: RegexQueryOptions): Query 
   withQuadgrams = options?.quadgrams === true;
   try {
     const cps = toCodePoints(translateLikeNodeRe2(pattern));
-    const tree = new Parser(cps, options?.caseInsensitive === true).parse();
+    const caseInsensitive = options?.caseInsensitive === true;
+    const tree = new Parser(cps, caseInsensitive).parse();
     const info = simplify(analyze(tree), true);
     if (info.canEmpty) return ALL;
-    return info.exact !== null ? andTrigrams(info.match, [...info.exact]) : info.match;
+    const q = info.exact !== null ? andTrigrams(info.match, [...info.exact]) : info.match;
+    return caseInsensitive && withQuadgrams ? and(q, foldedRequiredQuads(cps)) : q;
   } catch {
     // Parse problems, the work budget, or any surprise: no narrowing is always correct.
     return ALL;

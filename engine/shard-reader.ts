@@ -1,5 +1,5 @@
 /**
- * Reads a workspace shard. The shard format, version 2 (FORMAT_VERSION):
+ * Reads a workspace shard. The shard format, version 3 (FORMAT_VERSION):
  *
  * A shard is one LMDB environment in its own directory (`data.mdb`, `lock.mdb`), 4 KiB pages,
  * holding eight named databases. Every number is unsigned.
@@ -35,8 +35,10 @@
  *             one transaction. Segment ids exceed every id in `postings`, so a trigram's full
  *             list is its `postings` blocks followed by its block in each live segment.
  *   quads, recentQuads  the same two levels for quadgrams (four consecutive text bytes without
- *             `\n`): keys and groups name a quadgram's 18-bit bucket (`quadBucket`,
- *             trigram-extract.ts) where those above name a trigram. Segments are numbered with
+ *             `\n`, ASCII letters lowercased): keys and groups name a folded quadgram's 18-bit
+ *             bucket (`foldQuad`, `quadBucket`, trigram-extract.ts) where those above name a
+ *             trigram. Format 2 hashed quadgrams as they are; format 3 folds them so that one
+ *             list serves every case variant (`-i`). Segments are numbered with
  *             those of `recent`: a write batch adds one to each, and a merge empties both.
  *
  * DocRecord is a msgpack array [id, path, textBytes, sizeBytes, lines, updatedAt (ms),
@@ -69,13 +71,13 @@ import { open, type Database, type Key, type RootDatabase, type Transaction } fr
 import { blockCount, decodeBlock, findInGroup } from './posting-block.js';
 import { startsOffset, startWidth } from './doc-text.js';
 import { ShardCatalog } from './shard-catalog.js';
-import { QUAD_KEY_BASE, quadBucket } from './trigram-extract.js';
+import { foldQuad, QUAD_KEY_BASE, quadBucket } from './trigram-extract.js';
 
 /**
  * Version of the on-disk format described above; bump it on any change. Version 1 had no
  * quadgram lists: a shard of another version is refused, and shard repair rebuilds it.
  */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 
 /** First doc id of the open tail block in a postings key. */
 export const TAIL_BLOCK_ID = 0xffffffff;
@@ -426,7 +428,8 @@ export class ShardSnapshot {
 
   /**
    * The ascending doc ids (live or dead) of the documents containing `gram` (both levels): a
-   * trigram, or a quadgram as QUAD_KEY_BASE + its bytes (the ids of its bucket).
+   * trigram, or a quadgram as QUAD_KEY_BASE + its bytes (the ids of its folded quadgram's
+   * bucket: every document holding it in some ASCII case, and others).
    */
   postings(gram: number): Uint32Array {
     return decodePostings(this.postingBlocks(gram));
@@ -439,7 +442,7 @@ export class ShardSnapshot {
    */
   postingBlocks(gram: number): PostingBlocks {
     const quad = gram >= QUAD_KEY_BASE;
-    const key = quad ? quadBucket(gram - QUAD_KEY_BASE) : gram;
+    const key = quad ? quadBucket(foldQuad(gram - QUAD_KEY_BASE)) : gram;
     const blocks: Buffer[] = [];
     let count = 0;
     // Binary values of a range are copies (lmdb-js slices them out of its read buffer).

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { countLines, encodeDocValue, lineEndOf, lineStartsOf } from '../engine/doc-text.js';
 import { appendToBlock, blockFirstId, blockLastId, decodeBlock, encodeBlock, encodeGroup, findInGroup, intersectBlock } from '../engine/posting-block.js';
-import { distinctQuadBuckets, distinctTrigrams, QUAD_BUCKET_BITS, QUAD_KEY_BASE, quadBucket } from '../engine/trigram-extract.js';
+import { distinctQuadBuckets, distinctTrigrams, foldQuad, QUAD_BUCKET_BITS, QUAD_KEY_BASE, quadBucket } from '../engine/trigram-extract.js';
 import { cat, openShardWriter } from '../engine/index.js';
 import { SEALED_BLOCK_BYTES, TAIL_BLOCK_BYTES } from '../engine/shard-writer.js';
 import { acquireShardEnv, decodePostings, dirRange, releaseShardEnv, TAIL_BLOCK_ID, trigramRange } from '../engine/shard-reader.js';
@@ -81,6 +81,21 @@ describe('quadgram buckets', () => {
     const buckets = new Set(Array.from({ length: 256 }, (_, b) => quadBucket(0x61626300 | b)));
     expect(buckets.size).toBe(256);
     for (const b of buckets) expect(b).toBeLessThan(1 << QUAD_BUCKET_BITS);
+  });
+
+  it('are taken of the quadgram with its ASCII letters lowercased, every other byte kept', () => {
+    const fold = (b: number): number => (b >= 0x41 && b <= 0x5a ? b + 0x20 : b);
+    for (let b = 0; b < 256; b++) {
+      for (const shift of [0, 8, 16, 24]) {
+        const other = 0x5a415b40 & ~(0xff << shift); // Z A [ @ around it, edges of A-Z
+        const q = (other | (b << shift)) >>> 0;
+        const want = ((fold(q >>> 24) << 24) | (fold((q >>> 16) & 0xff) << 16) | (fold((q >>> 8) & 0xff) << 8) | fold(q & 0xff)) >>> 0;
+        expect(foldQuad(q)).toBe(want);
+      }
+    }
+    const buckets = (s: string): number[] => [...distinctQuadBuckets(Buffer.from(s))].sort((a, b) => a - b);
+    expect(buckets('Sched_CLOCK')).toEqual(buckets('sched_clock'));
+    expect(buckets('ÄÖÜ€')).not.toEqual(buckets('äöü€'));
   });
 });
 

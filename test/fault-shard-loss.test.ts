@@ -93,12 +93,12 @@ describe('shard loss', () => {
     expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
     expect(await answers(token)).toEqual(before);
 
-    // 2b. It was written in an older format (version 1 had no quadgram lists).
+    // 2b. It was written in an older format (version 2 listed quadgrams without folding their case).
     expect(await svc.stop()).toBe(0);
     const old = acquireShardEnv(join(shards, workspaceId));
-    await old.info.put('format', 1);
+    await old.info.put('format', 2);
     await releaseShardEnv(old);
-    expect((await svc.start()).stderr()).toMatch(/cannot be opened \(shard .* has format 1, this build reads 2: rebuild it\)/);
+    expect((await svc.start()).stderr()).toMatch(/cannot be opened \(shard .* has format 2, this build reads 3: rebuild it\)/);
     await logged(/repaired: 31 files re-queued/);
     expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
     expect(await answers(token)).toEqual(before);

@@ -4,28 +4,13 @@ import { GrepFilter } from '../engine/grep-filter.js';
 import { evalQuery, regexQuery, type Query } from '../engine/regex-query.js';
 import type { DocMeta, ShardSnapshot } from '../engine/shard-reader.js';
 import { comparePaths } from '../engine/tool-output.js';
-import { QUAD_KEY_BASE } from '../engine/trigram-extract.js';
 import { Visibility } from '../engine/visibility.js';
 import { buildShard, type DocSpec, type TestShard } from './helpers/engine-shard.js';
+import { textGrams } from './helpers/grams.js';
 
 function tri(s: string): number {
   const b = Buffer.from(s, 'utf8');
   return (b[0] << 16) | (b[1] << 8) | b[2];
-}
-
-/**
- * The trigrams and quadgrams (as query keys) of a text as the index defines them (three or four
- * bytes, none a newline), computed here.
- */
-function trigramsOf(text: string): Set<number> {
-  const b = Buffer.from(text, 'utf8');
-  const out = new Set<number>();
-  for (let i = 0; i + 2 < b.length; i++) {
-    if (b[i] === 10 || b[i + 1] === 10 || b[i + 2] === 10) continue;
-    out.add((b[i] << 16) | (b[i + 1] << 8) | b[i + 2]);
-    if (i + 3 < b.length && b[i + 3] !== 10) out.add(QUAD_KEY_BASE + b.readUInt32BE(i));
-  }
-  return out;
 }
 
 const and = (trigrams: string[], sub: Query[] = []): Query => ({ op: 'and', trigrams: trigrams.map(tri), sub });
@@ -46,7 +31,7 @@ class KnownShard {
   /** Every id ever allocated whose text satisfies `q`, ascending; null when that is every id. */
   exact(q: Query): number[] | null {
     const ids = [...this.texts.keys()].filter((id) => {
-      const has = trigramsOf(this.texts.get(id)!);
+      const has = textGrams(this.texts.get(id)!);
       return evalQuery(q, (t) => has.has(t));
     });
     return ids.length === this.texts.size ? null : ids.sort((a, b) => a - b);

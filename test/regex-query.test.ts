@@ -13,25 +13,10 @@ import {
   type RegexQueryOptions,
   type Trigram,
 } from '../engine/regex-query.js';
-import { QUAD_KEY_BASE } from '../engine/trigram-extract.js';
 import { seededRandom } from './helpers/random.js';
+import { textGrams } from './helpers/grams.js';
 
 const KELVIN = '\u212a';
-
-/**
- * The trigrams and quadgrams of a text (as query keys), computed as the indexer does: UTF-8
- * bytes, none with 0x0A.
- */
-function trigramSet(text: string): Set<Trigram> {
-  const b = Buffer.from(text, 'utf8');
-  const out = new Set<Trigram>();
-  for (let i = 0; i + 3 <= b.length; i++) {
-    if (b[i] === 0x0a || b[i + 1] === 0x0a || b[i + 2] === 0x0a) continue;
-    out.add((b[i] << 16) | (b[i + 1] << 8) | b[i + 2]);
-    if (i + 4 <= b.length && b[i + 3] !== 0x0a) out.add(QUAD_KEY_BASE + b.readUInt32BE(i));
-  }
-  return out;
-}
 
 /** Whether RE2 finds a match: line by line (grep default) or across lines with `.` matching \n. */
 function re2Finds(pattern: string, text: string, opts: RegexQueryOptions): boolean | null {
@@ -82,7 +67,7 @@ function checkSuperset(pattern: string, text: string, opts: RegexQueryOptions = 
   checkRequired(pattern, text, {});
   const found = re2Finds(pattern, text, opts);
   if (found !== true) return false;
-  const set = trigramSet(text);
+  const set = textGrams(text);
   for (const quadgrams of [false, true]) {
     const q = regexQuery(pattern, { ...opts, quadgrams });
     if (!evalQuery(q, (t) => set.has(t))) {
@@ -224,11 +209,11 @@ describe('regexQuery table', () => {
     ['(?=abc)', '+'],
     ['\\Z', '+'],
     // Quadgrams beside the trigrams of every string long enough, none across a newline.
-    ['Abcdef', '"Abc" "bcd" "cde" "def" "Abcd" "bcde" "cdef"', { quadgrams: true }],
+    ['Abcdef', '"Abc" "bcd" "cde" "def" "abcd" "bcde" "cdef"', { quadgrams: true }],
     ['abc', '"abc"', { quadgrams: true }],
     ['abcd|wxyz', '("abc" "bcd" "abcd"|"wxy" "xyz" "wxyz")', { quadgrams: true }],
     ['abc\\ndef', '"abc" "def"', { quadgrams: true, multiline: true }],
-    ['(?i)a123', '"123" ("A12" "A123"|"a12" "a123")', { quadgrams: true }],
+    ['(?i)a123', '"123" "a123" ("A12"|"a12")', { quadgrams: true }],
     ['日本', '"\\x97\\xa5\\xe6" "\\xa5\\xe6\\x9c" "日" "本" "\\x97\\xa5\\xe6\\x9c" "\\xa5本" "日\\xe6"', { quadgrams: true }],
   ];
 
@@ -387,6 +372,32 @@ describe('evalQuery', () => {
   });
 });
 
+describe('case-insensitive quadgrams', () => {
+  // Every trigram of `hello_world` in some case, but no quadgram of it in any case.
+  const scattered = 'HEL ell llo LO_ o_w _WO Wor orl rLd';
+  const opts = { caseInsensitive: true, quadgrams: true };
+
+  it('narrow -i past what trigram variants allow, through folded quadgrams of the required literal', () => {
+    const has = (text: string) => (t: number) => textGrams(text).has(t);
+    expect(evalQuery(regexQuery('hello_world', { caseInsensitive: true }), has(scattered))).toBe(true);
+    expect(evalQuery(regexQuery('hello_world', opts), has(scattered))).toBe(false);
+    expect(evalQuery(regexQuery('hello_world', opts), has('x HeLLo_WoRLD y'))).toBe(true);
+    // A regex: the literal every match requires; an alternation: one branch's literal suffices.
+    expect(evalQuery(regexQuery('\\bhello_world\\w*', opts), has(scattered))).toBe(false);
+    expect(evalQuery(regexQuery('hello_world|tx_queue', opts), has(`${scattered} TX_QUEUE`))).toBe(true);
+    expect(evalQuery(regexQuery('hello_world|tx_queue', opts), has(`${scattered} TX_QUE`))).toBe(false);
+  });
+
+  it('skip quadgrams holding k or s, which also fold to U+212A and U+017F', () => {
+    // `kelvin_set` has no quadgram free of them but `elvi`, `lvin`, `vin_`, `in_s`... up to the s.
+    const q = formatQuery(regexQuery('kelvin_set', opts));
+    expect(q).toContain('"elvi"');
+    expect(q).toContain('"vin_"');
+    expect(q).not.toContain('"kelv"');
+    expect(q).not.toContain('"n_se"');
+  });
+});
+
 describe('superset guarantee, hand-picked', () => {
   // [pattern, text, options]: RE2 must find a match, and then the query must accept the text.
   const pairs: [string, string, RegexQueryOptions?][] = [
@@ -422,6 +433,10 @@ describe('superset guarantee, hand-picked', () => {
     ['(?i)\\x4belvin', `${KELVIN}ELVIN`],
     ['(?i)\\Qkelvin\\E', `${KELVIN}elvin`],
     ['(?i)class', 'claſſ'],
+    ['clock_setup', `CLOC${KELVIN}_SETUP`, { caseInsensitive: true }],
+    ['ssid_list|tx_queue', 'ſSID_LIST', { caseInsensitive: true }],
+    ['static int \\w+_probe\\(', 'STATIC INT FOO_PROBE(', { caseInsensitive: true }],
+    ['get_(?-i)Value', 'GET_Value', { caseInsensitive: true }],
     ['(?i)straße', 'STRAẞE'],
     ['(?i)λόγος', 'ΛΌΓΟΣ'],
     ['(?i)λόγοσ', 'λόγος'],
