@@ -2,9 +2,9 @@
  * Where a grep's time goes, on one thread: query evaluation (trigram postings), candidate
  * selection (file records, filters) and verification (reading texts, matching lines).
  *
- *   node --import tsx bench/engine-phases.ts <shard-dir> <pattern>... [--reps N]
+ *   node --import tsx bench/engine-phases.ts <shard-dir> <pattern>... [--reps N] [-i]
  *
- * Runs each pattern N times (default 4) over an existing shard (e.g. the one bench/grep-http.ts
+ * Runs each pattern N times (default 4), case-insensitively with -i, over an existing shard (e.g. the one bench/grep-http.ts
  * loads: DATA_DIR/shards/<workspace id>) and prints one JSON line per run. The first run of a
  * pattern reads from disk what the page cache lacks; compare the later ones.
  */
@@ -19,9 +19,11 @@ import { Visibility } from '../engine/visibility.js';
 const args = process.argv.slice(2);
 const repsAt = args.indexOf('--reps');
 const reps = repsAt < 0 ? 4 : Number(args.splice(repsAt, 2)[1]);
+const caseAt = args.indexOf('-i');
+const caseInsensitive = caseAt >= 0 && args.splice(caseAt, 1).length === 1;
 const [shardDir, ...patterns] = args;
 if (shardDir === undefined || patterns.length === 0) {
-  process.stderr.write('usage: node --import tsx bench/engine-phases.ts <shard-dir> <pattern>... [--reps N]\n');
+  process.stderr.write('usage: node --import tsx bench/engine-phases.ts <shard-dir> <pattern>... [--reps N] [-i]\n');
   process.exit(2);
 }
 const reader = openShardReader(shardDir);
@@ -29,11 +31,11 @@ for (const pattern of patterns) {
   for (let rep = 0; rep < reps; rep++) {
     const snapshot = reader.snapshot();
     const t0 = performance.now();
-    const ids = evaluateQuery(snapshot, regexQuery(pattern, { caseInsensitive: false, multiline: false, quadgrams: true }));
+    const ids = evaluateQuery(snapshot, regexQuery(pattern, { caseInsensitive, multiline: false, quadgrams: true }));
     const t1 = performance.now();
     const docs = selectCandidates(snapshot, ids, { root: '/', rootIsFile: false, filter: new GrepFilter('/', undefined, undefined), visibility: new Visibility(null), pathRange: undefined });
     const t2 = performance.now();
-    const matcher = new LineMatcher(pattern, { caseInsensitive: false, multiline: false });
+    const matcher = new LineMatcher(pattern, { caseInsensitive, multiline: false });
     let bytes = 0;
     let files = 0;
     let lines = 0;
@@ -50,7 +52,7 @@ for (const pattern of patterns) {
     snapshot.done();
     const ms = (a: number, b: number): number => +(b - a).toFixed(1);
     process.stdout.write(
-      JSON.stringify({ pattern, rep, candidates: docs.length, cataloged: snapshot.cataloged, queryMs: ms(t0, t1), selectMs: ms(t1, t2), verifyMs: ms(t2, t3), textMB: +(bytes / 1e6).toFixed(1), files, lines }) + '\n',
+      JSON.stringify({ pattern, caseInsensitive, rep, candidates: docs.length, cataloged: snapshot.cataloged, queryMs: ms(t0, t1), selectMs: ms(t1, t2), verifyMs: ms(t2, t3), textMB: +(bytes / 1e6).toFixed(1), files, lines }) + '\n',
     );
   }
 }

@@ -23,11 +23,18 @@ const runs = Number(runsArg ?? 5);
 
 const SELECTIVE = ['sched_clock_register', 'EXPORT_SYMBOL_GPL\\(kmem_cache_alloc', 'kmem_cache_create_usercopy|vmalloc_to_page|copy_from_kernel_nofault', 'static int \\w+_probe\\(struct platform_device'];
 const FULL_SCAN = ['\\w{5}\\s+\\w{5}\\s+\\w{5}', '[0-9]{5}'];
+/** Selective patterns searched with `-i` (agents' Grep tool sends it often). */
+const SELECTIVE_IGNORE_CASE = ['sched_clock_register', 'Linus Torvalds'];
+const GROUPS = [
+  { kind: 'selective', patterns: SELECTIVE, ignoreCase: false },
+  { kind: 'selective -i', patterns: SELECTIVE_IGNORE_CASE, ignoreCase: true },
+  { kind: 'full scan', patterns: FULL_SCAN, ignoreCase: false },
+] as const;
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-function rg(pattern: string, mode: 'files_with_matches' | 'content'): number {
-  const args = ['--no-config', '--no-ignore', '--hidden', '--no-messages', mode === 'content' ? '-n' : '-l', '-e', pattern, corpus];
+function rg(pattern: string, mode: 'files_with_matches' | 'content', ignoreCase: boolean): number {
+  const args = ['--no-config', '--no-ignore', '--hidden', '--no-messages', mode === 'content' ? '-n' : '-l', ...(ignoreCase ? ['-i'] : []), '-e', pattern, corpus];
   const times: number[] = [];
   for (let i = 0; i < Math.max(3, Math.ceil(runs / 2)); i++) {
     const t0 = performance.now();
@@ -50,10 +57,10 @@ try {
   // a few agent calls.
   for (let i = 0; i < 3; i++) await call(service.url, 'GET', `/v1/workspaces/bench/grep?pattern=${encodeURIComponent('\\x00')}&output_mode=count`, service.key);
   const rows = [];
-  for (const [kind, patterns] of [['selective', SELECTIVE], ['full scan', FULL_SCAN]] as const) {
+  for (const { kind, patterns, ignoreCase } of GROUPS) {
     for (const pattern of patterns) {
       for (const mode of ['files_with_matches', 'content'] as const) {
-        const path = `/v1/workspaces/bench/grep?pattern=${encodeURIComponent(pattern)}&output_mode=${mode}`;
+        const path = `/v1/workspaces/bench/grep?pattern=${encodeURIComponent(pattern)}&output_mode=${mode}${ignoreCase ? '&-i=true' : ''}`;
         await call(service.url, 'GET', path, service.key); // warm the page cache and the threads
         const times: number[] = [];
         let lines = 0;
@@ -64,7 +71,7 @@ try {
           lines = r.body.toString().split('\n').length - 1;
         }
         const serviceMs = median(times);
-        const rgMs = rg(pattern, mode);
+        const rgMs = rg(pattern, mode, ignoreCase);
         rows.push({ kind, pattern, mode, lines, serviceMs: +serviceMs.toFixed(1), rgMs: +rgMs.toFixed(1), ratio: +(serviceMs / rgMs).toFixed(3) });
         process.stderr.write(`${kind}\t${mode}\t${pattern}\t${serviceMs.toFixed(1)} ms\trg ${rgMs.toFixed(1)} ms\n`);
       }

@@ -12,7 +12,9 @@
  *    `static int \w+_probe\(struct platform_device`), a StringFinder finds the next line
  *    holding one and RE2 searches, as in path 3, a window of whole lines from there
  *    (WINDOW_BYTES, cut out of the text so RE2 stops at its end). Lines holding none are
- *    passed over at memory speed.
+ *    passed over at memory speed. Under `-i` the strings may come in any case, and a
+ *    RegExpFinder finds them (`caseInsensitiveRequired`): RE2 has no fast way to a
+ *    case-insensitive literal, so this path is taken even for a literal prefix.
  *    It reports the lines path 3 would: a match inside a line contains one of the strings
  *    (none contains `\n`), and `^ $ \b` read a window's edges, which are line edges, as they
  *    read them in the whole text. Patterns that might still read the text's own edges after
@@ -43,8 +45,8 @@
 import RE2 from 're2';
 import { invalidParameter } from '../core/errors.js';
 import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
-import { requiredLiterals } from './regex-query.js';
-import { StringFinder } from './string-finder.js';
+import { caseInsensitiveRequired, foldsWithinAscii, requiredLiterals } from './regex-query.js';
+import { RegExpFinder, StringFinder, type Finder } from './string-finder.js';
 
 const NEWLINE = 0x0a;
 
@@ -281,7 +283,7 @@ export class LineMatcher {
   /** True for a pattern of literal alternatives (path 1): `finder` finds its matches. */
   private readonly literal: boolean;
   /** Path 1: the alternatives; path 2: the required strings; otherwise null. */
-  private readonly finder: StringFinder | null;
+  private readonly finder: Finder | null;
   private text: Buffer = Buffer.alloc(0);
   private starts: LineStarts = new Uint32Array(0);
   private pos = 0;
@@ -309,22 +311,28 @@ export class LineMatcher {
     this.fast = !this.multiline && cannotMatchNewline(pattern);
     const alternatives = this.multiline || options.caseInsensitive === true ? null : literalAlternatives(pattern);
     this.literal = alternatives !== null;
-    const strings = alternatives === null ? this.prefilter(pattern, options) : alternatives.map((a) => Buffer.from(a));
-    this.finder = strings === null ? null : new StringFinder(strings);
+    this.finder = alternatives === null ? this.prefilter(pattern, options) : new StringFinder(alternatives.map((a) => Buffer.from(a)));
     this.prefiltered = this.finder !== null && !this.literal;
   }
 
-  /** The strings path 2 looks for, or null when it would not pay or not be exact. */
-  private prefilter(pattern: string, options: LineMatcherOptions): Buffer[] | null {
-    if (readsTextEdges(pattern)) return null;
-    // requiredLiterals is null itself under -i or -U.
+  /** What path 2 looks for, or null when it would not pay or not be exact. */
+  private prefilter(pattern: string, options: LineMatcherOptions): Finder | null {
+    if (this.multiline || readsTextEdges(pattern)) return null;
+    if (options.caseInsensitive === true) {
+      // RE2 skips ahead to a literal prefix under -i too, unless its first character folds
+      // outside ASCII (k, s): then its first byte may be any of three.
+      const prefix = literalPrefix(pattern);
+      if (prefix !== '' && foldsWithinAscii(prefix.charCodeAt(0))) return null;
+      const re = caseInsensitiveRequired(pattern);
+      return re === null ? null : new RegExpFinder(re);
+    }
     const required = requiredLiterals(pattern, options);
     if (required === null) return null;
     // RE2 already skips to its literal prefix as fast as indexOf would (measured: path 2 only
     // added its per-line cost for `EXPORT_SYMBOL\(\w+\)` or `return \w+;`).
     const prefix = Buffer.from(literalPrefix(pattern));
     if (required.length === 1 && prefix.subarray(0, required[0].length).equals(required[0])) return null;
-    return required;
+    return new StringFinder(required);
   }
 
   /** Starts scanning `text` (one document's text) whose line starts are `starts`. */
@@ -424,7 +432,7 @@ export class LineMatcher {
   }
 
   /** Path 1: the line of the leftmost occurrence of any literal alternative is the next hit. */
-  private nextLiteral(finder: StringFinder): boolean {
+  private nextLiteral(finder: Finder): boolean {
     const len = this.end;
     const at = this.pos < len ? finder.find(this.text, this.pos) : -1;
     if (at === -1 || at >= len) {

@@ -729,7 +729,7 @@ function required(node: RNode): string[] | null {
 let asciiOrbits: Uint8Array | null = null;
 
 /** Whether `c` is an ASCII character whose case variants are all ASCII (all but k, K, s, S). */
-function foldsWithinAscii(c: number): boolean {
+export function foldsWithinAscii(c: number): boolean {
   if (asciiOrbits === null) {
     asciiOrbits = new Uint8Array(0x80);
     for (let cp = 0; cp < 0x80; cp++) asciiOrbits[cp] = foldOrbit(cp).every((o) => o < 0x80) ? 1 : 0;
@@ -1535,6 +1535,42 @@ export function requiredLiterals(pattern: string, options?: RegexQueryOptions): 
     // Parse problems, the work budget, or any surprise: no prefilter is always correct.
     return null;
   }
+}
+
+/**
+ * Under `-i` outside multiline mode: a JavaScript RegExp (flags `gi`) that finds, in a text read
+ * as Latin-1 (one code unit per UTF-8 byte), at least every case variant RE2 accepts of the
+ * strings of which every match contains one (`required`, the pattern read case-sensitively), for
+ * LineMatcher's prefilter; null when there is none, or when a string holds a byte outside ASCII
+ * (Latin-1 cannot express how UTF-8 text folds). JavaScript folds ASCII letters as RE2 does; the
+ * members of an orbit outside ASCII (U+212A KELVIN SIGN for k, U+017F LONG S for s) are added
+ * as their UTF-8 bytes. Other Latin-1 folds (`\xe2` and `\xc2`) only widen what is found.
+ */
+export function caseInsensitiveRequired(pattern: string): RegExp | null {
+  if (typeof pattern !== 'string' || pattern.length > MAX_PATTERN_LENGTH) return null;
+  work = 0;
+  let set: string[] | null;
+  try {
+    set = caseSensitiveRequired(toCodePoints(translateLikeNodeRe2(pattern)));
+  } catch {
+    return null;
+  }
+  if (set === null) return null;
+  const byte = (b: number): string => `\\x${b.toString(16).padStart(2, '0')}`;
+  const branches: string[] = [];
+  for (const s of set) {
+    let source = '';
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) return null;
+      const self = /[A-Za-z0-9_]/.test(s[i]) ? s[i] : byte(c);
+      const beyond = foldOrbit(c).filter((o) => o >= 0x80);
+      if (beyond.length === 0) source += self;
+      else source += `(?:${[self, ...beyond.map((o) => [...utf8(o)].map((u) => byte(u.charCodeAt(0))).join(''))].join('|')})`;
+    }
+    branches.push(source);
+  }
+  return new RegExp(branches.join('|'), 'gi');
 }
 
 /** Evaluates a query given trigram presence (`has`), e.g. against one file's trigram set. */

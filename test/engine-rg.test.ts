@@ -93,6 +93,11 @@ const CASES: Case[] = [
   { pattern: 'kelvin', i: true },
   { pattern: 'k', i: true },
   { pattern: 'foo|BAR', i: true },
+  { pattern: 'spin_lock', i: true }, // a prefix starting with s: the RegExpFinder prefilter
+  { pattern: 'static\\s+int', i: true },
+  { pattern: '\\w+_unlock', i: true },
+  { pattern: 'kmalloc|kfree', i: true },
+  { pattern: 'KELVIN', i: true }, // also as U+212A KELVIN SIGN + elvin
   // unicode classes
   { pattern: '\\pL{4}' },
   { pattern: '\\p{Greek}+' },

@@ -148,9 +148,9 @@ function matcherLines(m: LineMatcher, text: string, rebind = false): number[] {
   return out;
 }
 
-/** The reference: RE2 on each line alone, as ripgrep matches. */
-function referenceLines(pattern: string, text: string): number[] {
-  const re = new RE2(pattern, 'm');
+/** The reference: RE2 on each line alone, as ripgrep matches (flags: `mi` for -i). */
+function referenceLines(pattern: string, text: string, flags = 'm'): number[] {
+  const re = new RE2(pattern, flags);
   const buf = Buffer.from(text);
   const starts = lineStarts(buf);
   const out: number[] = [];
@@ -191,7 +191,11 @@ describe('LineMatcher paths', () => {
     ['\\Afoo_\\w', {}, true], // per line, \A is ^
     ['foo_\\w+\\z', {}, false], // per line foo_\w+$: its string is its literal prefix
     ['a.b', {}, false],
-    ['\\w+_probe\\(', { caseInsensitive: true }, false],
+    ['\\w+_probe\\(', { caseInsensitive: true }, true],
+    ['sched_clock', { caseInsensitive: true }, true], // RE2 has no fast way to a prefix starting with k or s under -i
+    ['clock_set', { caseInsensitive: true }, false], // but it has to this one
+    ['r\u00e9sum\u00e9', { caseInsensitive: true }, false], // non-ASCII: Latin-1 cannot fold UTF-8
+    ['^foo_\\w+', { caseInsensitive: true, multiline: true }, false],
     ['\\w+_probe\\(', { multiline: true }, false],
   ];
   it.each(rows)('%j %j -> prefiltered %j', (pattern, options, expected) => {
@@ -247,6 +251,43 @@ describe('LineMatcher with required literals reports the lines RE2 matches one b
 
   it('holds for random texts', () => {
     agreesOnRandomTexts(['foo_', 'bar_', '_probe(', 'abc', '日本', '語', ' ', '  ', '\t', '1', '23', 'x', 'end', '\r', '\n', '\n', '(', ';'], PATTERNS, 600);
+  });
+});
+
+// Under -i the required strings are found in any case by a RegExpFinder, including the case
+// variants outside ASCII that RE2 accepts for k and s (U+212A KELVIN SIGN, U+017F LONG S).
+const KELVIN = '\u212a';
+const LONG_S = '\u017f';
+const FOLD_TEXTS: string[] = [
+  '',
+  '\n',
+  'static int foo_PROBE(struct platform_device *p)\nSTATIC INT BAR_probe(STRUCT x\nnone _Probe(\n',
+  `clock_set CLOCK_SET\nCloc${KELVIN}_Set\ncloc${KELVIN}_${LONG_S}et\nclocks_et\r\nCLOCK_SE`,
+  `${LONG_S}ched_clock\nSCHED_CLOCK\r\nsched_cloc\n\u00c0B sched_clock\u00c9\n`,
+  Array.from({ length: 300 }, (_, i) => (i % 23 === 0 ? `  Sched_Clock_${i} = x;` : i % 7 === 0 ? `SCHED_ ${i} FOO_ bar_Set` : `filler line ${i}`)).join('\n'),
+];
+const FOLD_PATTERNS: string[] = ['\\w+_probe\\(struct', '\\bclock_set', 'sched_clock', '^sched_\\w+$', 'foo|bar_set', '\\bsched_clock_\\d+'];
+
+describe('LineMatcher under -i reports the lines RE2 matches one by one', () => {
+  const cases = FOLD_PATTERNS.flatMap((p) => FOLD_TEXTS.map((t, i) => [p, i, t] as const));
+  it.each(cases)('%j on text %d', (pattern, _i, text) => {
+    const m = new LineMatcher(pattern, { caseInsensitive: true });
+    expect(m.prefiltered).toBe(true);
+    const want = referenceLines(pattern, text, 'mi');
+    expect(matcherLines(m, text)).toEqual(want);
+    expect(matcherLines(m, text, true)).toEqual(want);
+  });
+
+  it('holds for random texts', () => {
+    const tokens = ['sched', 'SCHED', 'Sch', 'ed', '_', 'clo', 'CLO', 'c', 'K', 'k', KELVIN, 's', 'S', LONG_S, 'et', 'ET', '_set', 'foo', 'FoO', ' ', '\n', '\r', '1', '(', 'probe', 'PROBE', 'struct'];
+    const matchers = FOLD_PATTERNS.map((p) => new LineMatcher(p, { caseInsensitive: true }));
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...tokens), { maxLength: 300 }), fc.integer({ min: 0, max: FOLD_PATTERNS.length - 1 }), (toks, k) => {
+        const text = toks.join('');
+        expect(matcherLines(matchers[k], text)).toEqual(referenceLines(FOLD_PATTERNS[k], text, 'mi'));
+      }),
+      { numRuns: 1500 },
+    );
   });
 });
 
