@@ -13,8 +13,8 @@
  *    holding one and RE2 searches, as in path 3, a window of whole lines from there
  *    (WINDOW_BYTES, cut out of the text so RE2 stops at its end). Lines holding none are
  *    passed over at memory speed. Under `-i` the strings may come in any case, and a
- *    RegExpFinder finds them (`caseInsensitiveRequired`): RE2 has no fast way to a
- *    case-insensitive literal, so this path is taken even for a literal prefix.
+ *    RegExpFinder finds them (`caseInsensitiveRequired`); RE2 skips ahead to a literal
+ *    prefix by itself under `-i` too, unless the prefix starts with k or s.
  *    It reports the lines path 3 would: a match inside a line contains one of the strings
  *    (none contains `\n`), and `^ $ \b` read a window's edges, which are line edges, as they
  *    read them in the whole text. Patterns that might still read the text's own edges after

@@ -740,9 +740,10 @@ export function foldsWithinAscii(c: number): boolean {
 /**
  * Under `-i`: the folded quadgrams (trigram-extract.ts) of the literals every match requires,
  * or `all`. The pattern (code points `cps`) is parsed without folding: a case-insensitive
- * match holds a case variant of one of the strings `required` finds there. A quadgram is used only when each of
- * its characters has case variants in ASCII alone, so that every variant folds to the same key:
- * a text may spell `k` as U+212A KELVIN SIGN and `s` as U+017F LONG S, which RE2 matches.
+ * match holds a case variant of one of the strings `required` finds there. A quadgram is
+ * used only when each of its characters has case variants in ASCII alone, so that every
+ * variant folds to the same key: a text may spell `k` as U+212A KELVIN SIGN and `s` as U+017F
+ * LONG S, which RE2 matches.
  */
 function foldedRequiredQuads(cps: number[]): Query {
   const set = caseSensitiveRequired(cps);

@@ -75,7 +75,8 @@ import { foldQuad, QUAD_KEY_BASE, quadBucket } from './trigram-extract.js';
 
 /**
  * Version of the on-disk format described above; bump it on any change. Version 1 had no
- * quadgram lists: a shard of another version is refused, and shard repair rebuilds it.
+ * quadgram lists, version 2 did not fold them: a shard of another version is refused, and
+ * shard repair rebuilds it.
  */
 export const FORMAT_VERSION = 3;
 
