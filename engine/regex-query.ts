@@ -765,23 +765,15 @@ function foldedRequiredQuads(cps: number[]): Query {
       const quad = ((s.charCodeAt(i - 3) << 24) | (s.charCodeAt(i - 2) << 16) | (s.charCodeAt(i - 1) << 8) | c) >>> 0;
       quads.add(QUAD_KEY_BASE + foldQuad(quad));
     }
-    tick(s.length);
     if (quads.size === 0) return ALL; // this string, hence the set, constrains nothing
     q = or(q, mk('and', [...quads].sort((a, b) => a - b), []));
   }
   return q;
 }
 
-/**
- * `required` of the pattern (code points `cps`) parsed without folding, or null (also when the
- * work budget runs out: what uses it is an extra, which a caller can go without).
- */
+/** `required` of the pattern (code points `cps`) parsed without folding. */
 function caseSensitiveRequired(cps: number[]): string[] | null {
-  try {
-    return required(new Parser(cps, false).parse());
-  } catch {
-    return null;
-  }
+  return required(new Parser(cps, false).parse());
 }
 
 /** A longer shortest string is rarer; on a tie, fewer strings mean fewer searches. */
@@ -1509,7 +1501,12 @@ export function regexQuery(pattern: string, options?: RegexQueryOptions): Query 
     const info = simplify(analyze(tree), true);
     if (info.canEmpty) return ALL;
     const q = info.exact !== null ? andTrigrams(info.match, [...info.exact]) : info.match;
-    return caseInsensitive && withQuadgrams ? and(q, foldedRequiredQuads(cps)) : q;
+    if (!caseInsensitive || !withQuadgrams) return q;
+    try {
+      return and(q, foldedRequiredQuads(cps));
+    } catch {
+      return q; // the work budget ran out: the query stands without them
+    }
   } catch {
     // Parse problems, the work budget, or any surprise: no narrowing is always correct.
     return ALL;
