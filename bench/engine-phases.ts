@@ -4,9 +4,10 @@
  *
  *   node --import tsx bench/engine-phases.ts <shard-dir> <pattern>... [--reps N] [-i]
  *
- * Runs each pattern N times (default 4), case-insensitively with -i, over an existing shard (e.g. the one bench/grep-http.ts
- * loads: DATA_DIR/shards/<workspace id>) and prints one JSON line per run. The first run of a
- * pattern reads from disk what the page cache lacks; compare the later ones.
+ * Runs each pattern N times (default 4), case-insensitively with -i, over an existing shard
+ * (e.g. the one bench/grep-http.ts loads: DATA_DIR/shards/<workspace id>) and prints one JSON
+ * line per run. The first run of a pattern reads from disk what the page cache lacks; compare
+ * the later ones.
  */
 import { evaluateQuery, selectCandidates } from '../engine/grep-candidates.js';
 import { lineStartsOf } from '../engine/doc-text.js';
