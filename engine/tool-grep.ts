@@ -199,16 +199,27 @@ interface GrepPlan {
 
 /** Applies the defaults to a copy and compiles the regex and filters (INVALID_PARAMETER on error). */
 function plan(request: GrepRequest): GrepPlan {
-  const caseInsensitive = request.caseInsensitive === true;
+  // `(?i)P` is `P` under -i (RE2 reads the flag alike), which the query and the matcher serve
+  // faster (folded quadgrams, the case-insensitive prefilter).
+  const folded = request.pattern.startsWith('(?i)');
+  const pattern = folded ? request.pattern.slice(4) : request.pattern;
+  const caseInsensitive = folded || request.caseInsensitive === true;
   const multiline = request.multiline === true;
-  const matcher = new LineMatcher(request.pattern, { caseInsensitive, multiline });
+  let matcher: LineMatcher;
+  try {
+    matcher = new LineMatcher(pattern, { caseInsensitive, multiline });
+  } catch (error) {
+    // The error quotes the caller's pattern.
+    if (folded) new LineMatcher(request.pattern, { caseInsensitive: request.caseInsensitive === true, multiline });
+    throw error;
+  }
   const root = requestDirPath(request.path);
   return {
     root,
     filter: new GrepFilter(root, request.glob, request.type),
     visibility: new Visibility(request.claims),
     matcher,
-    pattern: request.pattern,
+    pattern,
     caseInsensitive,
     multiline,
     before: request.before ?? request.context ?? 0,

@@ -98,6 +98,8 @@ const CASES: Case[] = [
   { pattern: '\\w+_unlock', i: true },
   { pattern: 'kmalloc|kfree', i: true },
   { pattern: 'KELVIN', i: true }, // also as U+212A KELVIN SIGN + elvin
+  { pattern: '(?i)spin_lock|KFREE' }, // read as -i
+  { pattern: '(?i)mutex_(?-i)lock' },
   // unicode classes
   { pattern: '\\pL{4}' },
   { pattern: '\\p{Greek}+' },

@@ -168,6 +168,12 @@ describe('tools on a small workspace', () => {
       expect(error?.message).toMatch(new RegExp(`^invalid ${name}: `));
     });
 
+    it('an invalid regex after (?i), which is read as -i, is quoted as the caller wrote it', () => {
+      const error = toolError(grep(s.reader, { claims: MGMT, pattern: '(?i)ab(' }));
+      expect(error?.code).toBe('INVALID_PARAMETER');
+      expect(error?.message).toBe('invalid pattern: missing ): (?i)ab(');
+    });
+
     it('unknown type is INVALID_PARAMETER naming type', () => {
       const error = toolError(grep(s.reader, { claims: MGMT, pattern: 'x', type: 'nosuchtype' }));
       expect(error?.code).toBe('INVALID_PARAMETER');
