@@ -177,6 +177,30 @@ const DASH = 0x2d;
 /** How often a long scan yields a heartbeat chunk. */
 const HEARTBEAT_MS = 50;
 
+/**
+ * Paces a scan over documents: it stops past the deadline, and yields a heartbeat chunk when
+ * nothing was sent for HEARTBEAT_MS.
+ */
+class Pace {
+  private beat = Date.now();
+
+  constructor(private readonly deadline: number) {}
+
+  /** Before each document: `stop` past the deadline, `beat` when a heartbeat is due, else `go`. */
+  step(): 'stop' | 'beat' | 'go' {
+    const now = Date.now();
+    if (now > this.deadline) return 'stop';
+    if (now - this.beat <= HEARTBEAT_MS) return 'go';
+    this.beat = now;
+    return 'beat';
+  }
+
+  /** Output was just sent: the next heartbeat is due HEARTBEAT_MS from now. */
+  sent(): void {
+    this.beat = Date.now();
+  }
+}
+
 interface GrepPlan {
   root: string;
   filter: GrepFilter;
@@ -300,17 +324,14 @@ export function* collectGrepCounts(reader: ShardReader, request: GrepRequest): G
     const files: GrepFileCount[] = [];
     let searched = 0;
     let timedOut = false;
-    let beat = Date.now();
+    const pace = new Pace(p.deadline);
     for (const meta of docs) {
-      const now = Date.now();
-      if (now > p.deadline) {
+      const step = pace.step();
+      if (step === 'stop') {
         timedOut = true;
         break;
       }
-      if (now - beat > HEARTBEAT_MS) {
-        beat = now;
-        yield HEARTBEAT;
-      }
+      if (step === 'beat') yield HEARTBEAT;
       const matching = countMatchingLines(snapshot, meta, p.matcher);
       searched++;
       if (matching > 0) files.push({ path: meta.path, matchingLines: matching, totalLines: meta.lines });
@@ -441,7 +462,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepC
     let lastLine = -1;
     let searched = 0;
     let timedOut = false;
-    let beat = Date.now();
+    const pace = new Pace(p.deadline);
     // The current document. `text`/`starts` view lmdb-js's reused read buffer, valid only
     // until a yield; a document whose output spans a yield is copied once (`keep`), since
     // re-reading a large one after every chunk copies it again each time.
@@ -503,15 +524,12 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepC
 
     for (const doc of docs) {
       if (cut) break;
-      const now = Date.now();
-      if (now > p.deadline) {
+      const step = pace.step();
+      if (step === 'stop') {
         timedOut = true;
         break;
       }
-      if (now - beat > HEARTBEAT_MS) {
-        beat = now;
-        yield HEARTBEAT;
-      }
+      if (step === 'beat') yield HEARTBEAT;
       searched++;
       if (doc.lines === 0) continue;
       meta = doc;
@@ -533,14 +551,14 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepC
         if (out.ready) {
           keep();
           yield* out.drain();
-          beat = Date.now();
+          pace.sent();
         }
       }
       const tail = Math.min(afterUntil, meta.lines - 1);
       for (let i = printed + 1; i <= tail; i++) emit(i, false);
       if (out.ready) {
         yield* out.drain();
-        beat = Date.now();
+        pace.sent();
       }
     }
     const notes: string[] = [];
