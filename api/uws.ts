@@ -5,11 +5,14 @@
  *
  * 1. the native binary of the `uWebSockets.js` dependency (an npm-published
  *    build, `@trufflesuite/uws-js-unofficial`) for this platform and ABI;
- * 2. the same package's implementation on `node:http`, same API, slower, for
- *    ABIs that build has no binary for (Node.js 22 and 24).
+ * 2. our implementation of the part of its API the service uses on `node:http`
+ *    (uws-node-http.ts), slower, for ABIs that build has no binary for (Node.js
+ *    22 and 24). The package's own `node:http` implementation throws "Not
+ *    implemented" from methods the service needs.
  */
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
+import { nodeHttpUws } from './uws-node-http.js';
 
 const require = createRequire(import.meta.url);
 
@@ -17,7 +20,12 @@ const require = createRequire(import.meta.url);
 export interface LoadedUws {
   uws: typeof Uws;
   description: string;
+  /** True for the native build, with its limits (README, "Known limitations"). */
+  native: boolean;
 }
+
+/** Candidate 2, which `VFS_HTTP=node` also picks. */
+export const NODE_HTTP: LoadedUws = { uws: nodeHttpUws as unknown as typeof Uws, description: 'the node:http implementation of the uWebSockets.js API', native: false };
 
 let loaded: LoadedUws | null = null;
 
@@ -27,21 +35,13 @@ export function loadUws(): LoadedUws {
   const binary = `uWebSockets.js/binaries/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
   const failures: string[] = [];
   try {
-    loaded = { uws: require(binary) as typeof Uws, description: `uWebSockets.js native (${binary})` };
+    loaded = { uws: require(binary) as typeof Uws, description: `uWebSockets.js native (${binary})`, native: true };
     return loaded;
   } catch (error) {
     failures.push(`${binary}: ${firstLine(error)}`);
   }
-  try {
-    loaded = {
-      uws: require('uWebSockets.js/dist/index.js') as typeof Uws,
-      description: `uWebSockets.js node:http implementation (slower; native build failed: ${failures.join('; ')})`,
-    };
-    return loaded;
-  } catch (error) {
-    failures.push(`uWebSockets.js/dist/index.js: ${firstLine(error)}`);
-  }
-  throw new Error(`no uWebSockets.js build loads on Node.js ${process.version}: ${failures.join('; ')}`);
+  loaded = { ...NODE_HTTP, description: `${NODE_HTTP.description} (slower; native build failed: ${failures.join('; ')})` };
+  return loaded;
 }
 
 function firstLine(error: unknown): string {

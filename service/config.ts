@@ -37,6 +37,7 @@ const schema = z
     VFS_EXTRACT_MEMORY_MB: z.coerce.number().int().min(128).max(65536).default(512),
     VFS_BLOB_SWEEP_SECONDS: z.coerce.number().int().min(0).max(604_800).default(3600),
     VFS_SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(30),
+    VFS_HTTP: z.enum(['auto', 'node']).default('auto'),
   })
   .refine((env) => (env.DATABASE_URL === undefined) === (env.DATABASE_APP_URL === undefined), {
     message: 'DATABASE_URL (owner role) and DATABASE_APP_URL (application role) must be set together',
@@ -96,6 +97,11 @@ export interface Config {
   blobSweepMs: number;
   /** How long a stop waits for the requests in flight. */
   shutdownGraceMs: number;
+  /**
+   * The HTTP server: `auto` takes uWebSockets.js's native build where one loads (Node.js 20
+   * here) and the node:http implementation of its API elsewhere; `node` takes the latter always.
+   */
+  http: 'auto' | 'node';
 }
 
 /** Parses the environment into a frozen Config, or throws naming every bad variable. */
@@ -129,5 +135,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     extractMemoryMb: e.VFS_EXTRACT_MEMORY_MB,
     blobSweepMs: e.VFS_BLOB_SWEEP_SECONDS * 1000,
     shutdownGraceMs: e.VFS_SHUTDOWN_GRACE_SECONDS * 1000,
+    http: e.VFS_HTTP,
   });
 }

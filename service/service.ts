@@ -234,6 +234,7 @@ async function startParts(
     },
     config.host,
     config.port,
+    config.http,
   );
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   return {

@@ -1,0 +1,294 @@
+/**
+ * The part of uWebSockets.js's API that the service uses, on `node:http`, for the Node.js
+ * versions that have no native uWebSockets.js build here (22 and 24). The package's own
+ * `node:http` implementation cannot serve the service: it throws "Not implemented" from
+ * `HttpRequest.forEach`, `HttpResponse.onWritable`, `tryEnd` and the remote address.
+ *
+ * What is kept of uWS's behaviour:
+ * - routes match by specificity, not by the order they were registered: segment by segment a
+ *   static segment beats a `:parameter`, which beats `*`; a method's own route beats `any`. A
+ *   HEAD request with no HEAD route takes the GET route (the handlers answer it without a body);
+ * - `getUrl` is the raw path and `getQuery` the raw query without `?`; parameters are raw;
+ *   `getMethod` is lower case; `forEach` gives every header line, lower-cased, repeats included;
+ * - `onData` gets each body chunk as an ArrayBuffer, then an empty last one; `onAborted` runs
+ *   when the client goes away before the response has ended; `write` returns false when the
+ *   socket's buffer is full, and `onWritable` handlers run once it drains.
+ * - header values are read as UTF-8 (Node's parser gives their bytes as Latin-1); a request of
+ *   more than MAX_HEADERS header lines is refused (431), as uWS refuses it;
+ * - closing the listening socket leaves open connections be: a request on one is answered
+ *   (503 while the service stops), where Node's `close()` would also close the idle ones.
+ * What is not: uWS's limits and quirks (see README, "Known limitations"). Node's HTTP parser
+ * answers malformed requests itself (400), refuses bytes outside ASCII in the request line
+ * (400, as RFC 9112 allows; uWS takes them as UTF-8), and takes HTTP/1.0 and pipelined requests
+ * and heads of up to MAX_HEAD_BYTES.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+
+type Handler = (res: NodeHttpResponse, req: NodeHttpRequest) => void;
+
+/** Header lines a request may carry (uWS's own limit). */
+const MAX_HEADERS = 100;
+/** Bytes of a request line and headers (Node's default, 16 KiB, refused 40 KB grep patterns). */
+const MAX_HEAD_BYTES = 128 * 1024;
+
+/** A header value as Node's parser gives it (one character per byte) read as UTF-8. */
+function utf8(text: string): string {
+  return /[^\x00-\x7f]/.test(text) ? Buffer.from(text, 'latin1').toString('utf8') : text;
+}
+
+/** A segment's rank: a static segment beats a parameter, which beats a wildcard. */
+const STATIC = 3;
+const PARAMETER = 2;
+const WILDCARD = 1;
+
+interface Route {
+  method: string;
+  segments: string[];
+  ranks: number[];
+  handler: Handler;
+}
+
+class NodeHttpRequest {
+  constructor(
+    private readonly message: IncomingMessage,
+    private readonly path: string,
+    private readonly query: string,
+    private readonly params: string[],
+  ) {}
+
+  getUrl(): string {
+    return this.path;
+  }
+
+  getQuery(): string {
+    return this.query;
+  }
+
+  getMethod(): string {
+    return (this.message.method ?? '').toLowerCase();
+  }
+
+  getParameter(index: number): string {
+    return this.params[index] ?? '';
+  }
+
+  getHeader(name: string): string {
+    const value = this.message.headers[name];
+    return utf8(Array.isArray(value) ? value[0] : (value ?? ''));
+  }
+
+  forEach(cb: (name: string, value: string) => void): void {
+    const raw = this.message.rawHeaders;
+    for (let i = 0; i + 1 < raw.length; i += 2) cb(raw[i].toLowerCase(), utf8(raw[i + 1]));
+  }
+}
+
+class NodeHttpResponse {
+  private readonly writable: Array<(offset: number) => boolean> = [];
+  private written = 0;
+
+  constructor(
+    private readonly message: IncomingMessage,
+    private readonly response: ServerResponse,
+  ) {
+    response.on('drain', () => {
+      for (const handler of this.writable.splice(0)) handler(this.written);
+    });
+  }
+
+  cork(cb: () => void): this {
+    this.response.cork();
+    try {
+      cb();
+    } finally {
+      this.response.uncork();
+    }
+    return this;
+  }
+
+  writeStatus(status: string): this {
+    const space = status.indexOf(' ');
+    this.response.statusCode = Number(space < 0 ? status : status.slice(0, space));
+    if (space >= 0) this.response.statusMessage = status.slice(space + 1);
+    return this;
+  }
+
+  writeHeader(name: string, value: string): this {
+    this.response.appendHeader(name, value);
+    return this;
+  }
+
+  write(chunk: string | Uint8Array): boolean {
+    this.written += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+    return this.response.write(chunk);
+  }
+
+  getWriteOffset(): number {
+    return this.written;
+  }
+
+  onWritable(handler: (offset: number) => boolean): this {
+    this.writable.push(handler);
+    return this;
+  }
+
+  end(body: string | Uint8Array = '', closeConnection = false): this {
+    if (closeConnection) this.response.setHeader('connection', 'close');
+    this.response.end(body);
+    return this;
+  }
+
+  endWithoutBody(reportedContentLength?: number, closeConnection = false): this {
+    // The length a GET would have had, for a HEAD (Node sends no body for HEAD).
+    if (this.message.method === 'HEAD' && reportedContentLength !== undefined && this.response.statusCode !== 204) {
+      this.response.setHeader('content-length', reportedContentLength);
+    }
+    if (closeConnection) this.response.setHeader('connection', 'close');
+    this.response.end();
+    return this;
+  }
+
+  close(): this {
+    this.response.socket?.destroy();
+    return this;
+  }
+
+  onAborted(handler: () => void): this {
+    this.response.on('close', () => {
+      if (!this.response.writableFinished) handler();
+    });
+    return this;
+  }
+
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): this {
+    this.message.on('data', (chunk: Buffer) => handler(chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + chunk.byteLength) as ArrayBuffer, false));
+    this.message.on('end', () => handler(new ArrayBuffer(0), true));
+    return this;
+  }
+
+  pause(): void {
+    this.message.pause();
+  }
+
+  resume(): void {
+    this.message.resume();
+  }
+
+  getRemoteAddressAsText(): ArrayBuffer {
+    const address = this.message.socket.remoteAddress ?? '';
+    // An IPv4 client of a dual-stack socket, as uWS gives it.
+    const bytes = new TextEncoder().encode(address.startsWith('::ffff:') ? address.slice(7) : address);
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  }
+}
+
+class NodeHttpApp {
+  private readonly routes: Route[] = [];
+
+  get(pattern: string, handler: Handler): this {
+    return this.add('get', pattern, handler);
+  }
+  head(pattern: string, handler: Handler): this {
+    return this.add('head', pattern, handler);
+  }
+  post(pattern: string, handler: Handler): this {
+    return this.add('post', pattern, handler);
+  }
+  put(pattern: string, handler: Handler): this {
+    return this.add('put', pattern, handler);
+  }
+  del(pattern: string, handler: Handler): this {
+    return this.add('delete', pattern, handler);
+  }
+  any(pattern: string, handler: Handler): this {
+    return this.add('any', pattern, handler);
+  }
+
+  listen(host: string, port: number, _options: number, cb: (socket: Server | false) => void): void {
+    const server = createServer({ maxHeaderSize: MAX_HEAD_BYTES }, (message, response) => this.dispatch(message, response));
+    server.once('error', () => cb(false));
+    // exclusive: the port is not shared with another process (uWS's LIBUS_LISTEN_EXCLUSIVE_PORT).
+    server.listen({ host, port, exclusive: true }, () => cb(server));
+  }
+
+  private add(method: string, pattern: string, handler: Handler): this {
+    const segments = pattern.split('/').slice(1);
+    const ranks = segments.map((s) => (s === '*' ? WILDCARD : s.startsWith(':') ? PARAMETER : STATIC));
+    this.routes.push({ method, segments, ranks, handler });
+    return this;
+  }
+
+  private dispatch(message: IncomingMessage, response: ServerResponse): void {
+    if (message.rawHeaders.length > 2 * MAX_HEADERS) {
+      response.writeHead(431, { connection: 'close' }).end();
+      return;
+    }
+    const target = message.url ?? '/';
+    const q = target.indexOf('?');
+    const path = q < 0 ? target : target.slice(0, q);
+    const query = q < 0 ? '' : target.slice(q + 1);
+    const method = (message.method ?? '').toLowerCase();
+    const parts = path.split('/').slice(1);
+    let best: Route | null = null;
+    let bestParams: string[] = [];
+    for (const route of this.routes) {
+      const ownMethod = route.method === method || (method === 'head' && route.method === 'get');
+      if (!ownMethod && route.method !== 'any') continue;
+      const params = matchRoute(route, parts);
+      if (params === null) continue;
+      if (best === null || beats(route, best, method)) {
+        best = route;
+        bestParams = params;
+      }
+    }
+    const res = new NodeHttpResponse(message, response);
+    if (best === null) {
+      res.writeStatus('404 Not Found').end();
+      return;
+    }
+    best.handler(res, new NodeHttpRequest(message, path, query, bestParams));
+  }
+}
+
+/** The raw parameters of `parts` under `route`, or null when it does not match. */
+function matchRoute(route: Route, parts: string[]): string[] | null {
+  const params: string[] = [];
+  for (let i = 0; i < route.segments.length; i++) {
+    if (i >= parts.length) return null;
+    if (route.ranks[i] === WILDCARD) return params;
+    if (route.ranks[i] === PARAMETER) {
+      if (parts[i] === '') return null;
+      params.push(parts[i]);
+    } else if (parts[i] !== route.segments[i]) return null;
+  }
+  return parts.length === route.segments.length ? params : null;
+}
+
+/** Whether `a` is a better match than `b` for a request of `method`. */
+function beats(a: Route, b: Route, method: string): boolean {
+  for (let i = 0; i < Math.max(a.ranks.length, b.ranks.length); i++) {
+    const x = a.ranks[i] ?? 0;
+    const y = b.ranks[i] ?? 0;
+    if (x !== y) return x > y;
+  }
+  // The same shape: the method's own route, then (for HEAD) a HEAD route over a GET one.
+  const rank = (r: Route): number => (r.method === method ? 2 : r.method === 'any' ? 0 : 1);
+  return rank(a) > rank(b);
+}
+
+/** The module `api/uws.ts` loads on Node.js versions without a native build. */
+export const nodeHttpUws = {
+  App: (): TemplatedApp => new NodeHttpApp() as unknown as TemplatedApp,
+  us_socket_local_port: (socket: us_listen_socket): number => {
+    const address = (socket as unknown as Server).address();
+    return typeof address === 'object' && address !== null ? address.port : 0;
+  },
+  us_listen_socket_close: (socket: us_listen_socket): void => {
+    const server = socket as unknown as Server;
+    server.closeIdleConnections = () => {}; // see the module comment
+    server.close();
+  },
+};
+
+export type { HttpRequest, HttpResponse };
