@@ -23,7 +23,7 @@
  * and heads of up to MAX_HEAD_BYTES.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 
 type Handler = (res: NodeHttpResponse, req: NodeHttpRequest) => void;
 
@@ -303,5 +303,3 @@ export const nodeHttpUws = {
     server.close();
   },
 };
-
-export type { HttpRequest, HttpResponse };
