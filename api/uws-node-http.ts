@@ -75,11 +75,6 @@ class NodeHttpRequest {
     return this.params[index] ?? '';
   }
 
-  getHeader(name: string): string {
-    const value = this.message.headers[name];
-    return utf8(Array.isArray(value) ? value[0] : (value ?? ''));
-  }
-
   forEach(cb: (name: string, value: string) => void): void {
     const raw = this.message.rawHeaders;
     for (let i = 0; i + 1 < raw.length; i += 2) cb(raw[i].toLowerCase(), utf8(raw[i + 1]));
@@ -135,10 +130,6 @@ class NodeHttpResponse {
       }
     });
     return this.unsent <= HIGH_WATER;
-  }
-
-  getWriteOffset(): number {
-    return this.written;
   }
 
   onWritable(handler: (offset: number) => boolean): this {

@@ -25,12 +25,13 @@ export interface LoadedUws {
 }
 
 /** Candidate 2, which `VFS_HTTP=node` also picks. */
-export const NODE_HTTP: LoadedUws = { uws: nodeHttpUws as unknown as typeof Uws, description: 'the node:http implementation of the uWebSockets.js API', native: false };
+const NODE_HTTP: LoadedUws = { uws: nodeHttpUws as unknown as typeof Uws, description: 'the node:http implementation of the uWebSockets.js API', native: false };
 
 let loaded: LoadedUws | null = null;
 
-/** Loads (once) the first uWebSockets.js candidate that works here. */
-export function loadUws(): LoadedUws {
+/** Loads (once) the first uWebSockets.js candidate that works here; with `http` `node`, candidate 2 (see Config). */
+export function loadUws(http: 'auto' | 'node' = 'auto'): LoadedUws {
+  if (http === 'node') return NODE_HTTP;
   if (loaded !== null) return loaded;
   const binary = `uWebSockets.js/binaries/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
   const failures: string[] = [];
