@@ -8,11 +8,8 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { newCredential } from '../core/credentials.js';
-import { buildService, scriptArgs } from '../service/script-args.js';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+import { buildService, ROOT, scriptArgs } from '../service/script-args.js';
 
 /** A service under benchmark. */
 export interface BenchService {

@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** The project's root directory, where package.json is. */
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** Compiles the service into dist/ with package.json's `build` script, as `npm start` does first. */
 export function buildService(): void {
