@@ -29,7 +29,7 @@ const schema = z
     VFS_MANAGEMENT_RATE: positiveInt.max(1_000_000).default(1000),
     VFS_READ_THREADS: positiveInt.max(64).default(2),
     VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
-    VFS_GREP_SPLIT_MIN_BYTES: z.coerce.number().int().min(0).max(2 ** 40).default(128 * 1024 * 1024),
+    VFS_GREP_SPLIT_MIN_BYTES: z.coerce.number().int().min(0).max(2 ** 40).default(4 * 1024 * 1024),
     VFS_INGEST_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
     VFS_INGEST_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
     VFS_EXTRACT_THREADS: positiveInt.max(64).default(2),
@@ -76,11 +76,11 @@ export interface Config {
   grepTimeoutMs: number;
   /**
    * A grep (in content mode, only without head_limit or offset) whose candidates hold at least
-   * this many text bytes is split across the read threads. A further share costs only a task
-   * hop and a lookup of its candidates, but on the 2-core bench machine two threads verifying at
-   * once slow each other down: `sched_clock_register` (68 MB of candidates) took 10 + 14 ms as
-   * two halves one after the other and 19-32 ms side by side, and over HTTP the split paid off
-   * only on full scans (1.3 GB).
+   * this many text bytes is split across the read threads. A further share costs a task hop and a
+   * lookup of its candidates, about a millisecond, the time to verify a few MiB. Measured over
+   * HTTP on the 2-core bench machine (Linux source, medians of 11, two alternations): six
+   * literals with 26-104 MB of candidates took 8-31 ms split from 4 MiB against 11-45 ms split
+   * from 128 MiB, the `_probe` regex (98 MB) 37-43 against 53-55 ms.
    */
   grepSplitMinBytes: number;
   /** How long an ingest worker's claim on a job lasts; a job whose worker died is retried after it. */
