@@ -122,6 +122,8 @@ export type ChunkSink = (data: Uint8Array, release: () => void) => void;
 export class ReadPool {
   private readonly piscina: Piscina<ReadTask, void>;
   private readonly drops = new BroadcastChannel(SHARD_DROPS);
+  /** Tasks handed to the threads that have not finished (running or queued). */
+  private running = 0;
 
   constructor(
     private readonly threads: number,
@@ -157,9 +159,12 @@ export class ReadPool {
       }
       if (tool !== 'find' || smallShard(reader)) return runInline(tool, reader, request, sink);
     }
-    if (tool === 'grep' && this.threads > 1 && splitPays(request as GrepRequest)) {
+    // A split pays only on threads that would otherwise wait: with every thread busy, its
+    // further shares queue behind other calls and its hops and merge are pure cost.
+    const idle = this.threads - this.running;
+    if (tool === 'grep' && idle > 1 && splitPays(request as GrepRequest)) {
       const grep = request as GrepRequest;
-      return (grep.outputMode ?? 'files_with_matches') === 'content' ? this.parallelContent(shardDir, grep, sink) : this.parallelCounts(shardDir, grep, sink);
+      return (grep.outputMode ?? 'files_with_matches') === 'content' ? this.parallelContent(shardDir, grep, sink, idle) : this.parallelCounts(shardDir, grep, sink, idle);
     }
     const call = this.task(tool, shardDir, request, sink);
     return {
@@ -179,6 +184,7 @@ export class ReadPool {
     shardDir: string,
     request: GrepRequest,
     sinkFor: (share: number) => ChunkSink,
+    count: number,
   ): { shares: Promise<TaskCall[]>; cancel(): void; counts: MessagePort[] } {
     let cancelled = false;
     let onSplit!: (split: GrepSplit) => void;
@@ -191,7 +197,7 @@ export class ReadPool {
       counts.push(channel.port1);
       return channel.port2;
     };
-    const lead = this.task(tool, shardDir, { ...request, lead: { count: this.threads, minBytes: this.splitMinBytes } }, sinkFor(0), { onSplit, peer: peer() });
+    const lead = this.task(tool, shardDir, { ...request, lead: { count, minBytes: this.splitMinBytes } }, sinkFor(0), { onSplit, peer: peer() });
     // The tasks started, in output order: what `shares` resolves to and what `cancel` stops.
     const calls: TaskCall[] = [lead];
     const shares = (async (): Promise<TaskCall[]> => {
@@ -219,9 +225,9 @@ export class ReadPool {
    * (read-worker.ts), so the HTTP thread only forwards text. A lead that keeps the whole search
    * prints the answer itself.
    */
-  private parallelCounts(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
+  private parallelCounts(shardDir: string, request: GrepRequest, sink: ChunkSink, count: number): ReadCall {
     // Only a lead that keeps the whole search prints; the other shares yield no text.
-    const split = this.split('grepShare', shardDir, request, () => sink);
+    const split = this.split('grepShare', shardDir, request, () => sink, count);
     let merge: TaskCall | null = null;
     let cancelled = false;
     const outcome = (async (): Promise<ReadOutcome> => {
@@ -261,7 +267,7 @@ export class ReadPool {
    * queued (its worker blocks once its flow-control window is full) until
    * those before it have ended.
    */
-  private parallelContent(shardDir: string, request: GrepRequest, sink: ChunkSink): ReadCall {
+  private parallelContent(shardDir: string, request: GrepRequest, sink: ChunkSink, count: number): ReadCall {
     const context = (request.before ?? request.context ?? 0) > 0 || (request.after ?? request.context ?? 0) > 0;
     let current = 0; // the share whose output goes to the client
     let printed = -1; // the last share that sent the client something
@@ -278,7 +284,7 @@ export class ReadPool {
         if (i === current) forward(i, data, release);
         else queued[i].push([data, release]);
       };
-    });
+    }, count);
     const outcome = (async (): Promise<ReadOutcome> => {
       const shares = await split.shares;
       const summaries: GrepContentSummary[] = [];
@@ -323,9 +329,13 @@ export class ReadPool {
     port1.on('close', () => settle({ ok: false, status: 500, message: 'the read worker stopped without an answer' }));
     const task: ReadTask = { tool, shardDir, request, port: port2, control: shared, peer, peers };
     const transferList = [port2, ...(peer === undefined ? [] : [peer]), ...(peers ?? [])];
+    this.running++;
     this.piscina.run(task, { transferList }).then(
-      () => {},
-      (error: unknown) => settle({ ok: false, status: 500, message: String(error) }),
+      () => this.running--,
+      (error: unknown) => {
+        this.running--;
+        settle({ ok: false, status: 500, message: String(error) });
+      },
     );
     void outcome.then(() => port1.close());
     return {
