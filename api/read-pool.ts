@@ -21,7 +21,7 @@ import {
   ShardReader,
   type ToolSummary,
 } from '../engine/index.js';
-import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask, SHARD_DROPS } from './read-worker.js';
+import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask, SHARD_DROPS, THREAD_LOADED } from './read-worker.js';
 
 /** How a read ended. */
 export type ReadOutcome = { ok: true; resultCount: number } | { ok: false; status: number; message: string } | { ok: false; status: 0; message: 'cancelled' };
@@ -93,6 +93,9 @@ function splitPays(request: GrepRequest): boolean {
   return request.headLimit === undefined && (request.offset ?? 0) === 0;
 }
 
+/** Longest `close` waits for a starting thread to load its modules. */
+const LOAD_WAIT_MS = 10_000;
+
 /** Put between two content shares' output when context lines are on. */
 const SEPARATOR = Buffer.from('--\n');
 
@@ -122,6 +125,9 @@ export type ChunkSink = (data: Uint8Array, release: () => void) => void;
 export class ReadPool {
   private readonly piscina: Piscina<ReadTask, void>;
   private readonly drops = new BroadcastChannel(SHARD_DROPS);
+  /** The threadIds of the read threads (of every pool in the process) whose modules have loaded. */
+  private readonly loaded = new Set<number>();
+  private readonly loadedChannel = new BroadcastChannel(THREAD_LOADED);
   /** Tasks handed to the threads that have not finished (running or queued). */
   private running = 0;
 
@@ -134,6 +140,8 @@ export class ReadPool {
     // a larger one would hold every other request for its duration. Read threads catalog any.
     ShardReader.largestCatalog = INLINE_FIND_DOCS;
     this.drops.unref();
+    this.loadedChannel.onmessage = (event) => this.loaded.add((event as { data: number }).data);
+    this.loadedChannel.unref();
     this.piscina = new Piscina<ReadTask, void>({
       filename: siblingModule('read-worker', import.meta.url).href,
       minThreads: threads,
@@ -353,9 +361,17 @@ export class ReadPool {
     this.drops.postMessage(shardDir);
   }
 
-  /** Stops the threads. */
+  /**
+   * Stops the threads, once each has loaded its modules (for at most LOAD_WAIT_MS): one
+   * terminated while lmdb's native addon initialises aborts the whole process (read-worker.ts).
+   */
   async close(): Promise<void> {
     this.drops.close();
+    const deadline = Date.now() + LOAD_WAIT_MS;
+    while (this.piscina.threads.some((t) => !this.loaded.has(t.threadId)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    this.loadedChannel.close();
     await this.piscina.destroy();
   }
 }

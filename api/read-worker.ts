@@ -19,7 +19,7 @@
  * queued behind it would wait forever. A lead that keeps the whole search (no
  * further shares) prints the answer itself.
  */
-import { BroadcastChannel, isMainThread, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
+import { BroadcastChannel, isMainThread, type MessagePort, receiveMessageOnPort, threadId } from 'node:worker_threads';
 import { VfsError } from '../core/errors.js';
 import {
   cat,
@@ -47,12 +47,21 @@ export const CANCELLED = 1;
 /** The channel on which the HTTP thread names the shard directories of deleted workspaces. */
 export const SHARD_DROPS = 'agent-vfs:shard-drops';
 
+/** The channel on which each read thread posts its threadId once its modules have loaded. */
+export const THREAD_LOADED = 'agent-vfs:read-thread-loaded';
+
 // A read thread closes its reader of a deleted workspace's shard, so that the shard's disk space
 // is freed now rather than when the reader is evicted or the thread ends.
 if (!isMainThread) {
   const drops = new BroadcastChannel(SHARD_DROPS);
   drops.onmessage = (event) => closeShardReader((event as { data: string }).data);
   drops.unref();
+  // The imports above have loaded, lmdb's native addon among them. A thread terminated while
+  // that addon initialises aborts the whole process ("FATAL ERROR:
+  // Error::ThrowAsJavaScriptException napi_throw"), so the pool stops no thread before this.
+  const loaded = new BroadcastChannel(THREAD_LOADED);
+  loaded.postMessage(threadId);
+  loaded.unref();
 }
 
 /**
