@@ -6,7 +6,7 @@
  *
  * <data-dir> is one that bench/grep-http.ts has loaded (workspace `bench`). Each round starts
  * the service once per setting, gives every read thread the shard's catalog (three full scans),
- * then loads it with four literals of 2-104 MB of candidate text, in `content` and in
+ * then loads it with four literals of 16-104 MB of candidate text, in `content` and in
  * `files_with_matches` mode, and prints requests/s, p50 and p99 per setting and mode.
  */
 import autocannon from 'autocannon';
