@@ -12,7 +12,7 @@ import { InFlight } from './in-flight.js';
 import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
 import { type ReadRouteDeps, registerReadRoutes } from './read-routes.js';
 import { sendJsonError } from './respond.js';
-import { loadUws } from './uws.js';
+import { type HttpChoice, loadUws } from './uws.js';
 
 /**
  * uWS's LIBUS_LISTEN_EXCLUSIVE_PORT. Without it this build binds with SO_REUSEPORT, and a
@@ -38,7 +38,7 @@ export interface RunningServer {
 }
 
 /** Starts listening on host:port (port 0 picks a free port), on the HTTP implementation `http` picks (see Config). */
-export async function startServer(deps: ServerDeps, host: string, port: number, http: 'auto' | 'node' = 'auto'): Promise<RunningServer> {
+export async function startServer(deps: ServerDeps, host: string, port: number, http: HttpChoice = 'auto'): Promise<RunningServer> {
   const { uws } = loadUws(http);
   const inFlight = new InFlight();
   const app = inFlight.wrap(uws.App());

@@ -24,13 +24,16 @@ export interface LoadedUws {
   native: boolean;
 }
 
+/** Which HTTP implementation to take (Config.http): `auto` the first that loads, `node` candidate 2. */
+export type HttpChoice = 'auto' | 'node';
+
 /** Candidate 2, which `VFS_HTTP=node` also picks. */
 const NODE_HTTP: LoadedUws = { uws: nodeHttpUws as unknown as typeof Uws, description: 'the node:http implementation of the uWebSockets.js API', native: false };
 
 let loaded: LoadedUws | null = null;
 
 /** Loads (once) the first uWebSockets.js candidate that works here; with `http` `node`, candidate 2 (see Config). */
-export function loadUws(http: 'auto' | 'node' = 'auto'): LoadedUws {
+export function loadUws(http: HttpChoice = 'auto'): LoadedUws {
   if (http === 'node') return NODE_HTTP;
   if (loaded !== null) return loaded;
   const binary = `uWebSockets.js/binaries/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;

@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import type { HttpChoice } from '../api/uws.js';
 import { credentialKind } from '../core/credentials.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -101,7 +102,7 @@ export interface Config {
    * The HTTP server: `auto` takes uWebSockets.js's native build where one loads (Node.js 20
    * here) and the node:http implementation of its API elsewhere; `node` takes the latter always.
    */
-  http: 'auto' | 'node';
+  http: HttpChoice;
 }
 
 /** Parses the environment into a frozen Config, or throws naming every bad variable. */

@@ -23,7 +23,7 @@ import { exchange as rawExchange, type Wire } from './helpers/wire.js';
 import { loadUws } from '../api/uws.js';
 
 /** The test service's HTTP layer: the native uWebSockets.js build, or the node:http implementation (Node.js 22, 24, VFS_HTTP=node). */
-const nativeHttp = process.env.VFS_HTTP !== 'node' && loadUws().native;
+const nativeHttp = loadUws(process.env.VFS_HTTP === 'node' ? 'node' : 'auto').native;
 /** The native build fails the checks of its known limitations (README). */
 const nativeLimit = nativeHttp ? it.fails : it;
 
