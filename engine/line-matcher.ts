@@ -323,8 +323,8 @@ export class LineMatcher {
       // outside ASCII (k, s): then its first byte may be any of three.
       const prefix = literalPrefix(pattern);
       if (prefix !== '' && foldsWithinAscii(prefix.charCodeAt(0))) return null;
-      const re = caseInsensitiveRequired(pattern);
-      return re === null ? null : new RegExpFinder(re);
+      const required = caseInsensitiveRequired(pattern);
+      return required === null ? null : new RegExpFinder(required);
     }
     const required = requiredLiterals(pattern, options);
     if (required === null) return null;
