@@ -46,7 +46,7 @@ import RE2 from 're2';
 import { invalidParameter } from '../core/errors.js';
 import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
 import { caseInsensitiveRequired, foldsWithinAscii, requiredLiterals } from './regex-query.js';
-import { RegExpFinder, StringFinder, type Finder } from './string-finder.js';
+import { FoldedRunFinder, RegExpFinder, StringFinder, type Finder } from './string-finder.js';
 
 const NEWLINE = 0x0a;
 
@@ -324,7 +324,8 @@ export class LineMatcher {
       const prefix = literalPrefix(pattern);
       if (prefix !== '' && foldsWithinAscii(prefix.charCodeAt(0))) return null;
       const required = caseInsensitiveRequired(pattern);
-      return required === null ? null : new RegExpFinder(required);
+      if (required === null) return null;
+      return required.run !== null ? new FoldedRunFinder(required.run) : new RegExpFinder(required);
     }
     const required = requiredLiterals(pattern, options);
     if (required === null) return null;

@@ -1551,6 +1551,26 @@ export interface CaseInsensitiveRequired {
   full: RegExp;
   /** The UTF-8 bytes of those members (U+212A KELVIN SIGN for k, U+017F LONG S for s). */
   beyond: Buffer[];
+  /**
+   * When there is one string: its longest run of at least MIN_FOLDED_RUN characters whose case
+   * variants are all ASCII (no k or s), which every match holds too; else null.
+   */
+  run: string | null;
+}
+
+/** The shortest `CaseInsensitiveRequired.run`: shorter ones occur too often to pay. */
+const MIN_FOLDED_RUN = 4;
+
+/** The longest run of `s` (ASCII) without a character that folds outside ASCII, or ''. */
+function longestFoldedRun(s: string): string {
+  let best = '';
+  let start = 0;
+  for (let i = 0; i <= s.length; i++) {
+    if (i < s.length && foldsWithinAscii(s.charCodeAt(i))) continue;
+    if (i - start > best.length) best = s.slice(start, i);
+    start = i + 1;
+  }
+  return best;
 }
 
 /**
@@ -1593,10 +1613,12 @@ export function caseInsensitiveRequired(pattern: string): CaseInsensitiveRequire
     asciiBranches.push(ascii);
     fullBranches.push(full);
   }
+  const run = set.length === 1 ? longestFoldedRun(set[0]) : '';
   return {
     ascii: new RegExp(asciiBranches.join('|'), 'gi'),
     full: new RegExp(fullBranches.join('|'), 'gi'),
     beyond: [...beyond].map((o) => Buffer.from(o, 'latin1')),
+    run: run.length >= MIN_FOLDED_RUN ? run : null,
   };
 }
 

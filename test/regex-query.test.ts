@@ -5,6 +5,7 @@ import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import RE2 from 're2';
 import {
+  caseInsensitiveRequired,
   evalQuery,
   formatQuery,
   regexQuery,
@@ -369,6 +370,33 @@ describe('evalQuery', () => {
   it.each(rows)('%j on %j → %s', (query, present, want) => {
     const set = new Set(present.map(t));
     expect(evalQuery(query, (x) => set.has(x))).toBe(want);
+  });
+});
+
+describe('caseInsensitiveRequired', () => {
+  // The run FoldedRunFinder looks for: the longest stretch of the lone required string without
+  // k or s (they also fold outside ASCII), at least 4 characters; none for several strings.
+  it.each([
+    ['sched_clock_register', 'ched_cloc'],
+    ['static int \\w+_probe\\(struct platform_device', 'truct platform_device'],
+    ['static int', 'tatic int'],
+    ['\\bsysfs_create_group', '_create_group'],
+    ['kmalloc\\(', 'malloc('],
+    ['sk_buff', '_buff'],
+    ['skbs', null],
+    ['ks_ab', null],
+    ['sched_clock|tx_queue', null],
+  ] as const)('%s: %s', (pattern, run) => {
+    expect(caseInsensitiveRequired(pattern)?.run).toBe(run);
+  });
+
+  it('finds the variants outside ASCII only in the full RegExp', () => {
+    const required = caseInsensitiveRequired('sched_clock')!;
+    const text = Buffer.from(`\u017fched_cloc\u212a`).toString('latin1');
+    expect(required.ascii.test(text)).toBe(false);
+    required.full.lastIndex = 0;
+    expect(required.full.test(text)).toBe(true);
+    expect(required.beyond.map((b) => b.toString('hex')).sort()).toEqual(['c5bf', 'e284aa']);
   });
 });
 
