@@ -12,8 +12,9 @@
  *    `static int \w+_probe\(struct platform_device`), a StringFinder finds the next line
  *    holding one and RE2 searches, as in path 3, a window of whole lines from there
  *    (WINDOW_BYTES, cut out of the text so RE2 stops at its end). Lines holding none are
- *    passed over at memory speed. Under `-i` the strings may come in any case, and a
- *    RegExpFinder finds them (`caseInsensitiveRequired`); RE2 skips ahead to a literal
+ *    passed over at memory speed. Under `-i` the strings may come in any case
+ *    (`caseInsensitiveRequired`): RE2 finds the longest run without k or s of a lone string
+ *    (FoldedRunFinder), else a RegExpFinder finds them all; RE2 skips ahead to a literal
  *    prefix by itself under `-i` too, unless the prefix starts with k or s.
  *    It reports the lines path 3 would: a match inside a line contains one of the strings
  *    (none contains `\n`), and `^ $ \b` read a window's edges, which are line edges, as they

@@ -1,7 +1,7 @@
 /**
  * Finds the leftmost occurrence of any of a few byte strings: the search behind grep's literal
  * patterns and its required-literal prefilter (line-matcher.ts, paths 1 and 2). Under `-i` the
- * prefilter uses RegExpFinder (at the end) instead.
+ * prefilter uses FoldedRunFinder or RegExpFinder (at the end) instead.
  *
  * Each string is searched for in one of two ways, whichever the cost model below expects to be
  * cheaper on the texts searched so far:
