@@ -13,8 +13,8 @@
  *    holding one and RE2 searches, as in path 3, a window of whole lines from there
  *    (WINDOW_BYTES, cut out of the text so RE2 stops at its end). Lines holding none are
  *    passed over at memory speed. Under `-i` the strings may come in any case
- *    (`caseInsensitiveRequired`): RE2 finds the longest run without k or s of a lone string
- *    (FoldedRunFinder), else a RegExpFinder finds them all; RE2 skips ahead to a literal
+ *    (`caseInsensitiveRequired`): RE2 finds the longest run without k or s of each of one or
+ *    two strings (FoldedRunFinder), else a RegExpFinder finds them all; RE2 skips ahead to a literal
  *    prefix by itself under `-i` too, unless the prefix starts with k or s.
  *    It reports the lines path 3 would: a match inside a line contains one of the strings
  *    (none contains `\n`), and `^ $ \b` read a window's edges, which are line edges, as they
@@ -326,7 +326,7 @@ export class LineMatcher {
       if (prefix !== '' && foldsWithinAscii(prefix.charCodeAt(0))) return null;
       const required = caseInsensitiveRequired(pattern);
       if (required === null) return null;
-      return required.run !== null ? new FoldedRunFinder(required.run) : new RegExpFinder(required);
+      return required.runs !== null ? new FoldedRunFinder(required.runs) : new RegExpFinder(required);
     }
     const required = requiredLiterals(pattern, options);
     if (required === null) return null;

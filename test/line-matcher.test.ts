@@ -265,9 +265,10 @@ const FOLD_TEXTS: string[] = [
   `clock_set CLOCK_SET\nCloc${KELVIN}_Set\ncloc${KELVIN}_${LONG_S}et\nclocks_et\r\nCLOCK_SE`,
   `${LONG_S}ched_clock\nSCHED_CLOCK\r\nsched_cloc\n\u00c0B sched_clock\u00c9\n`,
   `STATIC INT a(\nstatic  int b(\n${LONG_S}tAtIc InT c(\nstatic int\nTATIC INT d(\n`,
+  'SCHED_CLOCK y\nx_probe(a)\nPROBE(b) sched_clock\nnone\nSched_Clock\n',
   Array.from({ length: 300 }, (_, i) => (i % 23 === 0 ? `  Sched_Clock_${i} = x;` : i % 7 === 0 ? `SCHED_ ${i} FOO_ bar_Set` : `filler line ${i}`)).join('\n'),
 ];
-const FOLD_PATTERNS: string[] = ['\\w+_probe\\(struct', '\\bclock_set', 'sched_clock', '^sched_\\w+$', 'foo|bar_set', '\\bsched_clock_\\d+', 'static int \\w+\\('];
+const FOLD_PATTERNS: string[] = ['\\w+_probe\\(struct', '\\bclock_set', 'sched_clock', '^sched_\\w+$', 'foo|bar_set', '\\bsched_clock_\\d+', 'static int \\w+\\(', 'sched_clock|probe\\('];
 
 describe('LineMatcher under -i reports the lines RE2 matches one by one', () => {
   const cases = FOLD_PATTERNS.flatMap((p) => FOLD_TEXTS.map((t, i) => [p, i, t] as const));
@@ -280,7 +281,7 @@ describe('LineMatcher under -i reports the lines RE2 matches one by one', () => 
   });
 
   it('holds for random texts', () => {
-    const tokens = ['sched', 'SCHED', 'Sch', 'ed', '_', 'clo', 'CLO', 'c', 'K', 'k', KELVIN, 's', 'S', LONG_S, 'et', 'ET', '_set', 'foo', 'FoO', ' ', '\n', '\r', '1', '(', 'probe', 'PROBE', 'struct', 'tatic', 'TaTiC', ' int', ' INT'];
+    const tokens = ['sched', 'SCHED', 'Sch', 'ed', '_', 'clo', 'CLO', 'c', 'K', 'k', KELVIN, 's', 'S', LONG_S, 'et', 'ET', '_set', 'foo', 'FoO', ' ', '\n', '\r', '1', '(', 'probe', 'PROBE', 'struct', 'tatic', 'TaTiC', ' int', ' INT', 'sched_clock', 'probe('];
     const matchers = FOLD_PATTERNS.map((p) => new LineMatcher(p, { caseInsensitive: true }));
     fc.assert(
       fc.property(fc.array(fc.constantFrom(...tokens), { maxLength: 300 }), fc.integer({ min: 0, max: FOLD_PATTERNS.length - 1 }), (toks, k) => {

@@ -374,20 +374,22 @@ describe('evalQuery', () => {
 });
 
 describe('caseInsensitiveRequired', () => {
-  // The run FoldedRunFinder looks for: the longest stretch of the lone required string without
-  // k or s (they also fold outside ASCII), at least 4 characters; none for several strings.
+  // The runs FoldedRunFinder looks for: the longest stretch of each required string without
+  // k or s (they also fold outside ASCII), at least 4 characters, for at most two strings.
   it.each([
-    ['sched_clock_register', 'ched_cloc'],
-    ['static int \\w+_probe\\(struct platform_device', 'truct platform_device'],
-    ['static int', 'tatic int'],
-    ['\\bsysfs_create_group', '_create_group'],
-    ['kmalloc\\(', 'malloc('],
-    ['sk_buff', '_buff'],
+    ['sched_clock_register', ['ched_cloc']],
+    ['static int \\w+_probe\\(struct platform_device', ['truct platform_device']],
+    ['static int', ['tatic int']],
+    ['\\bsysfs_create_group', ['_create_group']],
+    ['kmalloc\\(', ['malloc(']],
+    ['sk_buff', ['_buff']],
+    ['sched_clock|tx_queue', ['ched_cloc', 'tx_queue']],
     ['skbs', null],
     ['ks_ab', null],
-    ['sched_clock|tx_queue', null],
-  ] as const)('%s: %s', (pattern, run) => {
-    expect(caseInsensitiveRequired(pattern)?.run).toBe(run);
+    ['sched_clock|tx_', null],
+    ['todo|fixme|later', null],
+  ] as const)('%s: %j', (pattern, runs) => {
+    expect(caseInsensitiveRequired(pattern)?.runs ?? null).toEqual(runs);
   });
 
   it('finds the variants outside ASCII only in the full RegExp', () => {
