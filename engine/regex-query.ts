@@ -1569,6 +1569,13 @@ const MIN_FOLDED_RUN = 4;
  */
 const MAX_FOLDED_RUNS = 2;
 
+/** `s` (ASCII) as a pattern JavaScript and RE2 both read as itself: word characters, else `\xNN`. */
+export function asciiLiteralPattern(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) out += /[A-Za-z0-9_]/.test(s[i]) ? s[i] : `\\x${s.charCodeAt(i).toString(16).padStart(2, '0')}`;
+  return out;
+}
+
 /** The longest run of `s` (ASCII) without a character that folds outside ASCII, or ''. */
 function longestFoldedRun(s: string): string {
   let best = '';
@@ -1610,7 +1617,7 @@ export function caseInsensitiveRequired(pattern: string): CaseInsensitiveRequire
     for (let i = 0; i < s.length; i++) {
       const c = s.charCodeAt(i);
       if (c >= 0x80) return null;
-      const self = /[A-Za-z0-9_]/.test(s[i]) ? s[i] : byte(c);
+      const self = asciiLiteralPattern(s[i]);
       const others = foldOrbit(c)
         .filter((o) => o >= 0x80)
         .map((o) => utf8(o));

@@ -43,7 +43,7 @@
 
 import { constants } from 'node:buffer';
 import RE2 from 're2';
-import type { CaseInsensitiveRequired } from './regex-query.js';
+import { asciiLiteralPattern, type CaseInsensitiveRequired } from './regex-query.js';
 
 const MAX_STRING_LENGTH = constants.MAX_STRING_LENGTH;
 
@@ -379,8 +379,7 @@ export class FoldedRunFinder implements Finder {
   private readonly nextAt: Int32Array;
 
   constructor(runs: readonly string[]) {
-    const escape = (c: string): string => (/[A-Za-z0-9_]/.test(c) ? c : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-    this.searches = runs.map((run) => new RE2(`(?i)${[...run].map(escape).join('')}`, 'g'));
+    this.searches = runs.map((run) => new RE2(`(?i)${asciiLiteralPattern(run)}`, 'g'));
     this.lengths = runs.map((run) => run.length);
     this.nextAt = new Int32Array(runs.length).fill(-2);
   }
