@@ -131,23 +131,9 @@ export class StringFinder implements Finder {
     this.nextAt.fill(-2);
   }
 
-  /**
-   * The leftmost position ≥ `from` at which one of the strings occurs in `text` (whole, inside
-   * it), or -1. Each searcher's next occurrence is remembered (a position, so it holds for
-   * another Buffer with the same bytes), so a rare string is not searched for at every call.
-   */
+  /** The leftmost position ≥ `from` at which one of the strings occurs in `text` (whole, inside it), or -1. */
   find(text: Buffer, from: number): number {
-    const nextAt = this.nextAt;
-    let best = -1;
-    for (let k = 0; k < nextAt.length; k++) {
-      let at = nextAt[k];
-      if (at !== -1 && at < from) {
-        at = this.searchers[k].indexIn(text, from);
-        nextAt[k] = at;
-      }
-      if (at !== -1 && (best === -1 || at < best)) best = at;
-    }
-    return best;
+    return nearest(this.searchers, this.nextAt, text, from);
   }
 
   /** Adds up to `bytes` bytes from the middle of `text` to the byte counts. */
@@ -316,6 +302,25 @@ export class LiteralSet implements Searcher {
   }
 }
 
+/**
+ * The leftmost position ≥ `from` at which one of `searchers` finds its string in `text`, or -1.
+ * Each searcher's next occurrence is remembered in `nextAt` (-1: nowhere, -2: not searched yet;
+ * a position, so it holds for another Buffer with the same bytes), so that a rare string is not
+ * searched for at every call.
+ */
+function nearest(searchers: readonly Searcher[], nextAt: Int32Array, text: Buffer, from: number): number {
+  let best = -1;
+  for (let k = 0; k < nextAt.length; k++) {
+    let at = nextAt[k];
+    if (at !== -1 && at < from) {
+      at = searchers[k].indexIn(text, from);
+      nextAt[k] = at;
+    }
+    if (at !== -1 && (best === -1 || at < best)) best = at;
+  }
+  return best;
+}
+
 /** True when `s` occurs in `text` at `start` (≥ 0). */
 function occursAt(s: Uint8Array, text: Uint8Array, start: number): boolean {
   if (start + s.byteLength > text.byteLength) return false;
@@ -373,14 +378,12 @@ export class RegExpFinder implements Finder {
  * 576-600; `-i todo|fixme` (197 MB) 120 against 192-201.
  */
 export class FoldedRunFinder implements Finder {
-  private readonly searches: RE2[];
-  private readonly lengths: number[];
-  /** Where each string next occurs (-1: nowhere, -2: not searched yet). */
+  private readonly searchers: FoldedRun[];
+  /** Where each string next occurs (see `nearest`). */
   private readonly nextAt: Int32Array;
 
   constructor(runs: readonly string[]) {
-    this.searches = runs.map((run) => new RE2(`(?i)${asciiLiteralPattern(run)}`, 'g'));
-    this.lengths = runs.map((run) => run.length);
+    this.searchers = runs.map((run) => new FoldedRun(run));
     this.nextAt = new Int32Array(runs.length).fill(-2);
   }
 
@@ -389,17 +392,20 @@ export class FoldedRunFinder implements Finder {
   }
 
   find(text: Buffer, from: number): number {
-    let best = -1;
-    for (let i = 0; i < this.searches.length; i++) {
-      let at = this.nextAt[i];
-      if (at === -2 || (at >= 0 && at < from)) {
-        const re = this.searches[i];
-        re.lastIndex = from;
-        at = re.test(text) ? re.lastIndex - this.lengths[i] : -1;
-        this.nextAt[i] = at;
-      }
-      if (at >= 0 && (best === -1 || at < best)) best = at;
-    }
-    return best;
+    return nearest(this.searchers, this.nextAt, text, from);
+  }
+}
+
+/** One string of a FoldedRunFinder: RE2 finds it in any case. */
+class FoldedRun implements Searcher {
+  private readonly re: RE2;
+
+  constructor(private readonly run: string) {
+    this.re = new RE2(`(?i)${asciiLiteralPattern(run)}`, 'g');
+  }
+
+  indexIn(text: Buffer, from: number): number {
+    this.re.lastIndex = from;
+    return this.re.test(text) ? this.re.lastIndex - this.run.length : -1;
   }
 }
