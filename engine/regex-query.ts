@@ -1569,8 +1569,12 @@ const MIN_FOLDED_RUN = 4;
  */
 const MAX_FOLDED_RUNS = 2;
 
-/** `s` (ASCII) as a pattern JavaScript and RE2 both read as itself: word characters, else `\xNN`. */
-export function asciiLiteralPattern(s: string): string {
+/**
+ * `s` (code units below 0x100) as a pattern of its word characters and `\xNN` for the rest:
+ * JavaScript reads it as those units (the bytes of a text read as Latin-1), and RE2 as `s` when
+ * `s` is ASCII.
+ */
+export function literalPattern(s: string): string {
   let out = '';
   for (let i = 0; i < s.length; i++) out += /[A-Za-z0-9_]/.test(s[i]) ? s[i] : `\\x${s.charCodeAt(i).toString(16).padStart(2, '0')}`;
   return out;
@@ -1607,7 +1611,6 @@ export function caseInsensitiveRequired(pattern: string): CaseInsensitiveRequire
     return null;
   }
   if (set === null) return null;
-  const byte = (b: number): string => `\\x${b.toString(16).padStart(2, '0')}`;
   const asciiBranches: string[] = [];
   const fullBranches: string[] = [];
   const beyond = new Set<string>();
@@ -1617,13 +1620,13 @@ export function caseInsensitiveRequired(pattern: string): CaseInsensitiveRequire
     for (let i = 0; i < s.length; i++) {
       const c = s.charCodeAt(i);
       if (c >= 0x80) return null;
-      const self = asciiLiteralPattern(s[i]);
+      const self = literalPattern(s[i]);
       const others = foldOrbit(c)
         .filter((o) => o >= 0x80)
         .map((o) => utf8(o));
       for (const o of others) beyond.add(o);
       ascii += self;
-      full += others.length === 0 ? self : `(?:${[self, ...others.map((o) => [...o].map((u) => byte(u.charCodeAt(0))).join(''))].join('|')})`;
+      full += others.length === 0 ? self : `(?:${[self, ...others.map(literalPattern)].join('|')})`;
     }
     asciiBranches.push(ascii);
     fullBranches.push(full);

@@ -43,7 +43,7 @@
 
 import { constants } from 'node:buffer';
 import RE2 from 're2';
-import { asciiLiteralPattern, type CaseInsensitiveRequired } from './regex-query.js';
+import { literalPattern, type CaseInsensitiveRequired } from './regex-query.js';
 
 const MAX_STRING_LENGTH = constants.MAX_STRING_LENGTH;
 
@@ -401,7 +401,7 @@ class FoldedRun implements Searcher {
   private readonly re: RE2;
 
   constructor(private readonly run: string) {
-    this.re = new RE2(`(?i)${asciiLiteralPattern(run)}`, 'g');
+    this.re = new RE2(`(?i)${literalPattern(run)}`, 'g');
   }
 
   indexIn(text: Buffer, from: number): number {
