@@ -9,7 +9,7 @@
  * see LOOKUP_COST.
  */
 
-import type { Query } from './regex-query.js';
+import type { Query } from './regex/query.js';
 import type { GrepFilter } from './grep-filter.js';
 import { blockCount, blockFirstId, blockLastId, intersectBlock } from './posting-block.js';
 import { decodePostings, dirRange, type DocMeta, type PostingBlocks, type ShardSnapshot } from './shard-reader.js';

@@ -44,23 +44,13 @@
  */
 
 import RE2 from 're2';
-import { invalidParameter } from '../core/errors.js';
 import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
-import { caseInsensitiveRequired, foldsWithinAscii, requiredLiterals } from './regex-query.js';
+import { foldsWithinAscii } from './regex/fold.js';
+import type { CompiledPattern, PatternFacts } from './regex/pattern.js';
+import { caseInsensitiveRequired } from './regex/required.js';
 import { FoldedRunFinder, RegExpFinder, StringFinder, type Finder } from './string-finder.js';
 
 const NEWLINE = 0x0a;
-
-// Unicode property names (after `\p`) that cannot include U+000A, a control character.
-const SAFE_PROPERTIES = new Set([
-  'L', 'Lu', 'Ll', 'Lt', 'Lm', 'Lo', 'M', 'Mn', 'Mc', 'Me', 'N', 'Nd', 'Nl', 'No',
-  'P', 'Pc', 'Pd', 'Ps', 'Pe', 'Pi', 'Pf', 'Po', 'S', 'Sm', 'Sc', 'Sk', 'So', 'Z', 'Zs', 'Zl', 'Zp',
-  'Greek', 'Latin', 'Cyrillic', 'Han', 'Hiragana', 'Katakana', 'Arabic', 'Hebrew', 'Hangul', 'Thai', 'Devanagari',
-]);
-
-// Escapes that never match a newline: ASCII classes that exclude it, empty-width assertions,
-// single characters other than it.
-const SAFE_LETTER_ESCAPES = new Set(['d', 'w', 'S', 'b', 'B', 'A', 'z', 't', 'f', 'r', 'v']);
 
 /**
  * Path 2 hands RE2 the lines from a required string's line to the end of the line this many
@@ -69,200 +59,6 @@ const SAFE_LETTER_ESCAPES = new Set(['d', 'w', 'S', 'b', 'B', 'A', 'z', 't', 'f'
  * `\w+ = \w+;`), and where they are rare, a failed line costs about one call more.
  */
 const WINDOW_BYTES = 1024;
-
-const META = new Set(['.', '^', '$', '*', '+', '?', '(', ')', '[', ']', '{', '}', '|', '\\']);
-
-/**
- * The alternatives of a pattern that is only literal text, or literal texts
- * joined by `|` (punctuation may be escaped, e.g. `\(`); null for anything
- * else, including an empty alternative (which matches every line).
- */
-export function literalAlternatives(pattern: string): string[] | null {
-  const out: string[] = [];
-  let current = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i];
-    if (ch === '|') {
-      if (current === '') return null;
-      out.push(current);
-      current = '';
-    } else if (ch === '\\') {
-      const next = pattern[i + 1];
-      // Only escaped punctuation is a literal; \w, \d, \x41, \Q... and the like are not handled here.
-      if (next === undefined || /[A-Za-z0-9\s]/.test(next) || next.charCodeAt(0) > 0x7e) return null;
-      current += next;
-      i++;
-    } else if (META.has(ch) || ch.charCodeAt(0) < 0x20) {
-      return null;
-    } else {
-      current += ch;
-    }
-  }
-  if (current === '') return null;
-  out.push(current);
-  return out;
-}
-
-/**
- * True when `pattern` (without the `s` flag) certainly cannot match a string containing `\n`.
- * Conservative: false for anything it is not sure about (negated or POSIX classes, `\s`, `\D`,
- * `\W`, hex/octal/control escapes, `\p` outside a known list, `(?s)`, raw control characters).
- */
-export function cannotMatchNewline(pattern: string): boolean {
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern.charCodeAt(i);
-    if (c < 0x20) return false;
-    const ch = pattern[i];
-    if (ch === '[' && (pattern[i + 1] === '^' || pattern[i + 1] === ':')) return false;
-    if (ch === '(' && pattern[i + 1] === '?') {
-      // Flag groups: (?flags) or (?flags:...). Any `s` may turn dot-matches-newline on.
-      let j = i + 2;
-      while (j < pattern.length && /[a-zA-Z-]/.test(pattern[j])) {
-        if (pattern[j] === 's') return false;
-        j++;
-      }
-      continue;
-    }
-    if (ch !== '\\') continue;
-    const next = pattern[i + 1];
-    if (next === undefined) return false;
-    if (/[a-zA-Z0-9]/.test(next)) {
-      if (SAFE_LETTER_ESCAPES.has(next)) {
-        i++;
-        continue;
-      }
-      if (next === 'p') {
-        const m = /^\\p(?:([A-Za-z])|\{([A-Za-z_]+)\})/.exec(pattern.slice(i));
-        const name = m === null ? undefined : (m[1] ?? m[2]);
-        if (name === undefined || !SAFE_PROPERTIES.has(name)) return false;
-        i += m![0].length - 1;
-        continue;
-      }
-      return false;
-    }
-    i++; // an escaped punctuation character is itself
-  }
-  return true;
-}
-
-/**
- * The literal text every match of `pattern` starts with, read conservatively from its text
- * (plain characters and escaped punctuation up to the first other syntax; a character that a
- * quantifier follows is not part of it); '' when unsure. RE2 skips ahead to such a prefix
- * itself (its prefix acceleration), about as fast as indexOf.
- */
-export function literalPrefix(pattern: string): string {
-  let out = '';
-  for (let i = 0; i < pattern.length; i++) {
-    let ch = pattern[i];
-    let width = 1;
-    if (ch === '\\') {
-      const next = pattern[i + 1];
-      if (next === undefined || /[A-Za-z0-9\s]/.test(next) || next.charCodeAt(0) > 0x7e) break;
-      ch = next;
-      width = 2;
-    } else if (META.has(ch) || ch.charCodeAt(0) < 0x20 || (ch.charCodeAt(0) & 0xfc00) === 0xd800) {
-      break;
-    }
-    const after = pattern[i + width];
-    if (after === '*' || after === '+' || after === '?' || after === '{') break;
-    out += ch;
-    i += width - 1;
-  }
-  // A top-level `|` makes the prefix one alternative's only.
-  return pattern.includes('|') ? '' : out;
-}
-
-/**
- * True when `pattern` may read the edges of the whole text: `\A`, `\z`, or `(?-m)` making `^`
- * and `$` mean those. Conservative (any `\A`, `\z` or `(?…-` in the text). RE2 on a window of
- * lines would read them at the window's edges, so such patterns skip path 2.
- */
-export function readsTextEdges(pattern: string): boolean {
-  return /\\[Az]|\(\?[A-Za-z]*-/.test(pattern);
-}
-
-/**
- * `pattern` as ripgrep reads it outside multiline mode, for RE2 searching a whole document with
- * `^`/`$` at line edges (flag `m`). ripgrep matches each line alone, so the text's edges are
- * the line's: `\A` becomes `^`, `\z` becomes `$`, and `-m` is dropped from flag groups
- * (`(?-m)`, `(?i-m:…)`). `\Q…\E` and character classes are copied as they are.
- */
-export function perLinePattern(pattern: string): string {
-  let out = '';
-  let inClass = false;
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i];
-    if (ch === '\\') {
-      const next = pattern[i + 1];
-      if (next === undefined) return out + ch;
-      if (next === 'Q') {
-        const end = pattern.indexOf('\\E', i + 2);
-        const stop = end === -1 ? pattern.length : end + 2;
-        out += pattern.slice(i, stop);
-        i = stop - 1;
-      } else if (!inClass && (next === 'A' || next === 'z')) {
-        out += next === 'A' ? '^' : '$';
-        i++;
-      } else if (!inClass && next === 's') {
-        // RE2's \s is [\t\n\f\r ]; inside a line it is the same without \n, and a pattern
-        // that cannot match a newline takes the fast path (LineMatcher, path 3).
-        out += '[\\t\\f\\r ]';
-        i++;
-      } else {
-        out += ch + next;
-        i++;
-      }
-      continue;
-    }
-    if (inClass) {
-      if (ch === '[' && pattern[i + 1] === ':') {
-        // A POSIX class such as [:alpha:] inside the class.
-        const end = pattern.indexOf(':]', i + 2);
-        const stop = end === -1 ? i + 1 : end + 2;
-        out += pattern.slice(i, stop);
-        i = stop - 1;
-        continue;
-      }
-      if (ch === ']') inClass = false;
-      out += ch;
-      continue;
-    }
-    if (ch === '[') {
-      inClass = true;
-      out += ch;
-      // A `]` first in the class (after an optional `^`) is a literal.
-      if (pattern[i + 1] === '^') out += pattern[++i];
-      if (pattern[i + 1] === ']') out += pattern[++i];
-      continue;
-    }
-    if (ch === '(' && pattern[i + 1] === '?') {
-      let j = i + 2;
-      while (j < pattern.length && /[A-Za-z-]/.test(pattern[j])) j++;
-      const flags = pattern.slice(i + 2, j);
-      const dash = flags.indexOf('-');
-      if (dash >= 0 && (pattern[j] === ')' || pattern[j] === ':')) {
-        const on = flags.slice(0, dash);
-        const off = flags.slice(dash + 1).replace(/m/g, '');
-        const kept = off === '' ? on : `${on}-${off}`;
-        // `(?-m)` alone goes; `(?-m:` becomes a plain group.
-        if (kept !== '' || pattern[j] === ':') out += `(?${kept === '' ? '' : kept}${pattern[j]}`;
-        i = j;
-        continue;
-      }
-    }
-    out += ch;
-  }
-  return out;
-}
-
-/** Options for compiling a matcher; undefined means false. */
-export interface LineMatcherOptions {
-  /** `-i`: case-insensitive (Unicode simple case folding). */
-  caseInsensitive?: boolean;
-  /** `-U`: `.` matches newlines and matches may span lines. */
-  multiline?: boolean;
-}
 
 /**
  * An RE2 regex plus the state of a scan over one document. Usage: `begin(text, starts)`, then
@@ -291,50 +87,16 @@ export class LineMatcher {
   private end = 0; // where searching stops: the text length, or 0 past the last line
   private windowEnd = 0; // path 2: the end of the current window of lines
 
-  /** Compiles `pattern`; a syntax error is INVALID_PARAMETER naming `pattern`. */
-  constructor(pattern: string, options: LineMatcherOptions = {}) {
-    this.multiline = options.multiline === true;
-    const flags = 'gm' + (options.caseInsensitive === true ? 'i' : '') + (this.multiline ? 's' : '');
-    try {
-      this.re = new RE2(pattern, flags);
-    } catch (error) {
-      // node-re2 shows the pattern with the flags it added, e.g. `(?m)`: show the caller's pattern.
-      throw invalidParameter('pattern', (error as Error).message.replace(/\(\?[ims]+\)/, ''));
-    }
-    // Line by line, the text's edges are the line's (`rg -U` reads the whole file, as RE2 does).
-    if (!this.multiline) {
-      const perLine = perLinePattern(pattern);
-      if (perLine !== pattern) {
-        pattern = perLine;
-        this.re = new RE2(pattern, flags);
-      }
-    }
-    this.fast = !this.multiline && cannotMatchNewline(pattern);
-    const alternatives = this.multiline || options.caseInsensitive === true ? null : literalAlternatives(pattern);
+  /** A matcher for a compiled pattern (compilePattern, engine/regex/pattern.ts). */
+  constructor(pattern: CompiledPattern) {
+    const facts = pattern.facts;
+    this.re = pattern.regex;
+    this.multiline = facts.multiline;
+    this.fast = !facts.multiline && !facts.canMatchNewline;
+    const alternatives = facts.literalAlternatives;
     this.literal = alternatives !== null;
-    this.finder = alternatives === null ? this.prefilter(pattern, options) : new StringFinder(alternatives.map((a) => Buffer.from(a)));
+    this.finder = alternatives === null ? prefilter(facts) : new StringFinder(alternatives);
     this.prefiltered = this.finder !== null && !this.literal;
-  }
-
-  /** What path 2 looks for, or null when it would not pay or not be exact. */
-  private prefilter(pattern: string, options: LineMatcherOptions): Finder | null {
-    if (this.multiline || readsTextEdges(pattern)) return null;
-    if (options.caseInsensitive === true) {
-      // RE2 skips ahead to a literal prefix under -i too, unless its first character folds
-      // outside ASCII (k, s): then its first byte may be any of three.
-      const prefix = literalPrefix(pattern);
-      if (prefix !== '' && foldsWithinAscii(prefix.charCodeAt(0))) return null;
-      const required = caseInsensitiveRequired(pattern);
-      if (required === null) return null;
-      return required.runs !== null ? new FoldedRunFinder(required.runs) : new RegExpFinder(required);
-    }
-    const required = requiredLiterals(pattern, options);
-    if (required === null) return null;
-    // RE2 already skips to its literal prefix as fast as indexOf would (measured: path 2 only
-    // added its per-line cost for `EXPORT_SYMBOL\(\w+\)` or `return \w+;`).
-    const prefix = Buffer.from(literalPrefix(pattern));
-    if (required.length === 1 && prefix.subarray(0, required[0].length).equals(required[0])) return null;
-    return new StringFinder(required);
   }
 
   /** Starts scanning `text` (one document's text) whose line starts are `starts`. */
@@ -475,4 +237,24 @@ export class LineMatcher {
     this.pos = e > s ? e : e + 1;
     return true;
   }
+}
+
+/** What path 2 looks for, or null when it would not pay or not be exact. */
+function prefilter(facts: PatternFacts): Finder | null {
+  if (facts.multiline || facts.readsTextEdges || facts.required === null) return null;
+  const prefix = facts.literalPrefix;
+  if (facts.caseInsensitive) {
+    // RE2 skips ahead to a literal prefix under -i too, unless its first character folds
+    // outside ASCII (k, s): then its first byte may be any of three.
+    if (prefix !== '' && foldsWithinAscii(prefix.charCodeAt(0))) return null;
+    const required = caseInsensitiveRequired(facts.required);
+    if (required === null) return null;
+    return required.runs !== null ? new FoldedRunFinder(required.runs) : new RegExpFinder(required);
+  }
+  // RE2 already skips to its literal prefix as fast as indexOf would (measured: path 2 only
+  // added its per-line cost for `EXPORT_SYMBOL\(\w+\)` or `return \w+;`).
+  const required = facts.required.map((r) => Buffer.from(r, 'latin1'));
+  const head = Buffer.from(prefix);
+  if (required.length === 1 && head.subarray(0, required[0].length).equals(required[0])) return null;
+  return new StringFinder(required);
 }

@@ -41,7 +41,7 @@ import { lineEndOf, lineStartsOf, type LineStarts } from './doc-text.js';
 import { evaluateQuery, pathHash, rootExists, selectCandidates, type PathShare } from './grep-candidates.js';
 import { GrepFilter } from './grep-filter.js';
 import { LineMatcher } from './line-matcher.js';
-import { regexQuery } from './regex-query.js';
+import { compilePattern, patternQuery, type PatternFacts } from './regex/pattern.js';
 import type { DocMeta, ShardReader, ShardSnapshot } from './shard-reader.js';
 import {
   ChunkedOutput,
@@ -206,9 +206,7 @@ interface GrepPlan {
   filter: GrepFilter;
   visibility: Visibility;
   matcher: LineMatcher;
-  pattern: string;
-  caseInsensitive: boolean;
-  multiline: boolean;
+  facts: PatternFacts;
   before: number;
   after: number;
   lineNumbers: boolean;
@@ -223,29 +221,16 @@ interface GrepPlan {
 
 /** Applies the defaults to a copy and compiles the regex and filters (INVALID_PARAMETER on error). */
 function plan(request: GrepRequest): GrepPlan {
-  // `(?i)P` is `P` under -i (RE2 reads the flag alike), which the query and the matcher serve
-  // faster (folded quadgrams, the case-insensitive prefilter).
-  const folded = request.pattern.startsWith('(?i)');
-  const pattern = folded ? request.pattern.slice(4) : request.pattern;
-  const caseInsensitive = folded || request.caseInsensitive === true;
-  const multiline = request.multiline === true;
-  let matcher: LineMatcher;
-  try {
-    matcher = new LineMatcher(pattern, { caseInsensitive, multiline });
-  } catch (error) {
-    // The error quotes the caller's pattern.
-    if (folded) new LineMatcher(request.pattern, { caseInsensitive: request.caseInsensitive === true, multiline });
-    throw error;
-  }
+  // The pattern is read once: its facts steer the candidates and the matcher's paths.
+  const compiled = compilePattern(request.pattern, { caseInsensitive: request.caseInsensitive, multiline: request.multiline });
+  const matcher = new LineMatcher(compiled);
   const root = requestDirPath(request.path);
   return {
     root,
     filter: new GrepFilter(root, request.glob, request.type),
     visibility: new Visibility(request.claims),
     matcher,
-    pattern,
-    caseInsensitive,
-    multiline,
+    facts: compiled.facts,
     before: request.before ?? request.context ?? 0,
     after: request.after ?? request.context ?? 0,
     lineNumbers: request.lineNumbers ?? true,
@@ -269,7 +254,7 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan, byHash: boolean): DocM
   if (kind === null) throw new VfsError('NO_SUCH_FILE', { path: p.root });
   // The same docsVersion means the same documents: the lead's candidates are this snapshot's.
   const given = p.candidateIds !== undefined && p.candidateIds.docsVersion === snapshot.docsVersion ? p.candidateIds.ids : undefined;
-  const ids = given ?? evaluateQuery(snapshot, regexQuery(p.pattern, { caseInsensitive: p.caseInsensitive, multiline: p.multiline, quadgrams: true }));
+  const ids = given ?? evaluateQuery(snapshot, patternQuery(p.facts, { quadgrams: true }));
   const docs = selectCandidates(snapshot, ids, {
     root: p.root,
     rootIsFile: kind === 'file',

@@ -1,6 +1,6 @@
 /**
  * The n-grams the shard indexes for a text: every run of three (trigrams) or four (quadgrams)
- * consecutive bytes that contains no `\n` (0x0A). The query side (`regex-query.ts`) never
+ * consecutive bytes that contains no `\n` (0x0A). The query side (`engine/regex/`) never
  * requires an n-gram with a newline, so leaving them out loses nothing and saves space.
  *
  * A trigram is indexed as itself, the number (b0 << 16) | (b1 << 8) | b2. A quadgram is

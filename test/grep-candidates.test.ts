@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluateQuery, lookupCandidates, pathHash, scanCandidates, selectCandidates, union, type CandidateOptions, type PathShare } from '../engine/grep-candidates.js';
 import { GrepFilter } from '../engine/grep-filter.js';
-import { evalQuery, regexQuery, type Query } from '../engine/regex-query.js';
+import { evalQuery, type Query } from '../engine/regex/query.js';
+import { regexQuery } from './helpers/regex.js';
 import type { DocMeta, ShardSnapshot } from '../engine/shard-reader.js';
 import { comparePaths } from '../engine/tool-output.js';
 import { Visibility } from '../engine/visibility.js';

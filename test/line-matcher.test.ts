@@ -1,91 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import RE2 from 're2';
-import {
-  LineMatcher,
-  literalAlternatives,
-  literalPrefix,
-  cannotMatchNewline,
-  perLinePattern,
-  readsTextEdges,
-  type LineMatcherOptions,
-} from '../engine/line-matcher.js';
+import { LineMatcher } from '../engine/line-matcher.js';
+import { compilePattern, type PatternOptions } from '../engine/regex/pattern.js';
 
-describe('literalAlternatives', () => {
-  it.each([
-    ['sched_clock_register', ['sched_clock_register']],
-    ['foo|bar|baz', ['foo', 'bar', 'baz']],
-    ['EXPORT_SYMBOL\\(kmalloc\\)', ['EXPORT_SYMBOL(kmalloc)']],
-    ['a\\.b|c\\|d', ['a.b', 'c|d']],
-    ['naïve|日本語', ['naïve', '日本語']],
-    ['a b', ['a b']],
-    ['a.b', null],
-    ['^foo', null],
-    ['foo$', null],
-    ['a|', null],
-    ['|a', null],
-    ['a||b', null],
-    ['(foo|bar)', null],
-    ['fo+', null],
-    ['\\w+', null],
-    ['\\x41', null],
-    ['\\Qa.b\\E', null],
-    ['[ab]', null],
-    ['a{2}', null],
-    ['', null],
-    ['tab\there', null],
-  ] as const)('%j -> %j', (pattern, expected) => {
-    expect(literalAlternatives(pattern)).toEqual(expected);
-  });
-});
+type LineMatcherOptions = PatternOptions;
 
-describe('literalPrefix', () => {
-  it.each([
-    ['EXPORT_SYMBOL\\(\\w+\\)', 'EXPORT_SYMBOL('],
-    ['static int \\w+_probe', 'static int '],
-    ['foo+bar', 'fo'],
-    ['ab{2}', 'a'],
-    ['abc?', 'ab'],
-    ['日本x*', '日本'],
-    ['^abc', ''],
-    ['\\babc', ''],
-    ['(abc)d', ''],
-    ['abc|abd', ''],
-    ['\\x41bc', ''],
-  ])('%j -> %j', (pattern, expected) => {
-    expect(literalPrefix(pattern)).toBe(expected);
-  });
-});
+/** A matcher for `pattern`, compiled as a grep compiles it. */
+function matcher(pattern: string, options: PatternOptions = {}): LineMatcher {
+  return new LineMatcher(compilePattern(pattern, options));
+}
 
-describe('perLinePattern', () => {
-  it.each([
-    ['\\Afoo', '^foo'],
-    ['foo\\z', 'foo$'],
-    ['(?-m)^foo$', '^foo$'],
-    ['(?i-m)foo$', '(?i)foo$'],
-    ['(?i-ms:^a)', '(?i-s:^a)'],
-    ['(?-m:^a)|b', '(?:^a)|b'],
-    ['(?i)foo', '(?i)foo'],
-    ['\\\\A', '\\\\A'], // an escaped backslash, then A
-    ['[\\A]x', '[\\A]x'], // inside a class: left to RE2
-    ['[]\\A]', '[]\\A]'],
-    ['[[:alpha:]]\\A', '[[:alpha:]]^'],
-    ['\\Q\\A(?-m)\\E\\A', '\\Q\\A(?-m)\\E^'],
-    ['(?P<name>x)\\z', '(?P<name>x)$'],
-    ['a\\s+b\\S', 'a[\\t\\f\\r ]+b\\S'],
-    ['[\\s,]\\\\s', '[\\s,]\\\\s'], // inside a class: left as it is; an escaped backslash, then s
-    ['\\Q\\s\\E', '\\Q\\s\\E'],
-  ])('%j -> %j', (pattern, expected) => {
-    expect(perLinePattern(pattern)).toBe(expected);
-  });
-
-  it('lets a pattern with \\s take the path that cannot meet a newline', () => {
-    expect(cannotMatchNewline('\\w{5}\\s+\\w{5}')).toBe(false);
-    expect(cannotMatchNewline(perLinePattern('\\w{5}\\s+\\w{5}'))).toBe(true);
-    expect(cannotMatchNewline('[\\s]')).toBe(false);
+describe('the line rule', () => {
+  it('lets \\s meet no newline, so the pattern takes the path that needs no second look', () => {
+    expect(matcher('\\w{5}\\s+\\w{5}').fast).toBe(true);
     // Across a line end \s matches nothing, as ripgrep reads each line alone.
     const text = Buffer.from('foo\n bar\nfoo \tbar\n');
-    const m = new LineMatcher('foo\\s+bar');
+    const m = matcher('foo\\s+bar');
     m.begin(text, new Uint32Array([0, 4, 9]));
     const found: number[] = [];
     while (m.next()) found.push(m.first);
@@ -95,7 +26,7 @@ describe('perLinePattern', () => {
   it('makes \\A, \\z and (?-m) match at every line, as ripgrep does', () => {
     const text = Buffer.from('int a;\nint b\nx int;\n');
     const lines = (pattern: string) => {
-      const m = new LineMatcher(pattern);
+      const m = matcher(pattern);
       m.begin(text, new Uint32Array([0, 7, 13])); // the starts of its three lines
       const out: number[] = [];
       while (m.next()) out.push(m.first);
@@ -105,19 +36,11 @@ describe('perLinePattern', () => {
     expect(lines(';\\z')).toEqual([0, 2]);
     expect(lines('(?-m)^int')).toEqual([0, 1]);
   });
-});
 
-describe('readsTextEdges', () => {
-  it.each([
-    ['\\Afoo', true],
-    ['foo\\z', true],
-    ['(?-m)^foo', true],
-    ['(?i-m)foo$', true],
-    ['^foo$', false],
-    ['\\bfoo\\B', false],
-    ['(?i)foo', false],
-  ])('%j -> %j', (pattern, expected) => {
-    expect(readsTextEdges(pattern)).toBe(expected);
+  it('checks each hit of \\C again on its line (the one node no class can narrow)', () => {
+    const m = matcher('a\\Cb');
+    expect(m.fast).toBe(false);
+    expect(matcherLines(m, 'a\nb\naxb\n')).toEqual([2]);
   });
 });
 
@@ -163,7 +86,7 @@ function referenceLines(pattern: string, text: string, flags = 'm'): number[] {
 
 /** Property: on texts made of random `tokens`, each pattern's matcher reports the reference lines. */
 function agreesOnRandomTexts(tokens: string[], patterns: string[], maxLength: number): void {
-  const matchers = patterns.map((p) => new LineMatcher(p));
+  const matchers = patterns.map((p) => matcher(p));
   fc.assert(
     fc.property(
       fc.array(fc.constantFrom(...tokens), { maxLength }),
@@ -199,7 +122,7 @@ describe('LineMatcher paths', () => {
     ['\\w+_probe\\(', { multiline: true }, false],
   ];
   it.each(rows)('%j %j -> prefiltered %j', (pattern, options, expected) => {
-    expect(new LineMatcher(pattern, options).prefiltered).toBe(expected);
+    expect(matcher(pattern, options).prefiltered).toBe(expected);
   });
 });
 
@@ -242,7 +165,7 @@ const PATTERNS: string[] = [
 describe('LineMatcher with required literals reports the lines RE2 matches one by one', () => {
   const cases = PATTERNS.flatMap((p) => TEXTS.map((t, i) => [p, i, t] as const));
   it.each(cases)('%j on text %d', (pattern, _i, text) => {
-    const m = new LineMatcher(pattern);
+    const m = matcher(pattern);
     expect(m.prefiltered).toBe(true);
     const want = referenceLines(pattern, text);
     expect(matcherLines(m, text)).toEqual(want);
@@ -273,7 +196,7 @@ const FOLD_PATTERNS: string[] = ['\\w+_probe\\(struct', '\\bclock_set', 'sched_c
 describe('LineMatcher under -i reports the lines RE2 matches one by one', () => {
   const cases = FOLD_PATTERNS.flatMap((p) => FOLD_TEXTS.map((t, i) => [p, i, t] as const));
   it.each(cases)('%j on text %d', (pattern, _i, text) => {
-    const m = new LineMatcher(pattern, { caseInsensitive: true });
+    const m = matcher(pattern, { caseInsensitive: true });
     expect(m.prefiltered).toBe(true);
     const want = referenceLines(pattern, text, 'mi');
     expect(matcherLines(m, text)).toEqual(want);
@@ -282,7 +205,7 @@ describe('LineMatcher under -i reports the lines RE2 matches one by one', () => 
 
   it('holds for random texts', () => {
     const tokens = ['sched', 'SCHED', 'Sch', 'ed', '_', 'clo', 'CLO', 'c', 'K', 'k', KELVIN, 's', 'S', LONG_S, 'et', 'ET', '_set', 'foo', 'FoO', ' ', '\n', '\r', '1', '(', 'probe', 'PROBE', 'struct', 'tatic', 'TaTiC', ' int', ' INT', 'sched_clock', 'probe('];
-    const matchers = FOLD_PATTERNS.map((p) => new LineMatcher(p, { caseInsensitive: true }));
+    const matchers = FOLD_PATTERNS.map((p) => matcher(p, { caseInsensitive: true }));
     fc.assert(
       fc.property(fc.array(fc.constantFrom(...tokens), { maxLength: 300 }), fc.integer({ min: 0, max: FOLD_PATTERNS.length - 1 }), (toks, k) => {
         const text = toks.join('');
@@ -325,7 +248,7 @@ const LITERAL_PATTERNS: [string, LineMatcherOptions][] = [
 describe('LineMatcher with literal alternatives reports the lines RE2 matches one by one', () => {
   const cases = LITERAL_PATTERNS.flatMap(([p, o]) => LITERAL_TEXTS.map((t, i) => [p, o, i, t] as const));
   it.each(cases)('%j %j on text %d', (pattern, options, _i, text) => {
-    const m = new LineMatcher(pattern, options);
+    const m = matcher(pattern, options);
     const want = referenceLines(options.caseInsensitive === true ? `(?i)${pattern}` : pattern, text);
     expect(matcherLines(m, text)).toEqual(want);
     expect(matcherLines(m, text, true)).toEqual(want);

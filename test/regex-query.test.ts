@@ -1,19 +1,11 @@
-// Table tests for engine/regex-query.ts (pattern in, formatted query out, as codesearch's
+// Table tests for the trigram plan and required literals of engine/regex/ (pattern in, formatted query out, as codesearch's
 // index/regexp_test.go), plus property tests of the one guarantee that matters: whenever RE2
 // finds a match in a text, the query evaluated on the text's trigram set is true.
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import RE2 from 're2';
-import {
-  caseInsensitiveRequired,
-  evalQuery,
-  formatQuery,
-  regexQuery,
-  requiredLiterals,
-  type Query,
-  type RegexQueryOptions,
-  type Trigram,
-} from '../engine/regex-query.js';
+import { evalQuery, formatQuery, type Query, type Trigram } from '../engine/regex/query.js';
+import { foldedRequired, regexQuery, requiredLiterals, type RegexQueryOptions } from './helpers/regex.js';
 import { seededRandom } from './helpers/random.js';
 import { textGrams } from './helpers/grams.js';
 
@@ -389,11 +381,11 @@ describe('caseInsensitiveRequired', () => {
     ['sched_clock|tx_', null],
     ['todo|fixme|later', null],
   ] as const)('%s: %j', (pattern, runs) => {
-    expect(caseInsensitiveRequired(pattern)?.runs ?? null).toEqual(runs);
+    expect(foldedRequired(pattern)?.runs ?? null).toEqual(runs);
   });
 
   it('finds the variants outside ASCII only in the full RegExp', () => {
-    const required = caseInsensitiveRequired('sched_clock')!;
+    const required = foldedRequired('sched_clock')!;
     const text = Buffer.from(`\u017fched_cloc\u212a`).toString('latin1');
     expect(required.ascii.test(text)).toBe(false);
     required.full.lastIndex = 0;
