@@ -1,6 +1,7 @@
 /**
- * Postings blocks: the value format of the shard's `postings` database (see the format
- * description in `shard-reader.ts`).
+ * Postings blocks: the value format of the shard's `postings` and `quads` databases, and of
+ * the level-0 groups of `recent` and `recentQuads` (see the format description in
+ * `shard-format.ts`).
  *
  *   count (u32 LE) ‖ lastId (u32 LE) ‖ `count` LEB128 varints
  *
@@ -96,6 +97,11 @@ export function groupSize(group: Uint8Array): number {
   return group[0] | (group[1] << 8);
 }
 
+/** The third byte of the i-th trigram of a group value (the group's key names the first two). */
+export function groupLow(group: Uint8Array, i: number): number {
+  return group[2 + i];
+}
+
 /** Where the blocks of a group value with `n` trigrams begin. */
 export function groupData(n: number): number {
   return 2 + n * 5;
@@ -130,6 +136,25 @@ export function appendToBlock(block: Uint8Array, ids: Uint32Array, from: number,
   out.writeUInt32LE(count + (to - from), 0);
   out.writeUInt32LE(last, 4);
   return out;
+}
+
+/**
+ * A posting list as stored: its blocks in id order (the level-1 blocks, then its block in each
+ * live level-0 segment), so the ids of block i all precede those of block i + 1.
+ */
+export interface PostingBlocks {
+  /** Number of ids (live or dead) in all blocks, from their headers. */
+  count: number;
+  /** The blocks, none empty. */
+  blocks: Buffer[];
+}
+
+/** Every id of a posting list, ascending. */
+export function decodePostings(list: PostingBlocks): Uint32Array {
+  const ids = new Uint32Array(list.count);
+  let pos = 0;
+  for (const block of list.blocks) pos = decodeBlock(block, ids, pos);
+  return ids;
 }
 
 /** The number of ids a block holds, read from its header. */
