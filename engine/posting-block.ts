@@ -62,11 +62,11 @@ export function encodeBlock(ids: Uint32Array, from: number, to: number): Buffer 
  */
 export function encodeGroup(trigrams: Uint32Array, ends: Uint32Array, ids: Uint32Array, first: number, last: number): Buffer {
   const n = last - first;
-  let size = 2 + n * 5;
+  const data = groupData(n);
+  let size = data;
   for (let k = first; k < last; k++) size += blockSize(ids, k === 0 ? 0 : ends[k - 1], ends[k]);
   const out = Buffer.allocUnsafe(size);
   out.writeUInt16LE(n, 0);
-  const data = 2 + n * 5;
   let pos = data;
   for (let k = first; k < last; k++) {
     out[2 + (k - first)] = trigrams[k] & 0xff;
@@ -76,20 +76,21 @@ export function encodeGroup(trigrams: Uint32Array, ends: Uint32Array, ids: Uint3
   return out;
 }
 
-/** The block of the trigram whose third byte is `low` inside a group value, or undefined. */
-export function findInGroup(group: Buffer, low: number): Buffer | undefined {
-  const n = group.readUInt16LE(0);
+/** The block of `gram` (the group's entry of its third byte) inside a group value, or undefined. */
+export function findInGroup(group: Buffer, gram: number): Buffer | undefined {
+  const low = gram & 0xff;
+  const n = groupSize(group);
   let lo = 0;
   let hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (group[2 + mid] < low) lo = mid + 1;
+    if (groupLow(group, mid) < low) lo = mid + 1;
     else hi = mid;
   }
-  if (lo === n || group[2 + lo] !== low) return undefined;
-  const data = 2 + n * 5;
-  const start = lo === 0 ? 0 : group.readUInt32LE(2 + n + (lo - 1) * 4);
-  return group.subarray(data + start, data + group.readUInt32LE(2 + n + lo * 4));
+  if (lo === n || groupLow(group, lo) !== low) return undefined;
+  const data = groupData(n);
+  const start = lo === 0 ? 0 : groupEnd(group, n, lo - 1);
+  return group.subarray(data + start, data + groupEnd(group, n, lo));
 }
 
 /** The number of trigrams in a group value. */

@@ -171,7 +171,7 @@ export class ShardSnapshot {
     const { segFirst, segNext } = this.state();
     for (let segment = segFirst; segment < segNext; segment++) {
       const group = readFast(recent, recentKey(segment, groupOf(key)), this.opts);
-      const block = group === undefined ? undefined : findInGroup(group, key & 0xff);
+      const block = group === undefined ? undefined : findInGroup(group, key);
       if (block === undefined || blockCount(block) === 0) continue;
       blocks.push(Buffer.from(block)); // copy: the read buffer is reused by the next get
       count += blockCount(block);
