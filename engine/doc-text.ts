@@ -1,5 +1,5 @@
 /**
- * The value format of the shard's `text` database (see `shard-reader.ts`): a document's UTF-8
+ * The value format of the shard's `text` database (see `shard-format.ts`): a document's UTF-8
  * text, zero padding to a multiple of 4 bytes, then the byte offset where each line starts,
  * as u16 LE when the text is shorter than 64 KiB, else u32 LE.
  *

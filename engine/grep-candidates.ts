@@ -11,8 +11,9 @@
 
 import type { Query } from './regex/query.js';
 import type { GrepFilter } from './grep-filter.js';
-import { blockCount, blockFirstId, blockLastId, intersectBlock } from './posting-block.js';
-import { decodePostings, dirRange, type DocMeta, type PostingBlocks, type ShardSnapshot } from './shard-reader.js';
+import { blockCount, blockFirstId, blockLastId, decodePostings, intersectBlock, type PostingBlocks } from './posting-block.js';
+import { dirRange, type DocMeta } from './shard-format.js';
+import type { ShardSnapshot } from './shard-snapshot.js';
 import { comparePaths } from './tool-output.js';
 import type { Visibility } from './visibility.js';
 

@@ -1,9 +1,12 @@
 /**
- * The engine: per-workspace shards (format in shard-reader.ts) and the four read tools. It
+ * The engine: per-workspace shards (format in shard-format.ts) and the four read tools. It
  * knows nothing of HTTP, PostgreSQL or the ingest queue. This file only re-exports.
  */
 
-export { closeShardReader, openShardReader, ShardReader, ShardSnapshot, FORMAT_VERSION, type DocMeta, type ShardState } from './shard-reader.js';
+export { FORMAT_VERSION, type DocMeta, type ShardState } from './shard-format.js';
+export { closeShardReader, openShardReader } from './reader-cache.js';
+export { ShardReader } from './shard-reader.js';
+export { ShardSnapshot } from './shard-snapshot.js';
 export { openShardWriter, ShardWriter, type DocInput, type BatchResult, type CompactResult } from './shard-writer.js';
 export { Visibility, type Claims } from './visibility.js';
 export { HEARTBEAT, CHUNK_BYTES, MAX_LINE_CHARS, type ToolSummary } from './tool-output.js';

@@ -8,7 +8,7 @@
  * 1. Literal alternatives (`literalAlternatives`: `foo|bar\(`) need no regex: the leftmost
  *    occurrence of any of them (StringFinder, string-finder.ts) is the leftmost match.
  * 2. Required-literal prefilter: when every match contains one of a few strings
- *    (`requiredLiterals` in regex-query.ts, e.g. `_probe(struct platform_device` for
+ *    (`required` of the pattern's facts, engine/regex/, e.g. `_probe(struct platform_device` for
  *    `static int \w+_probe\(struct platform_device`), a StringFinder finds the next line
  *    holding one and RE2 searches, as in path 3, a window of whole lines from there
  *    (WINDOW_BYTES, cut out of the text so RE2 stops at its end). Lines holding none are

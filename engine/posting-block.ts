@@ -1,6 +1,7 @@
 /**
- * Postings blocks: the value format of the shard's `postings` database (see the format
- * description in `shard-reader.ts`).
+ * Postings blocks: the value format of the shard's `postings` and `quads` databases, and of
+ * the level-0 groups of `recent` and `recentQuads` (see the format description in
+ * `shard-format.ts`).
  *
  *   count (u32 LE) ‖ lastId (u32 LE) ‖ `count` LEB128 varints
  *
@@ -61,11 +62,11 @@ export function encodeBlock(ids: Uint32Array, from: number, to: number): Buffer 
  */
 export function encodeGroup(trigrams: Uint32Array, ends: Uint32Array, ids: Uint32Array, first: number, last: number): Buffer {
   const n = last - first;
-  let size = 2 + n * 5;
+  const data = groupData(n);
+  let size = data;
   for (let k = first; k < last; k++) size += blockSize(ids, k === 0 ? 0 : ends[k - 1], ends[k]);
   const out = Buffer.allocUnsafe(size);
   out.writeUInt16LE(n, 0);
-  const data = 2 + n * 5;
   let pos = data;
   for (let k = first; k < last; k++) {
     out[2 + (k - first)] = trigrams[k] & 0xff;
@@ -75,25 +76,31 @@ export function encodeGroup(trigrams: Uint32Array, ends: Uint32Array, ids: Uint3
   return out;
 }
 
-/** The block of the trigram whose third byte is `low` inside a group value, or undefined. */
-export function findInGroup(group: Buffer, low: number): Buffer | undefined {
-  const n = group.readUInt16LE(0);
+/** The block of `gram` (the group's entry of its third byte) inside a group value, or undefined. */
+export function findInGroup(group: Buffer, gram: number): Buffer | undefined {
+  const low = gram & 0xff;
+  const n = groupSize(group);
   let lo = 0;
   let hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (group[2 + mid] < low) lo = mid + 1;
+    if (groupLow(group, mid) < low) lo = mid + 1;
     else hi = mid;
   }
-  if (lo === n || group[2 + lo] !== low) return undefined;
-  const data = 2 + n * 5;
-  const start = lo === 0 ? 0 : group.readUInt32LE(2 + n + (lo - 1) * 4);
-  return group.subarray(data + start, data + group.readUInt32LE(2 + n + lo * 4));
+  if (lo === n || groupLow(group, lo) !== low) return undefined;
+  const data = groupData(n);
+  const start = lo === 0 ? 0 : groupEnd(group, n, lo - 1);
+  return group.subarray(data + start, data + groupEnd(group, n, lo));
 }
 
 /** The number of trigrams in a group value. */
 export function groupSize(group: Uint8Array): number {
   return group[0] | (group[1] << 8);
+}
+
+/** The third byte of the i-th trigram of a group value (the group's key names the first two). */
+export function groupLow(group: Uint8Array, i: number): number {
+  return group[2 + i];
 }
 
 /** Where the blocks of a group value with `n` trigrams begin. */
@@ -130,6 +137,25 @@ export function appendToBlock(block: Uint8Array, ids: Uint32Array, from: number,
   out.writeUInt32LE(count + (to - from), 0);
   out.writeUInt32LE(last, 4);
   return out;
+}
+
+/**
+ * A posting list as stored: its blocks in id order (the level-1 blocks, then its block in each
+ * live level-0 segment), so the ids of block i all precede those of block i + 1.
+ */
+export interface PostingBlocks {
+  /** Number of ids (live or dead) in all blocks, from their headers. */
+  count: number;
+  /** The blocks, none empty. */
+  blocks: Buffer[];
+}
+
+/** Every id of a posting list, ascending. */
+export function decodePostings(list: PostingBlocks): Uint32Array {
+  const ids = new Uint32Array(list.count);
+  let pos = 0;
+  for (const block of list.blocks) pos = decodeBlock(block, ids, pos);
+  return ids;
 }
 
 /** The number of ids a block holds, read from its header. */

@@ -1,6 +1,6 @@
 /**
  * A shard's live documents held in memory, for one `docsVersion` of the shard (see the format
- * description in shard-reader.ts): the same DocMeta records as `docs` and `paths`, in path
+ * description in shard-format.ts): the same DocMeta records as `docs` and `paths`, in path
  * order, with lookups by id and by path.
  *
  * `ls`, `find` and grep's candidate selection read one record per listed path or candidate;
@@ -17,7 +17,7 @@
  * and a catalog of an older version as soon as a snapshot sees a newer one.
  */
 
-import type { DocMeta } from './shard-reader.js';
+import type { DocMeta } from './shard-format.js';
 import { comparePaths } from './tool-output.js';
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Writes a workspace shard (format: `shard-reader.ts`). One ShardWriter per shard: its
+ * Writes a workspace shard (format: `shard-format.ts`). One ShardWriter per shard: its
  * operations run one after another, each in ONE LMDB write transaction whose promise resolves
  * once the commit is on disk (the environment is opened without noSync and without
  * overlappingSync). Readers keep seeing the previous version until the commit.
@@ -34,30 +34,40 @@ import {
   BLOCK_HEADER_BYTES,
   blockCount,
   blockCountAt,
+  blockLastId,
   decodeBlock,
   decodeBlockAt,
+  decodePostings,
   encodeBlock,
   encodeGroup,
   groupData,
   groupEnd,
+  groupLow,
   groupSize,
   varintSize,
+  type PostingBlocks,
 } from './posting-block.js';
+import { acquireShardEnv, readFast, releaseShardEnv, type ShardEnv } from './shard-env.js';
 import {
-  acquireShardEnv,
-  FORMAT_VERSION,
-  readFast,
-  recentKey,
-  withDefaults,
+  bumpDocsVersion,
   fromRecord,
+  gramOf,
+  groupOf,
+  PAGE_BYTES,
   postingKey,
-  releaseShardEnv,
+  postingKeyGram,
+  postingsRange,
+  readState,
+  recentKey,
+  recentKeyGroup,
+  segmentsRange,
+  stampFormat,
   TAIL_BLOCK_ID,
   toRecord,
+  writeState,
   type DocMeta,
-  type ShardEnv,
   type ShardState,
-} from './shard-reader.js';
+} from './shard-format.js';
 import { distinctQuadBuckets, distinctTrigrams, QUAD_BUCKET_BITS } from './trigram-extract.js';
 
 /** One document to store. */
@@ -94,7 +104,6 @@ export interface CompactResult {
   deadIdsDropped: number;
 }
 
-const PAGE_BYTES = 4096;
 /**
  * A tail block is rewritten on every batch that touches its trigram; past this size it is
  * sealed. One LMDB overflow page holds exactly this much (4 KiB minus the 16-byte page header),
@@ -122,7 +131,7 @@ interface NewDoc {
   replaces: DocMeta | undefined;
 }
 
-/** One n-gram index: its two levels (see the format in shard-reader.ts) and the number of its keys. */
+/** One n-gram index: its two levels (see shard-format.ts) and the number of its keys. */
 interface GramIndex {
   postings: ShardEnv['postings'];
   recent: ShardEnv['recent'];
@@ -197,7 +206,8 @@ function buildPostings(docIds: readonly number[], keys: readonly Uint32Array[]):
 
 /**
  * The per-trigram id lists of level-0 group values (in segment order, so each list comes out
- * ascending), by the same counting sort as buildPostings.
+ * ascending; `prefixes[g]` is the group of `groups[g]`, from its key), by the same counting
+ * sort as buildPostings.
  */
 function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
   const counts = (trigramCounts ??= new Uint32Array(1 << 24));
@@ -210,7 +220,7 @@ function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
     const data = groupData(n);
     let start = 0;
     for (let i = 0; i < n; i++) {
-      const t = prefixes[g] | group[2 + i];
+      const t = gramOf(prefixes[g], groupLow(group, i));
       const c = blockCountAt(group, data + start);
       if (counts[t] === 0) {
         if (distinct === touched.length) {
@@ -233,7 +243,7 @@ function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
     const data = groupData(n);
     let start = 0;
     for (let i = 0; i < n; i++) {
-      const t = prefixes[g] | group[2 + i];
+      const t = gramOf(prefixes[g], groupLow(group, i));
       const end = groupEnd(group, n, i);
       counts[t] = decodeBlockAt(group, data + start, data + end, ids, counts[t]);
       start = end;
@@ -287,7 +297,7 @@ export class ShardWriter {
 
   /** The bookkeeping record as last committed. */
   state(): ShardState {
-    return withDefaults(this.shard.info.get('state') as Partial<ShardState> | undefined);
+    return readState(this.shard.info);
   }
 
   /** True when enough ids died since the last compaction that `compact()` is worth its cost. */
@@ -326,8 +336,8 @@ export class ShardWriter {
         state.liveDocs--;
         state.deadIds++;
         state.textBytes -= old.textBytes;
-        this.shard.info.put('state', state);
-        this.bumpDocsVersion();
+        writeState(this.shard.info, state);
+        bumpDocsVersion(this.shard.info); // readers' catalogs of the old version stop applying
         return true;
       });
     });
@@ -377,11 +387,6 @@ export class ShardWriter {
    */
   private atomically<T>(fn: () => T): Promise<T> {
     return this.shard.env.childTransaction(fn);
-  }
-
-  /** Inside a write transaction that changes `docs` or `paths`: readers' catalogs of the old version stop applying. */
-  private bumpDocsVersion(): void {
-    this.shard.info.put('docsVersion', ((this.shard.info.get('docsVersion') as number | undefined) ?? 0) + 1);
   }
 
   private readState(): ShardState {
@@ -445,7 +450,7 @@ export class ShardWriter {
       for (const doc of fresh) {
         const { meta, replaces } = doc;
         const current = this.shard.paths.get(meta.path);
-        if ((current === undefined ? undefined : current[0]) !== replaces?.id) {
+        if ((current === undefined ? undefined : fromRecord(current).id) !== replaces?.id) {
           throw new Error(`shard ${this.shard.dir}: ${meta.path} changed under this writer: one ShardWriter per shard`);
         }
         if (replaces !== undefined) {
@@ -472,9 +477,9 @@ export class ShardWriter {
         for (let i = 0; i < postings.length; i++) state.recentBytes += this.writeSegment(this.indexes[i].recent, segment, postings[i]);
       }
       state.nextDocId = nextId;
-      this.shard.info.put('state', state);
-      this.bumpDocsVersion();
-      if (this.shard.info.get('format') === undefined) this.shard.info.put('format', FORMAT_VERSION);
+      writeState(this.shard.info, state);
+      bumpDocsVersion(this.shard.info); // readers' catalogs of the old version stop applying
+      stampFormat(this.shard.info);
     });
     return { indexed: fresh.length, unchanged: byPath.size - fresh.length };
   }
@@ -485,9 +490,9 @@ export class ShardWriter {
     let bytes = 0;
     // One value per two-byte prefix: several times fewer writes than one per trigram.
     for (let first = 0; first < trigrams.length; ) {
-      const prefix = trigrams[first] >>> 8;
+      const prefix = groupOf(trigrams[first]);
       let last = first + 1;
-      while (last < trigrams.length && trigrams[last] >>> 8 === prefix) last++;
+      while (last < trigrams.length && groupOf(trigrams[last]) === prefix) last++;
       const group = encodeGroup(trigrams, ends, ids, first, last);
       // Keys grow (segment, then prefix): MDB_APPEND fills pages and touches no old page.
       recent.putSync(recentKey(segment, prefix), group, { append: true });
@@ -505,8 +510,8 @@ export class ShardWriter {
       for (const index of this.indexes) {
         const prefixes: number[] = [];
         const groups: Buffer[] = [];
-        for (const { key, value } of index.recent.getRange({ start: recentKey(state.segFirst, 0), end: recentKey(state.segNext, 0) })) {
-          prefixes.push(key.readUInt16BE(4) << 8);
+        for (const { key, value } of index.recent.getRange(segmentsRange(state.segFirst, state.segNext))) {
+          prefixes.push(recentKeyGroup(key));
           groups.push(value); // binary values from a range are copies
         }
         this.appendPostings(index.postings, mergeGroups(prefixes, groups));
@@ -514,7 +519,7 @@ export class ShardWriter {
       }
       state.segFirst = state.segNext;
       state.recentBytes = 0;
-      this.shard.info.put('state', state);
+      writeState(this.shard.info, state);
     });
   }
 
@@ -532,7 +537,7 @@ export class ShardWriter {
       } else {
         // The read buffer is reused by the next read: copy what we need first.
         const tail = Buffer.from(raw);
-        const last = (tail[4] | (tail[5] << 8) | (tail[6] << 16) | (tail[7] << 24)) >>> 0;
+        const last = blockLastId(tail);
         let added = 0;
         for (let i = from, prev = last; i < to; i++) {
           added += varintSize(ids[i] - prev);
@@ -595,7 +600,7 @@ export class ShardWriter {
     await this.atomically(() => {
       const current = this.readState();
       current.deadIds = 0;
-      this.shard.info.put('state', current);
+      writeState(this.shard.info, current);
     });
     return result;
   }
@@ -606,23 +611,24 @@ export class ShardWriter {
    */
   private compactRange(index: GramIndex, rangeStart: number, live: Uint8Array, result: CompactResult): void {
     const db = index.postings;
-    const start = postingKey(rangeStart, 0);
-    const end = rangeStart + COMPACT_RANGE >= index.keys ? Buffer.alloc(8, 0xff) : postingKey(rangeStart + COMPACT_RANGE, 0);
+    const rangeEnd = rangeStart + COMPACT_RANGE;
     // Read the whole range first: no writes while a cursor walks it.
     const entries: { key: Buffer; value: Buffer }[] = [];
-    for (const entry of db.getRange({ start, end })) entries.push({ key: Buffer.from(entry.key), value: Buffer.from(entry.value) });
+    for (const entry of db.getRange(postingsRange(rangeStart, rangeEnd >= index.keys ? undefined : rangeEnd))) {
+      entries.push({ key: Buffer.from(entry.key), value: Buffer.from(entry.value) });
+    }
     let i = 0;
     while (i < entries.length) {
-      const trigram = (entries[i].key[0] << 16) | (entries[i].key[1] << 8) | entries[i].key[2];
+      const trigram = postingKeyGram(entries[i].key);
       let j = i;
-      let count = 0;
-      while (j < entries.length && ((entries[j].key[0] << 16) | (entries[j].key[1] << 8) | entries[j].key[2]) === trigram) {
-        count += blockCount(entries[j].value);
+      const list: PostingBlocks = { count: 0, blocks: [] };
+      while (j < entries.length && postingKeyGram(entries[j].key) === trigram) {
+        list.count += blockCount(entries[j].value);
+        list.blocks.push(entries[j].value);
         j++;
       }
-      const ids = new Uint32Array(count);
-      let n = 0;
-      for (let k = i; k < j; k++) n = decodeBlock(entries[k].value, ids, n);
+      const ids = decodePostings(list);
+      const n = ids.length;
       let kept = 0;
       for (let k = 0; k < n; k++) {
         const id = ids[k];

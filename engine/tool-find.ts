@@ -12,7 +12,8 @@
 import picomatch from 'picomatch';
 import { VfsError, invalidParameter } from '../core/errors.js';
 import { newestFirst } from './shard-catalog.js';
-import { dirRange, type DocMeta, type ShardReader } from './shard-reader.js';
+import { dirRange, type DocMeta } from './shard-format.js';
+import type { ShardReader } from './shard-reader.js';
 import { ChunkedOutput, HEARTBEAT, LINES_PER_WRITE, relativeTo, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 

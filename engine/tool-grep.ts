@@ -42,7 +42,9 @@ import { evaluateQuery, pathHash, rootExists, selectCandidates, type PathShare }
 import { GrepFilter } from './grep-filter.js';
 import { LineMatcher } from './line-matcher.js';
 import { compilePattern, patternQuery, type PatternFacts } from './regex/pattern.js';
-import type { DocMeta, ShardReader, ShardSnapshot } from './shard-reader.js';
+import type { DocMeta } from './shard-format.js';
+import type { ShardReader } from './shard-reader.js';
+import type { ShardSnapshot } from './shard-snapshot.js';
 import {
   ChunkedOutput,
   comparePaths,

@@ -9,7 +9,9 @@
  */
 
 import { VfsError } from '../core/errors.js';
-import { dirRange, type ShardReader, type ShardSnapshot } from './shard-reader.js';
+import { dirRange } from './shard-format.js';
+import type { ShardReader } from './shard-reader.js';
+import type { ShardSnapshot } from './shard-snapshot.js';
 import { ChunkedOutput, comparePaths, LINES_PER_WRITE, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 

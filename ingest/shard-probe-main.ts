@@ -8,7 +8,7 @@
 import { existsSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { openShardReader } from '../engine/shard-reader.js';
+import { openShardReader } from '../engine/reader-cache.js';
 
 const say = (message: object): void => {
   writeSync(1, JSON.stringify(message) + '\n');

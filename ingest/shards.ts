@@ -6,7 +6,7 @@
  */
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { openShardReader } from '../engine/shard-reader.js';
+import { openShardReader } from '../engine/reader-cache.js';
 import { type DocInput, type ShardWriter, openShardWriter } from '../engine/shard-writer.js';
 
 /** The directory holding every workspace shard of a data directory. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { find, grep, ls, ShardReader } from '../engine/index.js';
 import { ShardCatalog } from '../engine/shard-catalog.js';
-import type { DocMeta } from '../engine/shard-reader.js';
+import type { DocMeta } from '../engine/shard-format.js';
 import { buildShard, output, readerOf, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
 import { seededRandom } from './helpers/random.js';
 

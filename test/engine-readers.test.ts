@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cat, openShardReader, openShardWriter, ShardReader } from '../engine/index.js';
-import { MAX_OPEN_READERS, openReaderCount } from '../engine/shard-reader.js';
+import { openReaderCount } from '../engine/reader-cache.js';
+import { MAX_OPEN_READERS } from '../engine/shard-reader.js';
 import { output, toInput } from './helpers/engine-shard.js';
 
 const openFds = (): number => readdirSync('/proc/self/fd').length;

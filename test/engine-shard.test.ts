@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { countLines, encodeDocValue, lineEndOf, lineStartsOf } from '../engine/doc-text.js';
-import { appendToBlock, blockFirstId, blockLastId, decodeBlock, encodeBlock, encodeGroup, findInGroup, intersectBlock } from '../engine/posting-block.js';
+import { appendToBlock, blockFirstId, blockLastId, decodeBlock, decodePostings, encodeBlock, encodeGroup, findInGroup, intersectBlock } from '../engine/posting-block.js';
 import { distinctQuadBuckets, distinctTrigrams, foldQuad, QUAD_BUCKET_BITS, QUAD_KEY_BASE, quadBucket } from '../engine/trigram-extract.js';
 import { cat, openShardWriter } from '../engine/index.js';
 import { SEALED_BLOCK_BYTES, TAIL_BLOCK_BYTES } from '../engine/shard-writer.js';
-import { acquireShardEnv, decodePostings, dirRange, releaseShardEnv, TAIL_BLOCK_ID, trigramRange } from '../engine/shard-reader.js';
+import { acquireShardEnv, releaseShardEnv } from '../engine/shard-env.js';
+import { dirRange, postingKeyFirstId, TAIL_BLOCK_ID, trigramRange } from '../engine/shard-format.js';
 import { buildShard, output, toInput, type TestShard } from './helpers/engine-shard.js';
 
 const open: TestShard[] = [];
@@ -359,7 +360,7 @@ describe('shard writer and reader', () => {
     after.done();
     const env = acquireShardEnv(s.dir);
     try {
-      const blocks = [...env.postings.getRange(trigramRange(tri('sha')))].map(({ key, value }) => ({ first: key.readUInt32BE(3), bytes: value.length }));
+      const blocks = [...env.postings.getRange(trigramRange(tri('sha')))].map(({ key, value }) => ({ first: postingKeyFirstId(key), bytes: value.length }));
       const sealed = blocks.filter((b) => b.first !== TAIL_BLOCK_ID);
       expect(sealed.length).toBeGreaterThan(0);
       for (const b of sealed) {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
-import { acquireShardEnv, releaseShardEnv } from '../engine/shard-reader.js';
+import { acquireShardEnv, releaseShardEnv } from '../engine/shard-env.js';
 import { EMBEDDED_NAMES } from '../service/service.js';
 import { FaultService, liftReadLimits, listFiles, settled } from './helpers/faults.js';
 import { makePdf } from './helpers/make-pdf.js';

@@ -3,7 +3,8 @@ import { evaluateQuery, lookupCandidates, pathHash, scanCandidates, selectCandid
 import { GrepFilter } from '../engine/grep-filter.js';
 import { evalQuery, type Query } from '../engine/regex/query.js';
 import { regexQuery } from './helpers/regex.js';
-import type { DocMeta, ShardSnapshot } from '../engine/shard-reader.js';
+import type { DocMeta } from '../engine/shard-format.js';
+import type { ShardSnapshot } from '../engine/shard-snapshot.js';
 import { comparePaths } from '../engine/tool-output.js';
 import { Visibility } from '../engine/visibility.js';
 import { buildShard, type DocSpec, type TestShard } from './helpers/engine-shard.js';

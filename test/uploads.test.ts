@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setAccountLimits } from '../db/accounts.js';
-import { closeShardReader, openShardReader, type ShardState } from '../engine/shard-reader.js';
+import { closeShardReader, openShardReader, type ShardState } from '../engine/index.js';
 import { makePdf, makeXObjectBombPdf } from './helpers/make-pdf.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
 

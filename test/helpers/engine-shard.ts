@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openShardReader, openShardWriter, ShardReader, type DocInput, type ShardWriter, type ToolSummary } from '../../engine/index.js';
-import { acquireShardEnv } from '../../engine/shard-reader.js';
+import { acquireShardEnv } from '../../engine/shard-env.js';
 
 /** A document as tests write it: only `path` and `text` are required. */
 export interface DocSpec {

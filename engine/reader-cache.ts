@@ -1,0 +1,60 @@
+/**
+ * The shard readers of one thread, by directory. A thread keeps at most ShardReader.maxOpen
+ * readers open (each holds three file descriptors and a memory map): opening one more first
+ * closes the least recently used reader that has no snapshot in use. Readers in use are never
+ * closed, so the bound is exceeded only by as many shards as are being read at that moment.
+ */
+
+import { resolve } from 'node:path';
+import { acquireShardEnv } from './shard-env.js';
+import { ShardReader } from './shard-reader.js';
+
+const readers = new Map<string, ShardReader>();
+
+/** Called by a reader as it closes: it is no longer the one to hand out for its directory. */
+function forget(reader: ShardReader): void {
+  if (readers.get(reader.shard.dir) === reader) readers.delete(reader.shard.dir);
+}
+
+/**
+ * The reader of the shard in directory `dir`, opened once per thread and cached. A missing
+ * shard is created empty (a workspace without files has an empty shard).
+ */
+export function openShardReader(directory: string): ShardReader {
+  // Looked up as given first: callers pass the same absolute path on every call.
+  let reader = readers.get(directory);
+  if (reader !== undefined) return reader;
+  const dir = resolve(directory);
+  reader = readers.get(dir);
+  if (reader === undefined) {
+    if (readers.size >= ShardReader.maxOpen) closeLeastRecentReader();
+    reader = new ShardReader(acquireShardEnv(dir), forget);
+    readers.set(dir, reader);
+  }
+  return reader;
+}
+
+/**
+ * Forgets this thread's reader of the shard in `directory` (a deleted workspace's): it closes
+ * once its snapshots in use end, which frees the shard's disk space and descriptors.
+ */
+export function closeShardReader(directory: string): void {
+  const dir = resolve(directory);
+  const reader = readers.get(dir);
+  if (reader === undefined) return;
+  readers.delete(dir);
+  reader.closeWhenIdle();
+}
+
+/** Closes the reader that began a snapshot longest ago among those with none in use. */
+function closeLeastRecentReader(): void {
+  let oldest: ShardReader | null = null;
+  for (const reader of readers.values()) if (reader.idle && (oldest === null || reader.lastSnapshot < oldest.lastSnapshot)) oldest = reader;
+  // Its map entry goes at once; the environment closes when lmdb-js is done with it.
+  oldest?.closeWhenIdle();
+}
+
+/** Readers open on this thread (for tests and monitoring). */
+export function openReaderCount(): number {
+  return readers.size;
+}

@@ -1,0 +1,80 @@
+/**
+ * Opening and closing shard environments (format: shard-format.ts). lmdb-js opens an
+ * environment once per process and shares it between threads; within a thread one ShardEnv per
+ * directory is shared by the reader and a writer, reference-counted, and closed with its last
+ * user.
+ */
+
+import { resolve } from 'node:path';
+import { open, type Database, type Key, type RootDatabase, type Transaction } from 'lmdb';
+import { checkFormat, openShardDatabases, PAGE_BYTES, type ShardDatabases } from './shard-format.js';
+
+/** The databases of one open environment. */
+export interface ShardEnv extends ShardDatabases {
+  /** Absolute directory of the shard. */
+  dir: string;
+  /** The LMDB environment, for transactions. */
+  env: RootDatabase;
+}
+
+interface CachedEnv {
+  shard: ShardEnv;
+  refs: number;
+}
+
+const envs = new Map<string, CachedEnv>();
+
+/**
+ * Opens (or shares) the environment of the shard in `dir`, creating it if missing. Readers and
+ * the writer use the same options: lmdb-js refuses to open an environment read-write in a
+ * process where it is already open read-only. A shard of another format is refused.
+ */
+export function acquireShardEnv(directory: string): ShardEnv {
+  const dir = resolve(directory);
+  const cached = envs.get(dir);
+  if (cached !== undefined) {
+    cached.refs++;
+    return cached.shard;
+  }
+  const env = open({
+    path: dir,
+    noSubdir: false,
+    maxDbs: 10,
+    maxReaders: 1024,
+    pageSize: PAGE_BYTES,
+    // Commits return only once fsynced, so a visible document is a durable one.
+    overlappingSync: false,
+  });
+  const shard: ShardEnv = { dir, env, ...openShardDatabases(env) };
+  try {
+    checkFormat(dir, shard.info);
+  } catch (error) {
+    void env.close();
+    throw error;
+  }
+  envs.set(dir, { shard, refs: 1 });
+  return shard;
+}
+
+/** Releases a reference taken by acquireShardEnv; the last one closes the environment. */
+export async function releaseShardEnv(shard: ShardEnv): Promise<void> {
+  const cached = envs.get(shard.dir);
+  if (cached === undefined || cached.shard !== shard) return;
+  if (--cached.refs > 0) return;
+  envs.delete(shard.dir);
+  await shard.env.close();
+}
+
+type FastGet<K> = (key: K, options?: { transaction: Transaction }) => Uint8Array | undefined;
+
+/**
+ * `db.getBinaryFast` (typed: lmdb-js's declaration lacks the options). The result is a view of
+ * the reused read buffer, exactly the value's length: valid only until the next read on the
+ * thread.
+ */
+export function readFast<K extends Key>(db: Database<Buffer, K>, key: K, options?: { transaction: Transaction }): Buffer | undefined {
+  const raw = (db.getBinaryFast as unknown as FastGet<K>).call(db, key, options);
+  if (raw === undefined) return undefined;
+  // lmdb-js sets `length` to the value size; the underlying memory may be larger.
+  return Buffer.from(raw.buffer, raw.byteOffset, (raw as { length: number }).length);
+}
