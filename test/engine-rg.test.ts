@@ -1,7 +1,9 @@
 /**
  * The engine against ripgrep (and `cat -n`) on the same corpus: files_with_matches sets,
  * count values and content lines (per file, with context separators) must equal what `rg`
- * reports for the same files.
+ * reports for the same files. Outside multiline mode no match spans a line end (ripgrep removes
+ * `\n` from the regex), and a pattern that names the line break itself is refused, as ripgrep
+ * refuses it.
  *
  * RE2's `\w \d \s \b` are ASCII while ripgrep's are Unicode, so ripgrep gets those escapes as
  * explicit ASCII classes (rgPattern): the comparison is about line matching, not dialects.
