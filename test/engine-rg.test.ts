@@ -1,7 +1,9 @@
 /**
  * The engine against ripgrep (and `cat -n`) on the same corpus: files_with_matches sets,
  * count values and content lines (per file, with context separators) must equal what `rg`
- * reports for the same files.
+ * reports for the same files. Outside multiline mode no match spans a line end (ripgrep removes
+ * `\n` from the regex), and a pattern that names the line break itself is refused, as ripgrep
+ * refuses it.
  *
  * RE2's `\w \d \s \b` are ASCII while ripgrep's are Unicode, so ripgrep gets those escapes as
  * explicit ASCII classes (rgPattern): the comparison is about line matching, not dialects.
@@ -16,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cat, find, grep, type GrepRequest } from '../engine/index.js';
 import { comparePaths, formatLine } from '../engine/tool-output.js';
 import { makeCorpus, writeCorpus, type CorpusFile } from './helpers/engine-corpus.js';
-import { buildShard, output, type TestShard } from './helpers/engine-shard.js';
+import { buildShard, output, toolError, type TestShard } from './helpers/engine-shard.js';
 
 const RG = '/usr/bin/rg';
 
@@ -31,6 +33,88 @@ interface Case {
   path?: string; // relative to the corpus root
   type?: string;
 }
+
+/**
+ * Patterns that RE2 could let match a `\n` when it searches a whole document (negated classes,
+ * `\s`, `\D`, `\W`, `\P{…}`, `.` under `(?s)`, ranges holding it). ripgrep removes `\n` from
+ * them, so they match inside one line only; the corpus holds lines they would match across
+ * (edges/*): CRLF ends, tabs, control characters, Unicode spaces, blank lines, no final newline.
+ */
+const NEWLINE_CAPABLE: Case[] = [
+  { pattern: '[^a-z]' },
+  { pattern: '[^a-z]', i: true },
+  { pattern: '[^a]' },
+  { pattern: '[^ -~\\t]' },
+  { pattern: '[^ -~\\t]', i: true },
+  { pattern: '"[^"]*"' },
+  { pattern: '\\([^)]*\\)' },
+  { pattern: '[^;]+;' },
+  { pattern: '[^\\n]' },
+  { pattern: '[^\\n\\r]{3}' },
+  { pattern: '[\\n-\\r]' }, // \v \f \r remain
+  { pattern: '[\\t-\\n]' }, // \t remains
+  { pattern: '\\s+' },
+  { pattern: '\\s{2,}' },
+  { pattern: '^\\s+$' },
+  { pattern: '=\\s*$' },
+  { pattern: '\\S+\\s+\\S+' },
+  { pattern: '\\S+\\s+\\S+', i: true },
+  { pattern: '[\\s]+' },
+  { pattern: '[^\\w\\s]' },
+  { pattern: '(?s).' },
+  { pattern: '(?s)a.b' },
+  { pattern: '(?s)a.b', i: true },
+  { pattern: '(?s:a.b)' },
+  { pattern: '(?s)^.{0,3}$' },
+  { pattern: '(?s)foo.*bar' },
+  { pattern: '[\\s\\S]' },
+  { pattern: '[\\s\\S]{3}' },
+  { pattern: '\\D' },
+  { pattern: '\\D{4}' },
+  { pattern: '\\W' },
+  { pattern: '\\W', i: true },
+  { pattern: '\\W\\W' },
+  { pattern: '\\W+$' },
+  { pattern: '\\P{L}' },
+  { pattern: '\\P{L}{3}' },
+  { pattern: '\\pC' },
+  { pattern: '\\p{Cc}' },
+  { pattern: '[[:space:]]+' },
+  { pattern: '[[:cntrl:]]' },
+  { pattern: '[^[:print:]]' },
+  { pattern: '[[:^print:]]' },
+  { pattern: '[\\x00-\\x7f]{10}' },
+  { pattern: '[\\x00-\\x7f]+' },
+];
+
+// The context each NEWLINE_CAPABLE case is also compared with, in turn.
+const CONTEXTS: Pick<Case, 'A' | 'B' | 'C'>[] = [{ C: 1 }, { A: 2 }, { B: 2 }, { A: 1, B: 3 }];
+
+/**
+ * Patterns that name the line break itself: ripgrep refuses them outside multiline mode ("the
+ * literal '\n' is not allowed in a regex"), and so must the engine; with multiline they match.
+ */
+const LINE_BREAK_PATTERNS = [
+  '\\n',
+  '[\\n]',
+  'a\\nb',
+  '[\\n]|b',
+  'b|[\\n]',
+  '\\x0a',
+  '\\x0A',
+  '\\x{a}',
+  '[\\x0a]',
+  '[\\n\\n]',
+  '[\\n-\\n]',
+  '[^\\x00-\\x09\\x0b-\\x{10ffff}]', // a class of \n alone
+  '\\n?',
+  '(\\n)?a',
+  'a|\\n',
+  '(?i)\\n',
+  '(?s)\\n',
+  ';\\s*\\n',
+  'foo\nbar', // a raw line break in the pattern
+];
 
 const CASES: Case[] = [
   // literals
@@ -150,6 +234,10 @@ const CASES: Case[] = [
   { pattern: 'int.*\\n.*return', multiline: true },
   { pattern: '\\{[^}]*\\}', multiline: true },
   { pattern: '^$\\n^$', multiline: true },
+  // patterns naming the line break: refused outside multiline mode (LINE_BREAK_PATTERNS)
+  ...LINE_BREAK_PATTERNS.map((pattern) => ({ pattern, multiline: true })),
+  // newline-capable patterns, each alone and with context
+  ...NEWLINE_CAPABLE.flatMap((c, k) => [c, { ...c, ...CONTEXTS[k % CONTEXTS.length] }]),
 ];
 
 // RE2's ASCII classes spelled as Unicode-mode classes for ripgrep (a `(?-u:\D)` would match
@@ -165,7 +253,10 @@ const RG_CLASSES: Record<string, string> = {
   B: '(?-u:\\B)',
 };
 
-/** RE2's ASCII `\w \d \s \b` (and negations) as ripgrep spells them, outside classes. */
+/**
+ * RE2's ASCII `\w \d \s \b` (and negations) as ripgrep spells them; inside a class the class
+ * escapes become nested classes (`[^\w\s]` → `[^[0-9A-Za-z_][\t\n\f\r ]]`), which ripgrep reads.
+ */
 function rgPattern(pattern: string): string {
   let out = '';
   let inClass = false;
@@ -173,7 +264,8 @@ function rgPattern(pattern: string): string {
     const ch = pattern[i];
     if (ch === '\\') {
       const next = pattern[i + 1];
-      out += !inClass && Object.hasOwn(RG_CLASSES, next) ? RG_CLASSES[next] : ch + next;
+      const assertion = next === 'b' || next === 'B';
+      out += Object.hasOwn(RG_CLASSES, next) && !(inClass && assertion) ? RG_CLASSES[next] : ch + next;
       i++;
       continue;
     }
@@ -187,14 +279,16 @@ function rgPattern(pattern: string): string {
 let root: string;
 let corpus: CorpusFile[];
 let shard: TestShard;
-let known: string[]; // '/'-prefixed paths, longest first
+let known: Set<string>; // '/'-prefixed paths
+let longestPath: number;
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'engine-rg-'));
   corpus = makeCorpus();
   writeCorpus(root, corpus);
   shard = await buildShard(corpus.map((f) => ({ path: '/' + f.rel, text: f.text })));
-  known = corpus.map((f) => '/' + f.rel).sort((a, b) => b.length - a.length);
+  known = new Set(corpus.map((f) => '/' + f.rel));
+  longestPath = Math.max(...[...known].map((p) => p.length));
 });
 afterAll(async () => {
   await shard.close();
@@ -250,10 +344,10 @@ function engine(c: Case, mode: Mode): string[] {
     .filter((l) => l !== '');
 }
 
-/** Splits `path<sep>rest` using the known paths (names may contain `-` and `:`). */
+/** Splits `path<sep>rest` at the longest known path (names may contain `-` and `:`). */
 function splitPath(line: string): [string, string] {
-  for (const p of known) {
-    if (line.startsWith(p) && (line[p.length] === ':' || line[p.length] === '-')) return [p, line.slice(p.length)];
+  for (let end = Math.min(longestPath, line.length - 1); end > 0; end--) {
+    if ((line[end] === ':' || line[end] === '-') && known.has(line.slice(0, end))) return [line.slice(0, end), line.slice(end)];
   }
   throw new Error(`no known path in ${JSON.stringify(line)}`);
 }
@@ -314,6 +408,21 @@ describe('grep equals ripgrep', () => {
     const order = [...perFile(content, false).keys()];
     expect(order).toEqual([...order].sort(comparePaths));
   });
+});
+
+describe('a pattern naming the line break', () => {
+  it.each(LINE_BREAK_PATTERNS.flatMap((p) => [[p, false], [p, true]] as const))(
+    '%j (-i %s) is refused outside multiline mode, as ripgrep refuses it',
+    (pattern, i) => {
+      const r = spawnSync(RG, ['--no-config', ...(i ? ['-i'] : []), '-e', rgPattern(pattern), '.'], { cwd: root });
+      expect(r.status).toBe(2);
+      expect(r.stderr.toString('utf8')).toContain("the literal '\"\\n\"' is not allowed in a regex");
+      const error = toolError(grep(shard.reader, { claims: null, pattern, caseInsensitive: i }));
+      expect(error?.code).toBe('INVALID_PARAMETER');
+      expect(error?.message).toMatch(/^invalid pattern: /);
+      expect(error?.message).toContain('multiline=true');
+    },
+  );
 });
 
 describe('find and cat on the corpus', () => {

@@ -87,6 +87,30 @@ export function makeCorpus(count = 400, seed = 12345): CorpusFile[] {
   files.set('.hidden-root', 'hidden foo bar\n');
   files.set('src/.dotdir/inner.c', 'int hidden_fn(void) { return 0; }\n');
   files.set('trailing-spaces.txt', 'foo   \nbar\t\n  \n');
+  // Lines that a regex searching the whole text could match across a line end (`"[^"]*"`,
+  // `\([^)]*\)`, `[^;]+;`, `\s{2,}`, `(?s)a.b`, `\D{4}`, `\W\W`, ...) but no single line matches.
+  files.set(
+    'edges/spans.c',
+    [
+      'printf("hello', 'world");', 's = "one" + "two";', 'call(alpha,', '     beta);', 'f(x) + g(y)', 'x =', '    1;',
+      'y = \t', 'z = 2;', 'let total = a', '  + b;', 'for (;;) {}', 'data', 'b', 'tail a', 'b head', 'one ', ' two',
+      'word', 'next', 'a;', '(', 'abc', 'd1', 'ab12', '34cd', '123456789', 'abcdefghi', 'end;',
+    ].join('\n') + '\n',
+  );
+  // Control characters, Unicode spaces and digits: what the Unicode classes, `[[:cntrl:]]` and
+  // `[^[:print:]]` meet besides `\t` and `\r`.
+  files.set(
+    'edges/controls.txt',
+    [
+      'vertical\vtab', 'form\ffeed', 'bell\x07 and escape \x1b[0m', 'delete\x7f', 'lone\rreturn', 'nel\u0085next',
+      'nbsp\u00a0space', 'line\u2028separator', 'para\u2029separator', 'em\u2003space ideographic\u3000space',
+      'zero\u200bwidth', 'arabic \u0663\u0664\u0665 digits and fullwidth \uff11\uff12\uff13', 'plain',
+    ].join('\n') + '\n',
+  );
+  files.set('edges/crlf-last.txt', 'x =\r\n\r\n"open\r\nclose"\r\n \t \r\nab\r\n(a;\r\nb)\r\nend');
+  files.set('edges/blank.txt', '\n\n\t\n \n\t \t\n\n  \nab\n\n');
+  files.set('edges/spaces-last.txt', '  \t');
+  files.set('edges/cr-only.txt', 'a\rb\rc');
   return [...files.entries()].map(([rel, text]) => ({ rel, text }));
 }
 
