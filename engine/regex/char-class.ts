@@ -96,3 +96,10 @@ export const POSIX_GROUPS: Record<string, Ranges> = {
   word: [0x30, 0x39, 0x41, 0x5a, 0x5f, 0x5f, 0x61, 0x7a],
   xdigit: [0x30, 0x39, 0x41, 0x46, 0x61, 0x66],
 };
+
+/** The ranges of a Perl or POSIX group (ASCII, exact), negated or not. */
+export function groupRanges(group: { kind: 'perl' | 'posix' | 'unicode'; name: string; negated: boolean }): Ranges {
+  if (group.kind === 'unicode') throw new Error(`no table for \\p{${group.name}}`);
+  const base = group.kind === 'perl' ? PERL_GROUPS[group.name] : POSIX_GROUPS[group.name];
+  return group.negated ? negateRanges(base) : base;
+}

@@ -9,14 +9,13 @@
  *     refused: the caller asked for the line break itself, which only multiline mode can match;
  *   - the text's edges are the line's: `\A` and `\z` (and `^ $` under `(?-m)`) become `^ $`.
  *
- * Two nodes stay able to match `\n`, and a search then checks each hit's line again: `\C` (any
- * byte, which no class can narrow) and a class under case folding whose Unicode group holds
- * `\n` (`-i` with `\P{L}`), where RE2's fold-then-negate leaves no exact spelling.
+ * One node stays able to match `\n`, and a search with it checks each hit's line again: `\C`
+ * (any byte, which no class can narrow).
  */
 
 import RE2 from 're2';
-import { rangesHold, removeFromRanges, normalizeRanges, countRanges, MAX_RUNE } from './char-class.js';
-import type { CharClass, Regex, UnicodeGroup } from './syntax.js';
+import { countRanges, groupRanges, MAX_RUNE, normalizeRanges, rangesHold, removeFromRanges } from './char-class.js';
+import type { CharClass, ClassGroup, Regex } from './syntax.js';
 
 const NEWLINE = 0x0a;
 
@@ -28,28 +27,29 @@ export class LineBreakInPattern extends Error {
 }
 
 /** Whether each Unicode group (by name) holds U+000A, as RE2 itself answers. */
-const groupsHoldingNewline = new Map<string, boolean>();
+const unicodeHoldingNewline = new Map<string, boolean>();
 
-function groupHoldsNewline(group: UnicodeGroup): boolean {
-  let holds = groupsHoldingNewline.get(group.name);
+/** Whether a group holds `\n` (under any case flag: nothing folds to or from `\n`). */
+function groupHoldsNewline(group: ClassGroup): boolean {
+  if (group.kind !== 'unicode') return rangesHold(groupRanges(group), NEWLINE);
+  let holds = unicodeHoldingNewline.get(group.name);
   if (holds === undefined) {
     holds = new RE2(`\\p{${group.name}}`).test('\n');
-    if (groupsHoldingNewline.size < 1024) groupsHoldingNewline.set(group.name, holds);
+    if (unicodeHoldingNewline.size < 1024) unicodeHoldingNewline.set(group.name, holds);
   }
   return holds !== group.negated;
 }
 
-/** Whether a class (read under any case flag: nothing folds to or from `\n`) holds `\n`. */
+/** Whether a class (read under any case flag) holds `\n`. */
 export function classHoldsNewline(cls: CharClass): boolean {
-  const inItems = rangesHold(cls.ranges, NEWLINE) || cls.unicode.some(groupHoldsNewline);
+  const inItems = rangesHold(cls.ranges, NEWLINE) || cls.groups.some(groupHoldsNewline);
   return inItems !== cls.negated;
 }
 
 /**
- * The tree as it matches within one line (see the module comment). `caseInsensitive` is the
- * search's `-i`, for nodes whose case flag it decides. Throws LineBreakInPattern.
+ * The tree as it matches within one line (see the module comment). Throws LineBreakInPattern.
  */
-export function applyLineRule(node: Regex, caseInsensitive: boolean): Regex {
+export function applyLineRule(node: Regex): Regex {
   switch (node.k) {
     case 'empty':
     case 'byte':
@@ -64,51 +64,50 @@ export function applyLineRule(node: Regex, caseInsensitive: boolean): Regex {
       if (node.at === 'textEnd') return { k: 'assert', at: 'lineEnd' };
       return node;
     case 'class':
-      return classWithoutNewline(node, node.fold ?? caseInsensitive);
+      return classWithoutNewline(node);
     case 'cat':
     case 'alt': {
       let changed = false;
       const subs = node.subs.map((sub) => {
-        const out = applyLineRule(sub, caseInsensitive);
+        const out = applyLineRule(sub);
         changed ||= out !== sub;
         return out;
       });
       return changed ? { k: node.k, subs } : node;
     }
     case 'rep': {
-      const sub = applyLineRule(node.sub, caseInsensitive);
+      const sub = applyLineRule(node.sub);
       return sub === node.sub ? node : { ...node, sub };
     }
   }
 }
 
-/** A class node without `\n` (the node itself when it has none). */
-function classWithoutNewline(node: Regex & { k: 'class' }, fold: boolean): Regex {
+/**
+ * A class node without `\n` (the node itself when it has none). RE2 reads each item of a class
+ * on its own (under `(?i)` a negated group is its positive form folded, then negated) and joins
+ * them, so each item loses `\n` on its own: explicit ranges directly, and a group G that holds
+ * it becomes the class `[^G'\n]`, G' being G negated, beside the rest (alternatives of single
+ * characters match what one class of them matches).
+ */
+function classWithoutNewline(node: Regex & { k: 'class' }): Regex {
   const cls = node.cls;
   if (!classHoldsNewline(cls)) return node;
   if (cls.negated) {
     // `[^…]` holds `\n` because its items do not: adding it to them takes it out.
     const ranges = normalizeRanges([...cls.ranges, NEWLINE, NEWLINE]);
-    if (cls.unicode.length === 0 && countRanges(ranges) === MAX_RUNE + 1) throw new LineBreakInPattern();
+    if (cls.groups.length === 0 && countRanges(ranges) === MAX_RUNE + 1) throw new LineBreakInPattern();
     return { k: 'class', cls: { ...cls, ranges }, fold: node.fold };
   }
   const ranges = removeFromRanges(cls.ranges, NEWLINE);
-  const holding = cls.unicode.filter(groupHoldsNewline);
-  const others = cls.unicode.filter((g) => !groupHoldsNewline(g));
-  if (holding.length === 0) {
-    if (ranges.length === 0 && others.length === 0) throw new LineBreakInPattern(); // `[\n]`
-    return { k: 'class', cls: { ...cls, ranges }, fold: node.fold };
-  }
-  // Under folding RE2 folds a class's items before it negates them, so `[^\P{X}\n]` would not
-  // mean \p{X} without `\n`: that class stays as it is (the module comment).
-  if (fold) return node;
-  // \p{X} without `\n` is `[^\P{X}\n]`; the rest of the class stays one class beside them.
+  const holding = cls.groups.filter(groupHoldsNewline);
+  const others = cls.groups.filter((g) => !groupHoldsNewline(g));
+  if (ranges.length === 0 && others.length === 0 && holding.length === 0) throw new LineBreakInPattern(); // `[\n]`
   const parts: Regex[] = holding.map((g) => ({
     k: 'class',
-    cls: { negated: true, ranges: [NEWLINE, NEWLINE], unicode: [{ name: g.name, negated: !g.negated }], sawNegated: true },
+    cls: { negated: true, ranges: [NEWLINE, NEWLINE], groups: [{ ...g, negated: !g.negated }] },
     fold: node.fold,
   }));
-  if (ranges.length > 0 || others.length > 0) parts.unshift({ k: 'class', cls: { ...cls, ranges, unicode: others }, fold: node.fold });
+  if (ranges.length > 0 || others.length > 0) parts.unshift({ k: 'class', cls: { negated: false, ranges, groups: others }, fold: node.fold });
   return parts.length === 1 ? parts[0] : { k: 'alt', subs: parts };
 }
 

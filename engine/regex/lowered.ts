@@ -7,7 +7,7 @@
  */
 
 import type { Budget } from './budget.js';
-import { countRanges, enumerateRanges, negateRanges, normalizeRanges, type Ranges } from './char-class.js';
+import { countRanges, enumerateRanges, groupRanges, negateRanges, normalizeRanges, type Ranges } from './char-class.js';
 import { foldOrbit } from './fold.js';
 import type { CharClass, Regex } from './syntax.js';
 
@@ -80,10 +80,10 @@ function concat(items: Lowered[]): Lowered {
 
 /** A class as a small explicit set, any character, or no match. */
 function lowerClass(cls: CharClass, fold: boolean): Lowered {
-  if (cls.unicode.length > 0) return ANY;
+  if (cls.groups.some((g) => g.kind === 'unicode')) return ANY;
   // Folding a complement exactly would need RE2's tables; "any" is a superset.
-  if (fold && (cls.negated || cls.sawNegated)) return ANY;
-  let ranges: Ranges = cls.ranges;
+  if (fold && (cls.negated || cls.groups.some((g) => g.negated))) return ANY;
+  let ranges: Ranges = normalizeRanges([...cls.ranges, ...cls.groups.flatMap(groupRanges)]);
   if (fold) {
     if (countRanges(ranges) > MAX_CLASS) return ANY;
     const folded: Ranges = [];

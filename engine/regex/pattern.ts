@@ -96,7 +96,7 @@ export function analyzePattern(pattern: string, options: PatternOptions = {}): P
   let runs = tree;
   if (!multiline) {
     try {
-      runs = applyLineRule(tree, caseInsensitive);
+      runs = applyLineRule(tree);
     } catch (error) {
       if (error instanceof LineBreakInPattern) throw invalidParameter('pattern', error.message);
       throw error;

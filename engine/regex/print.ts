@@ -3,10 +3,11 @@
  * read with the flags the engine compiles every pattern with: `m`, plus `i` under `-i` and `s`
  * in multiline mode (the `base` here). A node whose own flag differs from the base is wrapped
  * in a flag group (`(?i:…)`, `(?-s:.)`); groups print as `(?:…)` (captures do not change what
- * matches); every literal that is not a letter, digit, `_` or space is written `\x{…}`.
+ * matches); ASCII punctuation is escaped with a backslash, and every other literal that is not a letter, digit,
+ * `_` or space is written `\x{…}`.
  */
 
-import type { CharClass, Regex } from './syntax.js';
+import type { CharClass, ClassGroup, Regex } from './syntax.js';
 
 /** The flags RE2 is given beside the printed text. */
 export interface PrintBase {
@@ -81,7 +82,14 @@ function withFold(fold: boolean | undefined, base: PrintBase, text: string): str
 }
 
 function char(cp: number): string {
-  return /^[A-Za-z0-9_ ]$/.test(String.fromCodePoint(cp)) ? String.fromCodePoint(cp) : `\\x{${cp.toString(16)}}`;
+  const ch = String.fromCodePoint(cp);
+  if (/^[A-Za-z0-9_ ]$/.test(ch)) return ch;
+  if (cp === 0x09) return '\\t';
+  if (cp === 0x0a) return '\\n';
+  if (cp === 0x0d) return '\\r';
+  // RE2 reads any escaped ASCII punctuation as itself.
+  if (/^[!-/:-@[-`{-~]$/.test(ch)) return '\\' + ch;
+  return `\\x{${cp.toString(16)}}`;
 }
 
 function printClass(cls: CharClass): string {
@@ -91,8 +99,14 @@ function printClass(cls: CharClass): string {
     const hi = cls.ranges[i + 1];
     items += lo === hi ? char(lo) : `${char(lo)}-${char(hi)}`;
   }
-  for (const g of cls.unicode) items += `\\${g.negated ? 'P' : 'p'}{${g.name}}`;
+  for (const g of cls.groups) items += printGroup(g);
   // RE2 has no empty class: `[]` would swallow the `]`.
   if (items === '') return cls.negated ? '[\\x{0}-\\x{10ffff}]' : '[^\\x{0}-\\x{10ffff}]';
   return `[${cls.negated ? '^' : ''}${items}]`;
+}
+
+function printGroup(g: ClassGroup): string {
+  if (g.kind === 'perl') return `\\${g.negated ? g.name.toUpperCase() : g.name}`;
+  if (g.kind === 'posix') return `[:${g.negated ? '^' : ''}${g.name}:]`;
+  return `\\${g.negated ? 'P' : 'p'}{${g.name}}`;
 }

@@ -17,15 +17,15 @@
  *   - greediness resolved against `(?U)`.
  *
  * Groups, capturing or not, leave no node: they only delimit. A class keeps its explicit ranges
- * (Perl and POSIX classes are ASCII ranges in RE2) and its Unicode groups by name (`\pL`,
- * `\P{Greek}`), which have no tables here.
+ * and its named groups (`\d`, `[:alpha:]`, `\P{Greek}`) as they were written: Perl and POSIX
+ * groups are ASCII ranges in RE2 (char-class.ts), Unicode groups have no tables here.
  *
  * `parseRegex` throws RegexSyntaxError for what it cannot read. It is only called on patterns
  * RE2 has compiled, so that means a gap in this parser, not in the pattern; its callers then
  * fall back to facts that are always safe.
  */
 
-import { MAX_RUNE, negateRanges, normalizeRanges, PERL_GROUPS, POSIX_GROUPS, type Ranges } from './char-class.js';
+import { MAX_RUNE, normalizeRanges, POSIX_GROUPS, type Ranges } from './char-class.js';
 
 /** A flag as resolved at a node: set, cleared, or left to the search's option (undefined). */
 export type Flag = boolean | undefined;
@@ -33,20 +33,23 @@ export type Flag = boolean | undefined;
 /** A zero-width assertion. */
 export type Assertion = 'lineStart' | 'lineEnd' | 'textStart' | 'textEnd' | 'wordBoundary' | 'notWordBoundary';
 
-/** One Unicode group of a class: `\p{name}`, or `\P{name}` when negated. */
-export interface UnicodeGroup {
+/**
+ * A named group of a class: Perl's `\d \s \w` (name `d`, `s`, `w`), POSIX's `[:alpha:]`, or
+ * Unicode's `\pL`; negated for `\D`, `[:^alpha:]`, `\PL`. Under `(?i)` RE2 folds a negated
+ * group's positive form and then negates it, so a group stays a group in the tree.
+ */
+export interface ClassGroup {
+  kind: 'perl' | 'posix' | 'unicode';
   name: string;
   negated: boolean;
 }
 
-/** A character class: its explicit ranges and its Unicode groups, negated as a whole or not. */
+/** A character class: its explicit ranges and its groups, negated as a whole or not. */
 export interface CharClass {
   negated: boolean;
-  /** Sorted, merged, inclusive ranges. */
+  /** The explicit characters and ranges: sorted, merged, inclusive. */
   ranges: Ranges;
-  unicode: UnicodeGroup[];
-  /** Some item was itself negated (`\D`, `[:^alpha:]`): the trigram plan does not fold those. */
-  sawNegated: boolean;
+  groups: ClassGroup[];
 }
 
 /** The parsed pattern: a tree of these nodes (treat as read-only; rewrites build new nodes). */
@@ -218,8 +221,7 @@ interface Flags {
 /** Accumulates the items of one class. */
 interface ClassBuilder {
   ranges: Ranges;
-  unicode: UnicodeGroup[];
-  sawNegated: boolean;
+  groups: ClassGroup[];
 }
 
 class Parser {
@@ -257,8 +259,9 @@ class Parser {
       if (c === C('*') || c === C('+') || c === C('?')) throw new RegexSyntaxError('missing argument');
       if (c === C('{') && this.tryRepeat() !== null) throw new RegexSyntaxError('missing argument');
       const atom = this.parseAtom(items);
-      if (atom === null) continue;
-      items.push(this.parseRepetition(atom));
+      if (atom !== null) items.push(this.parseRepetition(atom));
+      // RE2 applies a repetition after a flag group, `a(?i)+`, to the item before the group.
+      else if (items.length > 0) items.push(this.parseRepetition(items.pop()!));
     }
     if (items.length === 0) return { k: 'empty' };
     return items.length === 1 ? items[0] : { k: 'cat', subs: items };
@@ -451,20 +454,19 @@ class Parser {
       return last;
     }
     if (c === C('p') || c === C('P')) {
-      const b: ClassBuilder = { ranges: [], unicode: [this.unicodeGroup()], sawNegated: false };
-      return this.classNode(b, false);
+      return this.classNode({ ranges: [], groups: [this.unicodeGroup()] }, false);
     }
     const perl = this.tryPerlGroup();
-    if (perl !== null) return this.classNode(perl, false);
+    if (perl !== null) return this.classNode({ ranges: [], groups: [perl] }, false);
     return this.literal(this.parseEscapeChar());
   }
 
   /** Reads \pX, \p{Name}, \p{^Name} or their \P forms at pos. */
-  private unicodeGroup(): UnicodeGroup {
+  private unicodeGroup(): ClassGroup {
     let negated = this.peek(1) === C('P');
     this.pos += 2;
     if (this.peek() === -1) throw new RegexSyntaxError('bad \\p');
-    if (this.peek() !== C('{')) return { name: String.fromCodePoint(this.cps[this.pos++]), negated };
+    if (this.peek() !== C('{')) return { kind: 'unicode', name: String.fromCodePoint(this.cps[this.pos++]), negated };
     const start = this.pos + 1;
     while (this.pos < this.cps.length && this.peek() !== C('}')) this.pos++;
     if (this.peek() !== C('}')) throw new RegexSyntaxError('bad \\p');
@@ -475,19 +477,17 @@ class Parser {
       name = name.slice(1);
     }
     if (name === '') throw new RegexSyntaxError('bad \\p');
-    return { name, negated };
+    return { kind: 'unicode', name, negated };
   }
 
-  private tryPerlGroup(): ClassBuilder | null {
+  private tryPerlGroup(): ClassGroup | null {
     if (this.peek() !== C('\\')) return null;
     const c = this.peek(1);
     const name = c === -1 ? '' : String.fromCodePoint(c);
     const lower = name.toLowerCase();
     if (!['d', 's', 'w'].includes(lower) || name.length !== 1) return null;
     this.pos += 2;
-    const base = PERL_GROUPS[lower];
-    const negated = name !== lower;
-    return { ranges: negated ? negateRanges(base) : [...base], unicode: [], sawNegated: negated };
+    return { kind: 'perl', name: lower, negated: name !== lower };
   }
 
   /** RE2's ParseEscape: one escaped character at pos (which is a backslash). */
@@ -556,7 +556,7 @@ class Parser {
       negated = true;
       this.pos++;
     }
-    const b: ClassBuilder = { ranges: [], unicode: [], sawNegated: false };
+    const b: ClassBuilder = { ranges: [], groups: [] };
     let first = true;
     while (this.pos < this.cps.length && (this.peek() !== C(']') || first)) {
       first = false;
@@ -568,22 +568,19 @@ class Parser {
           let name = String.fromCodePoint(...this.cps.slice(this.pos + 2, p));
           const neg = name.startsWith('^');
           if (neg) name = name.slice(1);
-          const base = Object.hasOwn(POSIX_GROUPS, name) ? POSIX_GROUPS[name] : undefined;
-          if (base === undefined) throw new RegexSyntaxError('bad posix class');
-          b.ranges.push(...(neg ? negateRanges(base) : base));
-          b.sawNegated ||= neg;
+          if (!Object.hasOwn(POSIX_GROUPS, name)) throw new RegexSyntaxError('bad posix class');
+          b.groups.push({ kind: 'posix', name, negated: neg });
           this.pos = p + 2;
           continue;
         }
       }
       if (this.peek() === C('\\') && (this.peek(1) === C('p') || this.peek(1) === C('P'))) {
-        b.unicode.push(this.unicodeGroup());
+        b.groups.push(this.unicodeGroup());
         continue;
       }
       const perl = this.tryPerlGroup();
       if (perl !== null) {
-        b.ranges.push(...perl.ranges);
-        b.sawNegated ||= perl.sawNegated;
+        b.groups.push(perl);
         continue;
       }
       const lo = this.classChar();
@@ -609,7 +606,7 @@ class Parser {
   }
 
   private classNode(b: ClassBuilder, negated: boolean): Regex {
-    const cls: CharClass = { negated, ranges: normalizeRanges(b.ranges), unicode: b.unicode, sawNegated: b.sawNegated };
+    const cls: CharClass = { negated, ranges: normalizeRanges(b.ranges), groups: b.groups };
     return { k: 'class', cls, fold: this.flags.fold };
   }
 }
