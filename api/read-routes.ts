@@ -18,7 +18,7 @@ import { type RequestContext, sendText, snapshot, statusLine } from './http.js';
 import type { Lookups } from './lookups.js';
 import { workspaceParam } from './management-routes.js';
 import { boolParam, enumParam, intParam, onlyParams, single } from './params.js';
-import type { ReadPool } from './read-pool.js';
+import type { ReadPool } from '../reads/read-pool.js';
 import { type ErrorLog, toVfsError } from './respond.js';
 
 /** What the read routes need. */
