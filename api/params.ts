@@ -33,10 +33,10 @@ export function parseBoundedInt(name: string, raw: string, min: number, max: num
   return value;
 }
 
-/** A boolean parameter: `true`, `false`, `1`, `0`, or a bare flag (empty value) meaning true. */
-export function boolParam(query: URLSearchParams, name: string, fallback: boolean): boolean {
+/** A boolean parameter: `true`, `false`, `1`, `0`, or a bare flag (empty value) meaning true; undefined when absent. */
+export function boolParam(query: URLSearchParams, name: string): boolean | undefined {
   const raw = single(query, name);
-  if (raw === undefined) return fallback;
+  if (raw === undefined) return undefined;
   if (raw === '' || raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw invalidParameter(name, `expected true, false, 1 or 0, got ${quote(raw)}`);

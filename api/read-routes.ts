@@ -11,7 +11,7 @@ import type { AuditLog } from '../db/audit.js';
 import type { Database } from '../db/database.js';
 import { fileState } from '../db/files.js';
 import { checkFilePath } from '../core/paths.js';
-import { type CatRequest, type FindRequest, type GrepRequest, type LsRequest, Visibility } from '../engine/index.js';
+import { type CatRequest, type FindRequest, type GrepRequest, type LsRequest, MAX_FIND_LIMIT, Visibility } from '../engine/index.js';
 import type { Principal } from './auth.js';
 import type { Guard } from './guard.js';
 import { type RequestContext, sendText, snapshot, statusLine } from './http.js';
@@ -47,7 +47,7 @@ const INLINE_BYTES = 256 * 1024;
 
 type Tool = 'ls' | 'find' | 'cat' | 'grep';
 
-/** Validates a tool's query string into the engine's request. */
+/** Validates a tool's query string into the engine's request; a parameter not given is left undefined, for the engine's default. */
 const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | null, deps: ReadRouteDeps) => unknown> = {
   ls: (q, claims): LsRequest => {
     onlyParams(q, ['path']);
@@ -55,11 +55,11 @@ const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | nul
   },
   find: (q, claims): FindRequest => {
     onlyParams(q, ['pattern', 'path', 'head_limit']);
-    return { claims, pattern: glob(q, 'pattern', true)!, path: single(q, 'path'), headLimit: intParam(q, 'head_limit', 1, 1000, 100) };
+    return { claims, pattern: glob(q, 'pattern', true)!, path: single(q, 'path'), headLimit: intParam(q, 'head_limit', 1, MAX_FIND_LIMIT) };
   },
   cat: (q, claims): CatRequest => {
     onlyParams(q, ['path', 'offset', 'limit']);
-    return { claims, path: required(q, 'path'), offset: intParam(q, 'offset', 1, MAX, 1), limit: intParam(q, 'limit', 1, MAX, 2000) };
+    return { claims, path: required(q, 'path'), offset: intParam(q, 'offset', 1, MAX), limit: intParam(q, 'limit', 1, MAX) };
   },
   grep: (q, claims, deps): GrepRequest => {
     onlyParams(q, ['pattern', 'path', 'glob', 'output_mode', '-i', '-A', '-B', '-C', 'head_limit', 'offset', 'multiline', 'type', '-n']);
@@ -72,12 +72,12 @@ const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | nul
       glob: glob(q, 'glob', false),
       type: nonEmpty(q, 'type'),
       outputMode: enumParam(q, 'output_mode', ['files_with_matches', 'content', 'count'] as const),
-      caseInsensitive: boolParam(q, '-i', false),
-      multiline: boolParam(q, 'multiline', false),
+      caseInsensitive: boolParam(q, '-i'),
+      multiline: boolParam(q, 'multiline'),
       after: intParam(q, '-A', 0, MAX),
       before: intParam(q, '-B', 0, MAX),
       context: intParam(q, '-C', 0, MAX),
-      lineNumbers: boolParam(q, '-n', true),
+      lineNumbers: boolParam(q, '-n'),
       headLimit: intParam(q, 'head_limit', 1, MAX),
       offset: intParam(q, 'offset', 0, MAX),
       deadline: Date.now() + deps.grepTimeoutMs,

@@ -3,7 +3,17 @@
  * knows nothing of HTTP, PostgreSQL or the ingest queue. This file only re-exports.
  */
 
-export { closeShardReader, openShardReader, ShardReader, ShardSnapshot, FORMAT_VERSION, type DocMeta, type ShardState } from './shard-reader.js';
+export {
+  closeShardReader,
+  openShardReader,
+  setReaderLimits,
+  ShardReader,
+  ShardSnapshot,
+  FORMAT_VERSION,
+  type DocMeta,
+  type ReaderLimits,
+  type ShardState,
+} from './shard-reader.js';
 export { openShardWriter, ShardWriter, type DocInput, type BatchResult, type CompactResult } from './shard-writer.js';
 export { Visibility, type Claims } from './visibility.js';
 export { HEARTBEAT, CHUNK_BYTES, MAX_LINE_CHARS, type ToolSummary } from './tool-output.js';
@@ -12,6 +22,7 @@ export { find, DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT, type FindRequest } from './to
 export { cat, DEFAULT_CAT_LIMIT, MAX_CAT_BYTES, type CatRequest } from './tool-cat.js';
 export {
   grep,
+  grepWithDefaults,
   collectGrepCounts,
   emitGrepCounts,
   grepContentFooter,
@@ -22,6 +33,7 @@ export {
   type GrepCandidateIds,
   type GrepShare,
   type GrepRequest,
+  type GrepSettings,
   type GrepOutputMode,
   type GrepFileCount,
   type GrepCollection,

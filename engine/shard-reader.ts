@@ -487,6 +487,40 @@ export const CATALOG_BUDGET_DOCS = 200_000;
 /** Readers a thread keeps open (see openShardReader): 768 file descriptors. */
 export const MAX_OPEN_READERS = 256;
 
+/** Limits of one thread's shard readers (setReaderLimits); undefined means the default. */
+export interface ReaderLimits {
+  /** Readers the thread keeps open (see openShardReader); default MAX_OPEN_READERS. */
+  maxOpen?: number;
+  /** Live documents the catalogs of the thread may hold in all; default CATALOG_BUDGET_DOCS. */
+  catalogBudget?: number;
+  /**
+   * Live documents of the largest shard the thread catalogs: building one reads them all in one
+   * go (about 1 µs each), so a thread that must answer others meanwhile sets it lower; default
+   * CATALOG_BUDGET_DOCS.
+   */
+  largestCatalog?: number;
+}
+
+/** The limits of this thread's readers, defaults applied. */
+let limits: Readonly<Required<ReaderLimits>> = readerLimitsWithDefaults({});
+
+/** A copy of `given` with every default applied. */
+function readerLimitsWithDefaults(given: ReaderLimits): Readonly<Required<ReaderLimits>> {
+  return Object.freeze({
+    maxOpen: given.maxOpen ?? MAX_OPEN_READERS,
+    catalogBudget: given.catalogBudget ?? CATALOG_BUDGET_DOCS,
+    largestCatalog: given.largestCatalog ?? CATALOG_BUDGET_DOCS,
+  });
+}
+
+/**
+ * Sets the limits of this thread's readers (those not given: their defaults), for the readers
+ * open and those opened later. Readers are cached per thread, so their limits are the thread's.
+ */
+export function setReaderLimits(given: ReaderLimits): void {
+  limits = readerLimitsWithDefaults(given);
+}
+
 /** A shard opened for reading: hands out snapshots. Cheap to keep open per thread. */
 export class ShardReader {
   private closed = false;
@@ -498,16 +532,7 @@ export class ShardReader {
   private spentVersionDocs = 0;
   /** The readers of this thread holding a catalog, and their documents in all. */
   private static readonly holding = { readers: new Set<ShardReader>(), docs: 0 };
-  /** Live documents the catalogs of one thread may hold in all (tests lower it). */
-  static catalogBudget = CATALOG_BUDGET_DOCS;
-  /**
-   * Live documents of the largest shard this thread catalogs: building one reads them all in
-   * one go (about 1 µs each), so a thread that must answer others meanwhile sets it lower.
-   */
-  static largestCatalog = CATALOG_BUDGET_DOCS;
   private static tick = 0;
-  /** Readers a thread keeps open (tests lower it): see openShardReader. */
-  static maxOpen = MAX_OPEN_READERS;
   /** Snapshots begun and not yet done: while any is, the reader is not closed to make room. */
   private inUse = 0;
   /**
@@ -558,7 +583,7 @@ export class ShardReader {
         this.spentVersionDocs = snapshot.state().liveDocs;
       }
       const live = this.spentVersionDocs;
-      if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= Math.min(ShardReader.largestCatalog, ShardReader.catalogBudget)) {
+      if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= Math.min(limits.largestCatalog, limits.catalogBudget)) {
         this.holdCatalog(snapshot.buildCatalog());
       }
     }
@@ -582,7 +607,7 @@ export class ShardReader {
     this.catalog = catalog;
     held.readers.add(this);
     held.docs += catalog.docs.length;
-    while (held.docs > ShardReader.catalogBudget) {
+    while (held.docs > limits.catalogBudget) {
       let oldest: ShardReader | null = null;
       for (const reader of held.readers) if (reader !== this && (oldest === null || reader.touched < oldest.touched)) oldest = reader;
       if (oldest === null) break;
@@ -627,7 +652,7 @@ const readers = new Map<string, ShardReader>();
  * The reader of the shard in directory `dir`, opened once per thread and cached. A missing
  * shard is created empty (a workspace without files has an empty shard).
  *
- * A thread keeps at most ShardReader.maxOpen readers open (each holds three file descriptors
+ * A thread keeps at most ReaderLimits.maxOpen readers open (each holds three file descriptors
  * and a memory map): opening one more first closes the least recently used reader that has no
  * snapshot in use. Readers in use are never closed, so the bound is exceeded only by as many
  * shards as are being read at that moment.
@@ -639,7 +664,7 @@ export function openShardReader(directory: string): ShardReader {
   const dir = resolve(directory);
   reader = readers.get(dir);
   if (reader === undefined) {
-    if (readers.size >= ShardReader.maxOpen) closeLeastRecentReader();
+    if (readers.size >= limits.maxOpen) closeLeastRecentReader();
     reader = new ShardReader(acquireShardEnv(dir));
     readers.set(dir, reader);
   }

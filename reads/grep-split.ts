@@ -29,7 +29,10 @@ import {
   type GrepContentSummary,
   grepContentFooter,
   type GrepRequest,
+  type GrepSettings,
+  type GrepShare,
   type GrepSplit,
+  grepWithDefaults,
   type ShardReader,
   type ToolSummary,
 } from '../engine/index.js';
@@ -42,8 +45,9 @@ import { CANCELLED, type ChunkSink, type ReadCall, type ReadOutcome, type ReadTa
  * as it has enough lines (and counts entries across all files).
  */
 export function splitPays(request: GrepRequest): boolean {
-  if ((request.outputMode ?? 'files_with_matches') !== 'content') return true;
-  return request.headLimit === undefined && (request.offset ?? 0) === 0;
+  const s = grepWithDefaults(request);
+  if (s.outputMode !== 'content') return true;
+  return s.headLimit === Infinity && s.offset === 0;
 }
 
 /**
@@ -51,8 +55,8 @@ export function splitPays(request: GrepRequest): boolean {
  * holding fewer than `minBytes` text bytes are searched by the lead alone.
  */
 export function splitGrep(runTask: RunTask, shardDir: string, request: GrepRequest, sink: ChunkSink, count: number, minBytes: number): ReadCall {
-  const split: Splitter = { runTask, shardDir, request, count, minBytes };
-  return (request.outputMode ?? 'files_with_matches') === 'content' ? parallelContent(split, sink) : parallelCounts(split, sink);
+  const split: Splitter = { runTask, shardDir, request, settings: grepWithDefaults(request), count, minBytes };
+  return split.settings.outputMode === 'content' ? parallelContent(split, sink) : parallelCounts(split, sink);
 }
 
 /** Put between two content shares' output when context lines are on. */
@@ -63,6 +67,8 @@ interface Splitter {
   runTask: RunTask;
   shardDir: string;
   request: GrepRequest;
+  /** `request` with its defaults applied. */
+  settings: GrepSettings;
   /** Shares wanted. */
   count: number;
   /** Candidates with fewer text bytes than this are searched by the lead alone. */
@@ -95,7 +101,7 @@ function startShares(s: Splitter, tool: 'grep' | 'grepShare', sinkFor: (share: n
     counts.push(channel.port1);
     return channel.port2;
   };
-  const lead = s.runTask(tool, s.shardDir, { ...s.request, lead: { count: s.count, minBytes: s.minBytes } }, sinkFor(0), { onSplit, peer: peer() });
+  const lead = s.runTask(tool, s.shardDir, s.request, sinkFor(0), { share: { lead: { count: s.count, minBytes: s.minBytes } }, onSplit, peer: peer() });
   // The tasks started, in output order: what `shares` resolves to and what `cancel` stops.
   const calls: TaskCall[] = [lead];
   const shares = (async (): Promise<TaskCall[]> => {
@@ -103,7 +109,7 @@ function startShares(s: Splitter, tool: 'grep' | 'grepShare', sinkFor: (share: n
     const split = await Promise.race([reported, lead.outcome.then(() => null)]);
     for (const [k, share] of (split?.shares ?? []).entries()) {
       if (cancelled) break;
-      calls.push(s.runTask(tool, s.shardDir, { ...s.request, ...share }, sinkFor(k + 1), { peer: peer() }));
+      calls.push(s.runTask(tool, s.shardDir, s.request, sinkFor(k + 1), { share, peer: peer() }));
     }
     return calls;
   })();
@@ -162,8 +168,7 @@ function parallelCounts(s: Splitter, sink: ChunkSink): ReadCall {
  * each further share's chunks wait until the shares before it have ended.
  */
 function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
-  const request = s.request;
-  const context = (request.before ?? request.context ?? 0) > 0 || (request.after ?? request.context ?? 0) > 0;
+  const context = s.settings.before > 0 || s.settings.after > 0;
   let current = 0; // the share whose output goes to the client
   let printed = -1; // the last share that sent the client something
   const queued: Array<Array<[Uint8Array, () => void]>> = [];
@@ -209,28 +214,26 @@ export class Cancelled extends Error {}
  * to `report`.
  */
 export function grepTaskOutput(task: ReadTask, reader: ShardReader, control: Int32Array, report: (split: GrepSplit) => void): Generator<Buffer, unknown> {
-  let request = task.request as GrepRequest;
+  const request = task.request as GrepRequest;
+  const { lead, ...rest } = task.share ?? {};
   let alone = false; // a lead that reported no further shares
-  const lead = request.lead;
-  if (lead !== undefined) {
-    const onSplit = (split: GrepSplit): void => {
-      alone = split.shares.length === 0;
-      report(split);
-    };
-    request = { ...request, lead: { ...lead, onSplit } };
-  }
-  if (task.tool === 'grepShare') return shareCounts(reader, request, task.peer!, () => alone);
+  const onSplit = (split: GrepSplit): void => {
+    alone = split.shares.length === 0;
+    report(split);
+  };
+  const share: GrepShare = lead === undefined ? rest : { ...rest, lead: { ...lead, onSplit } };
+  if (task.tool === 'grepShare') return shareCounts(reader, request, share, task.peer!, () => alone);
   if (task.tool === 'grepMerge') return mergedCounts(request, task.peers!, control);
-  return grep(reader, request);
+  return grep(reader, request, share);
 }
 
 /**
  * One share of a sorted-mode grep: its counts go to `peer` (the result is then null), except
  * for a lead that kept the whole search, which prints the answer itself (no merge task).
  */
-function* shareCounts(reader: ShardReader, request: GrepRequest, peer: MessagePort, alone: () => boolean): Generator<Buffer, ToolSummary | null> {
+function* shareCounts(reader: ShardReader, request: GrepRequest, share: GrepShare, peer: MessagePort, alone: () => boolean): Generator<Buffer, ToolSummary | null> {
   try {
-    const collection = yield* collectGrepCounts(reader, request);
+    const collection = yield* collectGrepCounts(reader, request, share);
     if (alone()) return yield* emitGrepCounts(request, [collection]);
     peer.postMessage(collection);
     return null;

@@ -8,7 +8,7 @@ import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { VfsError } from '../core/errors.js';
 import { siblingModule, workerExecArgv } from '../core/run-mode.js';
-import { cat, closeShardReader, find, type GrepRequest, ls, openShardReader, ShardReader, type ToolSummary } from '../engine/index.js';
+import { cat, closeShardReader, find, type GrepRequest, ls, openShardReader, type ShardReader, setReaderLimits, type ToolSummary } from '../engine/index.js';
 import { splitGrep, splitPays } from './grep-split.js';
 import {
   CANCELLED,
@@ -94,7 +94,7 @@ export class ReadPool {
   ) {
     // The calling (HTTP) thread catalogs only shards it may scan inline: building the catalog of
     // a larger one would hold every other request for its duration. Read threads catalog any.
-    ShardReader.largestCatalog = INLINE_FIND_DOCS;
+    setReaderLimits({ largestCatalog: INLINE_FIND_DOCS });
     this.drops.unref();
     this.loadedChannel.onmessage = (event) => this.loaded.add((event as { data: number }).data);
     this.loadedChannel.unref();
@@ -138,7 +138,7 @@ export class ReadPool {
 
   /** Runs one task on a thread; its port delivers chunks, then its result. */
   private task(tool: ReadTool, shardDir: string, request: unknown, sink: ChunkSink, extras: TaskExtras = {}): TaskCall {
-    const { onSplit, peer, peers } = extras;
+    const { share, onSplit, peer, peers } = extras;
     const { port1, port2 } = new MessageChannel();
     const shared = new SharedArrayBuffer(8);
     const control = new Int32Array(shared);
@@ -157,7 +157,7 @@ export class ReadPool {
     });
     // The worker closes its end after its last message; a close without one means it died.
     port1.on('close', () => settle({ ok: false, status: 500, message: 'the read worker stopped without an answer' }));
-    const task: ReadTask = { tool, shardDir, request, port: port2, control: shared, peer, peers };
+    const task: ReadTask = { tool, shardDir, request, share, port: port2, control: shared, peer, peers };
     const transferList = [port2, ...(peer === undefined ? [] : [peer]), ...(peers ?? [])];
     this.running++;
     this.piscina.run(task, { transferList }).then(

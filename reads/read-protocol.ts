@@ -10,7 +10,7 @@
  * set to 1 to cancel (client gone).
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { GrepSplit } from '../engine/index.js';
+import type { GrepLead, GrepShare, GrepSplit } from '../engine/index.js';
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
 export const WINDOW = 4;
@@ -36,6 +36,8 @@ export interface ReadTask {
   tool: ReadTool;
   shardDir: string;
   request: unknown;
+  /** `grep` and `grepShare`: the share of a split search it searches; default the whole search. */
+  share?: TaskShare;
   port: MessagePort;
   control: SharedArrayBuffer;
   /** `grepShare`: where its GrepCollection goes. */
@@ -43,6 +45,9 @@ export interface ReadTask {
   /** `grepMerge`: where the shares' collections arrive, one port per share. */
   peers?: MessagePort[];
 }
+
+/** A GrepShare as a task carries it: a lead comes without `onSplit` (a function does not cross threads) and posts a `split` message instead. */
+export type TaskShare = Omit<GrepShare, 'lead'> & { lead?: Omit<GrepLead, 'onSplit'> };
 
 /** Messages on the task's port. */
 export type ReadMessage =
@@ -77,6 +82,8 @@ export interface TaskCall {
 
 /** What a task may carry besides its request. */
 export interface TaskExtras {
+  /** The share of a split grep it searches. */
+  share?: TaskShare;
   /** The lead of a split grep: receives the split. */
   onSplit?: (split: GrepSplit) => void;
   /** `grepShare`: the port its counts go to. */
