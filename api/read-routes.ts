@@ -178,7 +178,7 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
   ctx.onAbort.push(() => call.cancel());
 
   const outcome = await call.outcome;
-  if (outcome.ok) {
+  if (outcome.kind === 'done') {
     try {
       await audit(outcome.resultCount);
     } catch (error) {
@@ -186,7 +186,7 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
       deps.log('audit append failed', error);
       if (held !== null) {
         // Nothing sent yet: say so (503) rather than cut the connection.
-        sendText(ctx, 503, 'the audit log is unavailable; retry\n', { 'retry-after': '1' });
+        sendError(ctx, new VfsError('UNAVAILABLE', { what: 'the audit log' }, { 'retry-after': '1' }));
         return;
       }
       if (!ctx.aborted) ctx.res.cork(() => ctx.res.close());
@@ -202,22 +202,24 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
     ctx.res.cork(() => ctx.res.end());
     return;
   }
-  if (outcome.status === 0) {
+  if (outcome.kind === 'cancelled' && ctx.aborted) {
     // Cancelled because the client went away; still recorded.
     await audit(null).catch((error: unknown) => deps.log('audit append failed', error));
     return;
   }
+  // Cancelled while the client waits: the pool is closing, as the service stops.
+  let error = outcome.kind === 'cancelled' ? new VfsError('STOPPING', {}, { 'retry-after': '1' }) : outcome.error;
   if (headersSent) {
     // Failed mid-stream: the status is gone; cut the connection so the client sees an incomplete body.
-    deps.log(`${tool} failed mid-stream: ${outcome.message}`, null);
+    deps.log(`${tool} failed mid-stream: ${outcome.kind === 'failed' ? (outcome.detail ?? error.message) : error.message}`, null);
     await audit(null).catch(() => {});
     if (!ctx.aborted) ctx.res.cork(() => ctx.res.close());
     ctx.aborted = true;
     return;
   }
-  // The worker's errors carry the catalog's status and message; a 500 is logged and not shown.
-  let error: { status: number; message: string } = outcome.status === 500 ? toVfsError(new Error(outcome.message), deps.log, ctx) : outcome;
-  if (tool === 'cat' && outcome.status === 404) error = (await notReadyError(deps, principal, workspaceId, (request as CatRequest).path)) ?? error;
+  // An INTERNAL error's cause is logged, not shown.
+  if (outcome.kind === 'failed' && outcome.detail !== undefined) deps.log(`${ctx.method} ${ctx.url} failed`, outcome.detail);
+  if (tool === 'cat' && error.code === 'NO_SUCH_FILE') error = (await notReadyError(deps, principal, workspaceId, (request as CatRequest).path)) ?? error;
   await finishWithError(ctx, error, audit, deps);
 }
 
@@ -237,21 +239,20 @@ async function notReadyError(deps: ReadRouteDeps, principal: Principal, workspac
 }
 
 /** Audits a failed call (resultCount null), then answers its error in plain text. */
-async function finishWithError(
-  ctx: RequestContext,
-  error: { status: number; message: string; headers?: Record<string, string> },
-  audit: (resultCount: number | null) => Promise<void>,
-  deps: ReadRouteDeps,
-): Promise<void> {
+async function finishWithError(ctx: RequestContext, error: VfsError, audit: (resultCount: number | null) => Promise<void>, deps: ReadRouteDeps): Promise<void> {
   try {
     await audit(null);
   } catch (auditError) {
     deps.log('audit append failed', auditError);
-    const e = toVfsError(auditError, deps.log, ctx);
-    sendText(ctx, e.status === 500 ? 503 : e.status, 'the audit log is unavailable; retry\n');
+    sendError(ctx, new VfsError('UNAVAILABLE', { what: 'the audit log' }));
     return;
   }
-  sendText(ctx, error.status, error.message + '\n', error.headers ?? {});
+  sendError(ctx, error);
+}
+
+/** Answers a catalog error in plain text. */
+function sendError(ctx: RequestContext, error: VfsError): void {
+  sendText(ctx, error.status, error.message + '\n', error.headers);
 }
 
 function required(q: URLSearchParams, name: string): string {

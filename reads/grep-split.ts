@@ -136,18 +136,18 @@ function parallelCounts(s: Splitter, sink: ChunkSink): ReadCall {
     try {
       const outcomes = (await split.shares).map((t) => t.outcome);
       // A share that fails makes the others' work useless: stop them.
-      for (const o of outcomes) void o.then((r) => r.ok || split.cancel());
+      for (const o of outcomes) void o.then((r) => r.kind === 'done' || split.cancel());
       const results = await Promise.all(outcomes);
       // The cause, rather than the cancellations it led to.
-      const failed = results.find((r) => !r.ok && r.status !== 0) ?? results.find((r) => !r.ok);
-      if (failed !== undefined && !failed.ok) return failed;
+      const ended = results.find((r) => r.kind === 'failed') ?? results.find((r) => r.kind === 'cancelled');
+      if (ended !== undefined) return ended;
       // A lead that kept the whole search has printed the answer.
-      const printed = (results[0] as { ok: true; result: ToolSummary | null }).result;
-      if (printed !== null) return { ok: true, resultCount: printed.resultCount };
-      if (cancelled) return { ok: false, status: 0, message: 'cancelled' };
+      const printed = (results[0] as { kind: 'done'; result: ToolSummary | null }).result;
+      if (printed !== null) return { kind: 'done', resultCount: printed.resultCount };
+      if (cancelled) return { kind: 'cancelled' };
       merge = s.runTask('grepMerge', s.shardDir, s.request, sink, { peers: split.counts.splice(0) });
       const merged = await merge.outcome;
-      return merged.ok ? { ok: true, resultCount: (merged.result as ToolSummary).resultCount } : merged;
+      return merged.kind === 'done' ? { kind: 'done', resultCount: (merged.result as ToolSummary).resultCount } : merged;
     } finally {
       // Ports not handed to a merge (a share failed, or the call was cancelled).
       for (const port of split.counts) port.close();
@@ -193,7 +193,7 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
       current = i;
       for (const [data, release] of queued[i].splice(0)) forward(i, data, release);
       const result = await share.outcome;
-      if (!result.ok) {
+      if (result.kind !== 'done') {
         shares.forEach((t) => t.cancel());
         return result;
       }
@@ -201,13 +201,13 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
     }
     const footer = grepContentFooter(summaries);
     if (footer !== null) sink(Buffer.from(footer), () => {});
-    return { ok: true, resultCount: summaries.reduce((n, r) => n + r.resultCount, 0) };
+    return { kind: 'done', resultCount: summaries.reduce((n, r) => n + r.resultCount, 0) };
   })();
   return { outcome, cancel: split.cancel };
 }
 
 /** Thrown on a read thread while a merge waits for a collection and the call is cancelled. */
-export class Cancelled extends Error {}
+export class TaskCancelled extends Error {}
 
 /**
  * The output of a `grep`, `grepShare` or `grepMerge` task on a read thread; a lead's split goes
@@ -261,7 +261,7 @@ function receive(port: MessagePort, control: Int32Array): unknown {
   for (;;) {
     const received = receiveMessageOnPort(port);
     if (received !== undefined) return received.message;
-    if (Atomics.load(control, CANCELLED) === 1) throw new Cancelled();
+    if (Atomics.load(control, CANCELLED) === 1) throw new TaskCancelled();
     Atomics.wait(control, CANCELLED, 0, 1);
   }
 }

@@ -6,13 +6,14 @@
  */
 import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { VfsError } from '../core/errors.js';
 import { siblingModule, workerExecArgv } from '../core/run-mode.js';
 import { cat, closeShardReader, find, type GrepRequest, ls, openShardReader, type ShardReader, setReaderLimits, type ToolSummary } from '../engine/index.js';
 import { splitGrep, splitPays } from './grep-split.js';
 import {
   CANCELLED,
   type ChunkSink,
+  errorOf,
+  failure,
   IN_FLIGHT,
   type ReadCall,
   type ReadMessage,
@@ -67,9 +68,9 @@ function runInline(tool: 'ls' | 'cat' | 'find', reader: ShardReader, request: un
     const output = INLINE_TOOLS[tool](reader, request as never);
     let step = output.next();
     for (; step.done !== true; step = output.next()) if (step.value.length > 0) sink(step.value, () => {});
-    outcome = { ok: true, resultCount: step.value.resultCount };
+    outcome = { kind: 'done', resultCount: step.value.resultCount };
   } catch (error) {
-    outcome = error instanceof VfsError ? { ok: false, status: error.status, message: error.message } : { ok: false, status: 500, message: String(error) };
+    outcome = failure(error);
   }
   return { outcome: Promise.resolve(outcome), cancel: () => {} };
 }
@@ -86,6 +87,8 @@ export class ReadPool {
   private readonly loadedChannel = new BroadcastChannel(THREAD_LOADED);
   /** Tasks handed to the threads that have not finished (running or queued). */
   private running = 0;
+  /** Set by `close`: a task it stops is cancelled, not failed. */
+  private closing = false;
 
   constructor(
     private readonly threads: number,
@@ -119,7 +122,7 @@ export class ReadPool {
       try {
         reader = currentReader(shardDir);
       } catch (error) {
-        return { outcome: Promise.resolve({ ok: false, status: 500, message: String(error) }), cancel: () => {} };
+        return { outcome: Promise.resolve(failure(error)), cancel: () => {} };
       }
       if (tool !== 'find' || smallShard(reader)) return runInline(tool, reader, request, sink);
     }
@@ -131,7 +134,7 @@ export class ReadPool {
     }
     const call = this.task(tool, shardDir, request, sink);
     return {
-      outcome: call.outcome.then((o) => (o.ok ? { ok: true, resultCount: (o.result as ToolSummary).resultCount } : o)),
+      outcome: call.outcome.then((o) => (o.kind === 'done' ? { kind: 'done', resultCount: (o.result as ToolSummary).resultCount } : o)),
       cancel: call.cancel,
     };
   }
@@ -151,12 +154,13 @@ export class ReadPool {
     port1.on('message', (message: ReadMessage) => {
       if (message.type === 'chunk') sink(message.data, release);
       else if (message.type === 'split') onSplit?.(message.split);
-      else if (message.type === 'end') settle({ ok: true, result: message.result });
-      else if (message.type === 'cancelled') settle({ ok: false, status: 0, message: 'cancelled' });
-      else settle({ ok: false, status: message.status, message: message.message });
+      else if (message.type === 'end') settle({ kind: 'done', result: message.result });
+      else if (message.type === 'cancelled') settle({ kind: 'cancelled' });
+      else settle(errorOf(message));
     });
-    // The worker closes its end after its last message; a close without one means it died.
-    port1.on('close', () => settle({ ok: false, status: 500, message: 'the read worker stopped without an answer' }));
+    // The worker closes its end after its last message; a close without one means it died, or
+    // that the pool is closing (it terminates its threads).
+    port1.on('close', () => settle(this.closing ? { kind: 'cancelled' } : failure('the read worker stopped without an answer')));
     const task: ReadTask = { tool, shardDir, request, share, port: port2, control: shared, peer, peers };
     const transferList = [port2, ...(peer === undefined ? [] : [peer]), ...(peers ?? [])];
     this.running++;
@@ -164,7 +168,7 @@ export class ReadPool {
       () => this.running--,
       (error: unknown) => {
         this.running--;
-        settle({ ok: false, status: 500, message: String(error) });
+        settle(this.closing ? { kind: 'cancelled' } : failure(error));
       },
     );
     void outcome.then(() => port1.close());
@@ -188,6 +192,7 @@ export class ReadPool {
    * terminated while lmdb's native addon initialises aborts the whole process (read-worker.ts).
    */
   async close(): Promise<void> {
+    this.closing = true;
     this.drops.close();
     const deadline = Date.now() + LOAD_WAIT_MS;
     while (this.piscina.threads.some((t) => !this.loaded.has(t.threadId)) && Date.now() < deadline) {

@@ -8,8 +8,14 @@
  * `cancelled` or `error`. Flow control is a shared Int32Array: [IN_FLIGHT] counts chunks sent
  * but not yet written to the socket (the worker waits while it reaches WINDOW), [CANCELLED] is
  * set to 1 to cancel (client gone).
+ *
+ * An error crosses as a code of the error catalog with its params (an Error object loses its
+ * class on the way), and is made a VfsError again on the HTTP thread: `errorMessage` and
+ * `errorOf`. A failure that is no VfsError crosses as INTERNAL with its text, for the log only.
+ * Cancellation (client gone, pool closing) is an outcome of its own, not an error.
  */
 import type { MessagePort } from 'node:worker_threads';
+import { type ErrorCode, type ErrorParams, VfsError } from '../core/errors.js';
 import type { GrepLead, GrepShare, GrepSplit } from '../engine/index.js';
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
@@ -55,13 +61,53 @@ export type ReadMessage =
   | { type: 'split'; split: GrepSplit }
   | { type: 'end'; result: unknown }
   | { type: 'cancelled' }
-  | { type: 'error'; status: number; message: string };
+  | ErrorMessage;
+
+/** A task's error as it crosses: a code of the catalog and its params; `detail` is for the log. */
+export interface ErrorMessage {
+  type: 'error';
+  code: ErrorCode;
+  params: ErrorParams;
+  /** The text of a failure that was no VfsError (`code` is then INTERNAL). */
+  detail?: string;
+}
+
+/** The `error` message for what a task threw. */
+export function errorMessage(error: unknown): ErrorMessage {
+  if (error instanceof VfsError) return { type: 'error', code: error.code, params: error.params };
+  return { type: 'error', code: 'INTERNAL', params: {}, detail: String(error instanceof Error ? error.stack : error) };
+}
+
+/** The failure for what a tool run on the HTTP thread threw. */
+export function failure(error: unknown): Failure {
+  return error instanceof VfsError ? { kind: 'failed', error } : { kind: 'failed', error: new VfsError('INTERNAL'), detail: String(error) };
+}
+
+/** The failure an `error` message reports, its VfsError made again. */
+export function errorOf(message: ErrorMessage): Failure {
+  return { kind: 'failed', error: new VfsError(message.code, message.params), detail: message.detail };
+}
 
 /** Receives a chunk; calls `release` once the chunk no longer occupies memory (written to the socket). */
 export type ChunkSink = (data: Uint8Array, release: () => void) => void;
 
+/**
+ * A read or task that failed: `error` is what the caller sees; `detail`, the text of a failure
+ * that was no VfsError (`error` is then INTERNAL), is for the log only.
+ */
+export interface Failure {
+  kind: 'failed';
+  error: VfsError;
+  detail?: string;
+}
+
+/** A read or task stopped before its end: its client went away, or the pool is closing. */
+export interface Cancelled {
+  kind: 'cancelled';
+}
+
 /** How a read ended. */
-export type ReadOutcome = { ok: true; resultCount: number } | { ok: false; status: number; message: string } | { ok: false; status: 0; message: 'cancelled' };
+export type ReadOutcome = { kind: 'done'; resultCount: number } | Failure | Cancelled;
 
 /** A read in progress. */
 export interface ReadCall {
@@ -71,8 +117,8 @@ export interface ReadCall {
   cancel(): void;
 }
 
-/** How one task ended: its generator's return value, or a failure. */
-export type TaskOutcome = { ok: true; result: unknown } | { ok: false; status: number; message: string };
+/** How one task ended: its generator's return value, a failure, or cancelled. */
+export type TaskOutcome = { kind: 'done'; result: unknown } | Failure | Cancelled;
 
 /** One task in progress. */
 export interface TaskCall {

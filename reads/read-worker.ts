@@ -4,10 +4,9 @@
  * control (read-protocol.ts). Grep tasks of a split search are grep-split.ts's.
  */
 import { BroadcastChannel, isMainThread, type MessagePort, threadId } from 'node:worker_threads';
-import { VfsError } from '../core/errors.js';
 import { cat, closeShardReader, find, ls, openShardReader, type ShardReader } from '../engine/index.js';
-import { Cancelled, grepTaskOutput } from './grep-split.js';
-import { CANCELLED, IN_FLIGHT, type ReadMessage, type ReadTask, SHARD_DROPS, THREAD_LOADED, WINDOW } from './read-protocol.js';
+import { grepTaskOutput, TaskCancelled } from './grep-split.js';
+import { CANCELLED, errorMessage, IN_FLIGHT, type ReadMessage, type ReadTask, SHARD_DROPS, THREAD_LOADED, WINDOW } from './read-protocol.js';
 
 // A read thread closes its reader of a deleted workspace's shard, so that the shard's disk space
 // is freed now rather than when the reader is evicted or the thread ends.
@@ -41,9 +40,7 @@ export default function runReadTask(task: ReadTask): void {
         : grepTaskOutput(task, reader, control, (split) => port.postMessage({ type: 'split', split } satisfies ReadMessage));
     pump(output, control, port);
   } catch (error) {
-    if (error instanceof Cancelled) port.postMessage({ type: 'cancelled' } satisfies ReadMessage);
-    else if (error instanceof VfsError) port.postMessage({ type: 'error', status: error.status, message: error.message } satisfies ReadMessage);
-    else port.postMessage({ type: 'error', status: 500, message: String(error instanceof Error ? error.stack : error) } satisfies ReadMessage);
+    port.postMessage(error instanceof TaskCancelled ? ({ type: 'cancelled' } satisfies ReadMessage) : errorMessage(error));
   } finally {
     port.close();
   }
