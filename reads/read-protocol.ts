@@ -78,7 +78,7 @@ export function errorMessage(error: unknown): ErrorMessage {
   return { type: 'error', code: 'INTERNAL', params: {}, detail: String(error instanceof Error ? error.stack : error) };
 }
 
-/** The failure for what a tool run on the HTTP thread threw. */
+/** The failure for what was thrown on the HTTP thread: by a tool run there, or by a task that could not run. */
 export function failure(error: unknown): Failure {
   return error instanceof VfsError ? { kind: 'failed', error } : { kind: 'failed', error: new VfsError('INTERNAL'), detail: String(error) };
 }
