@@ -25,6 +25,12 @@ function expired(principal: Principal): boolean {
   return principal.kind === 'token' && principal.expiresAt <= Date.now();
 }
 
+/** The account of a management key; a scoped token gets 403 on every management route. */
+export function requireManagementKey(principal: Principal): string {
+  if (principal.kind !== 'management_key') throw new VfsError('SCOPED_TOKEN_FORBIDDEN');
+  return principal.accountId;
+}
+
 /** Verifies bearer credentials, with a bounded cache. */
 export class Authenticator {
   private readonly cache: TtlCache<Principal>;

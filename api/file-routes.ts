@@ -9,13 +9,12 @@ import { checkFilePath } from '../core/paths.js';
 import type { Database } from '../db/database.js';
 import type { BlobUpload } from '../ingest/blob-store.js';
 import type { Uploads } from '../ingest/uploads.js';
-import type { Principal } from './auth.js';
+import { type Principal, requireManagementKey } from './auth.js';
 import type { Guard } from './guard.js';
 import { BodyStream } from './body-stream.js';
 import type { Lookups } from './lookups.js';
 import { type RequestContext, send, sendJson, snapshot } from './http.js';
-import { requireManagementKey, workspaceParam, CLAIM } from './management-routes.js';
-import { onlyParams, single } from './params.js';
+import { CLAIM, onlyParams, single, workspaceParam } from './params.js';
 import { type ErrorLog, toVfsError } from './respond.js';
 
 /** What the file routes need. */

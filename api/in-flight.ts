@@ -9,6 +9,8 @@
  * makes one per request), so the routes need to know nothing of it.
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { VfsError } from '../core/errors.js';
+import { statusLine } from './http.js';
 
 type Handler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;
 
@@ -117,14 +119,17 @@ function hook(res: HttpResponse, finish: () => void): void {
 /** 503 for a request that arrives while the service stops, in the route's own format. */
 function refuse(res: HttpResponse, req: HttpRequest): void {
   const url = req.getUrl();
+  const error = new VfsError('STOPPING', {}, { 'retry-after': '1' });
   let type = 'application/json';
-  let body = '{"error":"the service is stopping; retry"}';
+  let body = JSON.stringify({ error: error.message });
   if (url === '/readyz') body = '{"ok":false}';
   else if (url === '/healthz' || READ_TOOL.test(url)) {
     type = 'text/plain; charset=utf-8';
-    body = 'the service is stopping; retry\n';
+    body = error.message + '\n';
   }
   res.cork(() => {
-    res.writeStatus('503 Service Unavailable').writeHeader('content-type', type).writeHeader('retry-after', '1').end(body, true);
+    res.writeStatus(statusLine(error.status)).writeHeader('content-type', type);
+    for (const [name, value] of Object.entries(error.headers)) res.writeHeader(name, value);
+    res.end(body, true);
   });
 }

@@ -12,10 +12,10 @@ import { FILE_STATUSES, listFiles } from '../db/files.js';
 import { accountLimits } from '../db/limits.js';
 import { mintToken, revokeToken } from '../db/tokens.js';
 import { createWorkspace, deleteWorkspace, listWorkspaces, requireWorkspace } from '../db/workspaces.js';
-import type { Authenticator, Principal } from './auth.js';
+import { type Authenticator, requireManagementKey } from './auth.js';
 import type { Guard } from './guard.js';
 import { type RequestContext, readBody, sendJson, snapshot } from './http.js';
-import { enumParam, intParam, onlyParams, single, WORKSPACE_NAME } from './params.js';
+import { CLAIM, decodeURIComponentSafe, enumParam, intParam, onlyParams, single, WORKSPACE_NAME, workspaceParam } from './params.js';
 import { type ErrorLog, sendJsonError } from './respond.js';
 
 /** What the management routes need. */
@@ -38,9 +38,6 @@ export interface JsonReply {
 
 /** A management-plane handler: gets the caller's account id and the parsed body. */
 type ManagementHandler = (ctx: RequestContext, accountId: string, body: unknown) => Promise<JsonReply>;
-
-/** Visibility claims (token claims and upload visibility): `*`, `user:<id>` or `group:<id>`. */
-export const CLAIM = /^(?:\*|(?:user|group):[A-Za-z0-9._@-]{1,128})$/;
 
 const createWorkspaceBody = z.strictObject({
   name: z.string({ error: 'name must be a string' }).regex(WORKSPACE_NAME, {
@@ -149,27 +146,6 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
     const page = await db.inAccount(accountId, async (tx) => exportAudit(tx, (await requireWorkspace(tx, name)).id, { after, cursor, limit }));
     return { status: 200, body: page };
   });
-}
-
-/** The account of a management key; a scoped token gets 403 on every management route. */
-export function requireManagementKey(principal: Principal): string {
-  if (principal.kind !== 'management_key') throw new VfsError('SCOPED_TOKEN_FORBIDDEN');
-  return principal.accountId;
-}
-
-/** A workspace name from the path; one that cannot exist is simply not found (the spec gives these routes no 400). */
-export function workspaceParam(raw: string): string {
-  const name = decodeURIComponentSafe(raw);
-  if (!WORKSPACE_NAME.test(name)) throw new VfsError('NO_SUCH_WORKSPACE', { name: name.slice(0, 100) });
-  return name;
-}
-
-function decodeURIComponentSafe(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw;
-  }
 }
 
 function parseJson(body: Buffer, required: boolean): unknown {

@@ -1,13 +1,32 @@
 /**
- * Query-string and path-parameter parsing. Every reader names the parameter in
- * its error, refuses a parameter given twice, and accepts integers only in
- * plain decimal (no sign, fraction, exponent or leading `+`).
+ * Query-string and path-parameter parsing, and the formats several routes check. Every reader
+ * names the parameter in its error, refuses a parameter given twice, and accepts integers only
+ * in plain decimal (no sign, fraction, exponent or leading `+`).
  */
-import { invalidParameter } from '../core/errors.js';
+import { invalidParameter, VfsError } from '../core/errors.js';
 import { StrictQuery } from './http.js';
 
 /** Workspace names: 1-64 of [a-z0-9_-], starting and ending with a letter or digit. */
 export const WORKSPACE_NAME = /^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$/;
+
+/** Visibility claims (token claims and upload visibility): `*`, `user:<id>` or `group:<id>`. */
+export const CLAIM = /^(?:\*|(?:user|group):[A-Za-z0-9._@-]{1,128})$/;
+
+/** A workspace name from the path; one that cannot exist is simply not found (the spec gives these routes no 400). */
+export function workspaceParam(raw: string): string {
+  const name = decodeURIComponentSafe(raw);
+  if (!WORKSPACE_NAME.test(name)) throw new VfsError('NO_SUCH_WORKSPACE', { name: name.slice(0, 100) });
+  return name;
+}
+
+/** A path parameter percent-decoded, or as given when it does not decode. */
+export function decodeURIComponentSafe(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
 
 /** The single value of a query parameter, or undefined when absent. */
 export function single(query: URLSearchParams, name: string): string | undefined {
@@ -33,10 +52,10 @@ export function parseBoundedInt(name: string, raw: string, min: number, max: num
   return value;
 }
 
-/** A boolean parameter: `true`, `false`, `1`, `0`, or a bare flag (empty value) meaning true. */
-export function boolParam(query: URLSearchParams, name: string, fallback: boolean): boolean {
+/** A boolean parameter: `true`, `false`, `1`, `0`, or a bare flag (empty value) meaning true; undefined when absent. */
+export function boolParam(query: URLSearchParams, name: string): boolean | undefined {
   const raw = single(query, name);
-  if (raw === undefined) return fallback;
+  if (raw === undefined) return undefined;
   if (raw === '' || raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw invalidParameter(name, `expected true, false, 1 or 0, got ${quote(raw)}`);

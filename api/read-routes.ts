@@ -11,15 +11,16 @@ import type { AuditLog } from '../db/audit.js';
 import type { Database } from '../db/database.js';
 import { fileState } from '../db/files.js';
 import { checkFilePath } from '../core/paths.js';
-import { type CatRequest, type FindRequest, type GrepRequest, type LsRequest, Visibility } from '../engine/index.js';
+import { type CatRequest, type FindRequest, type GrepRequest, type LsRequest, MAX_FIND_LIMIT, Visibility } from '../engine/index.js';
 import type { Principal } from './auth.js';
 import type { Guard } from './guard.js';
-import { type RequestContext, sendText, snapshot, statusLine } from './http.js';
+import { type RequestContext, snapshot } from './http.js';
 import type { Lookups } from './lookups.js';
-import { workspaceParam } from './management-routes.js';
-import { boolParam, enumParam, intParam, onlyParams, single } from './params.js';
-import type { ReadPool } from './read-pool.js';
-import { type ErrorLog, toVfsError } from './respond.js';
+import { boolParam, enumParam, intParam, onlyParams, single, workspaceParam } from './params.js';
+import type { ReadPool } from '../reads/read-pool.js';
+import type { Cancelled, Failure } from '../reads/read-protocol.js';
+import { type ErrorLog, sendTextError, toVfsError } from './respond.js';
+import { answerAfter, TextStream } from './stream-text.js';
 
 /** What the read routes need. */
 export interface ReadRouteDeps {
@@ -41,13 +42,10 @@ const MAX_PATTERN_BYTES = 16 * 1024;
 /** Globs compile to regular expressions; past this they are refused rather than left to fail. */
 const MAX_GLOB_CHARS = 4096;
 const MAX_AUDIT_VALUE = 1024;
-const TEXT = 'text/plain; charset=utf-8';
-/** Output up to this size is sent whole; beyond it, streamed. */
-const INLINE_BYTES = 256 * 1024;
 
 type Tool = 'ls' | 'find' | 'cat' | 'grep';
 
-/** Validates a tool's query string into the engine's request. */
+/** Validates a tool's query string into the engine's request; a parameter not given is left undefined, for the engine's default. */
 const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | null, deps: ReadRouteDeps) => unknown> = {
   ls: (q, claims): LsRequest => {
     onlyParams(q, ['path']);
@@ -55,11 +53,11 @@ const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | nul
   },
   find: (q, claims): FindRequest => {
     onlyParams(q, ['pattern', 'path', 'head_limit']);
-    return { claims, pattern: glob(q, 'pattern', true)!, path: single(q, 'path'), headLimit: intParam(q, 'head_limit', 1, 1000, 100) };
+    return { claims, pattern: glob(q, 'pattern', true)!, path: single(q, 'path'), headLimit: intParam(q, 'head_limit', 1, MAX_FIND_LIMIT) };
   },
   cat: (q, claims): CatRequest => {
     onlyParams(q, ['path', 'offset', 'limit']);
-    return { claims, path: required(q, 'path'), offset: intParam(q, 'offset', 1, MAX, 1), limit: intParam(q, 'limit', 1, MAX, 2000) };
+    return { claims, path: required(q, 'path'), offset: intParam(q, 'offset', 1, MAX), limit: intParam(q, 'limit', 1, MAX) };
   },
   grep: (q, claims, deps): GrepRequest => {
     onlyParams(q, ['pattern', 'path', 'glob', 'output_mode', '-i', '-A', '-B', '-C', 'head_limit', 'offset', 'multiline', 'type', '-n']);
@@ -72,12 +70,12 @@ const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | nul
       glob: glob(q, 'glob', false),
       type: nonEmpty(q, 'type'),
       outputMode: enumParam(q, 'output_mode', ['files_with_matches', 'content', 'count'] as const),
-      caseInsensitive: boolParam(q, '-i', false),
-      multiline: boolParam(q, 'multiline', false),
+      caseInsensitive: boolParam(q, '-i'),
+      multiline: boolParam(q, 'multiline'),
       after: intParam(q, '-A', 0, MAX),
       before: intParam(q, '-B', 0, MAX),
       context: intParam(q, '-C', 0, MAX),
-      lineNumbers: boolParam(q, '-n', true),
+      lineNumbers: boolParam(q, '-n'),
       headLimit: intParam(q, 'head_limit', 1, MAX),
       offset: intParam(q, 'offset', 0, MAX),
       deadline: Date.now() + deps.grepTimeoutMs,
@@ -95,24 +93,18 @@ export function registerReadRoutes(app: TemplatedApp, deps: ReadRouteDeps): void
   }
 }
 
+/** An authenticated caller admitted to read a workspace: what its audit event records. */
+interface Caller {
+  principal: Principal;
+  workspaceId: string;
+}
+
+/** Serves one read tool call: admit, parse, run, stream, and audit before the answer completes. */
 async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Promise<void> {
   const started = performance.now();
-  let principal: Principal;
-  let workspaceId: string;
-  try {
-    principal = await deps.guard.principal(ctx);
-    const name = workspaceParam(ctx.params[0]);
-    workspaceId = await deps.lookups.workspaceId(principal.accountId, name);
-    // SECURITY: a token is pinned to one workspace; any other answers as if it did not exist.
-    if (principal.kind === 'token' && principal.workspaceId !== workspaceId) throw new VfsError('NO_SUCH_WORKSPACE', { name });
-    await deps.guard.admitRead(principal);
-  } catch (error) {
-    // Not audited: no authenticated caller, or no workspace to record against.
-    const e = toVfsError(error, deps.log, ctx);
-    sendText(ctx, e.status, e.message + '\n', e.headers);
-    return;
-  }
-
+  const caller = await admit(ctx, deps);
+  if (caller === null) return;
+  const { principal, workspaceId } = caller;
   const audit = (resultCount: number | null): Promise<void> =>
     deps.audit.append({
       accountId: principal.accountId,
@@ -129,96 +121,69 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
   try {
     request = PARSERS[tool](ctx.query, principal.kind === 'token' ? principal.claims : null, deps);
   } catch (error) {
-    await finishWithError(ctx, toVfsError(error, deps.log, ctx), audit, deps);
+    await answerAfter(ctx, toVfsError(error, deps.log, ctx), () => audit(null), deps.log);
     return;
   }
 
-  // Output is held until it passes INLINE_BYTES: most answers are sent whole, with a
-  // Content-Length, once their audit event is committed; larger ones stream (chunked) with
-  // backpressure, and only their end waits for the audit commit.
-  let held: Uint8Array[] | null = [];
-  let heldBytes = 0;
-  let headersSent = false;
-  const writeHead = (): void => {
-    headersSent = true;
-    ctx.res.writeStatus(statusLine(200));
-    ctx.res.writeHeader('content-type', TEXT);
-  };
-  const stream = (data: Uint8Array, release: () => void): void => {
-    let ok = true;
-    ctx.res.cork(() => {
-      if (!headersSent) writeHead();
-      ok = ctx.res.write(data);
-    });
-    if (ok) release();
-    // Backpressure: keep the chunk counted until the socket drains.
-    else
-      ctx.res.onWritable(() => {
-        release();
-        return true;
-      });
-  };
-  const call = deps.readPool.run(tool, deps.shardDir(workspaceId), request, (data, release) => {
-    if (ctx.aborted) {
-      release();
-      return;
-    }
-    if (held !== null) {
-      held.push(data);
-      heldBytes += data.length;
-      release();
-      if (heldBytes <= INLINE_BYTES) return;
-      const flush = held;
-      held = null;
-      for (const chunk of flush) stream(chunk, () => {});
-      return;
-    }
-    stream(data, release);
-  });
+  const stream = new TextStream(ctx);
+  const call = deps.readPool.run(tool, deps.shardDir(workspaceId), request, stream.write);
   ctx.onAbort.push(() => call.cancel());
-
   const outcome = await call.outcome;
-  if (outcome.ok) {
-    try {
-      await audit(outcome.resultCount);
-    } catch (error) {
-      // The event could not be committed: the response must not complete as if it had been.
-      deps.log('audit append failed', error);
-      if (held !== null) {
-        // Nothing sent yet: say so (503) rather than cut the connection.
-        sendText(ctx, 503, 'the audit log is unavailable; retry\n', { 'retry-after': '1' });
-        return;
-      }
-      if (!ctx.aborted) ctx.res.cork(() => ctx.res.close());
-      ctx.aborted = true;
-      return;
-    }
-    if (ctx.aborted) return;
-    if (held !== null) {
-      sendText(ctx, 200, held.length === 1 ? held[0] : Buffer.concat(held));
-      return;
-    }
-    ctx.aborted = true;
-    ctx.res.cork(() => ctx.res.end());
-    return;
-  }
-  if (outcome.status === 0) {
+
+  if (outcome.kind === 'done') {
+    await stream.endAfter(() => audit(outcome.resultCount), deps.log);
+  } else if (outcome.kind === 'cancelled' && ctx.aborted) {
     // Cancelled because the client went away; still recorded.
     await audit(null).catch((error: unknown) => deps.log('audit append failed', error));
-    return;
+  } else {
+    const error = await callError(ctx, tool, outcome, stream.started, caller, request, deps);
+    await stream.failAfter(error, () => audit(null), deps.log);
   }
-  if (headersSent) {
-    // Failed mid-stream: the status is gone; cut the connection so the client sees an incomplete body.
-    deps.log(`${tool} failed mid-stream: ${outcome.message}`, null);
-    await audit(null).catch(() => {});
-    if (!ctx.aborted) ctx.res.cork(() => ctx.res.close());
-    ctx.aborted = true;
-    return;
+}
+
+/**
+ * The error a call that did not end answers: its failure, or STOPPING when it was cancelled
+ * while the client waits (the pool is closing, as the service stops). The cause of an INTERNAL
+ * error, and any failure once the output has `started`, is logged.
+ */
+async function callError(
+  ctx: RequestContext,
+  tool: Tool,
+  outcome: Failure | Cancelled,
+  started: boolean,
+  caller: Caller,
+  request: unknown,
+  deps: ReadRouteDeps,
+): Promise<VfsError> {
+  const error = outcome.kind === 'cancelled' ? new VfsError('STOPPING', {}, { 'retry-after': '1' }) : outcome.error;
+  const detail = outcome.kind === 'failed' ? outcome.detail : undefined;
+  if (started) {
+    deps.log(`${tool} failed mid-stream: ${detail ?? error.message}`, null);
+    return error;
   }
-  // The worker's errors carry the catalog's status and message; a 500 is logged and not shown.
-  let error: { status: number; message: string } = outcome.status === 500 ? toVfsError(new Error(outcome.message), deps.log, ctx) : outcome;
-  if (tool === 'cat' && outcome.status === 404) error = (await notReadyError(deps, principal, workspaceId, (request as CatRequest).path)) ?? error;
-  await finishWithError(ctx, error, audit, deps);
+  if (detail !== undefined) deps.log(`${ctx.method} ${ctx.url} failed`, detail);
+  if (tool === 'cat' && error.code === 'NO_SUCH_FILE') return (await notReadyError(deps, caller.principal, caller.workspaceId, (request as CatRequest).path)) ?? error;
+  return error;
+}
+
+/**
+ * The caller, once authenticated, its workspace found and its read admitted; null when it was
+ * not, and the error answered (not audited: no authenticated caller, or no workspace to record
+ * against).
+ */
+async function admit(ctx: RequestContext, deps: ReadRouteDeps): Promise<Caller | null> {
+  try {
+    const principal = await deps.guard.principal(ctx);
+    const name = workspaceParam(ctx.params[0]);
+    const workspaceId = await deps.lookups.workspaceId(principal.accountId, name);
+    // SECURITY: a token is pinned to one workspace; any other answers as if it did not exist.
+    if (principal.kind === 'token' && principal.workspaceId !== workspaceId) throw new VfsError('NO_SUCH_WORKSPACE', { name });
+    await deps.guard.admitRead(principal);
+    return { principal, workspaceId };
+  } catch (error) {
+    sendTextError(ctx, error, deps.log);
+    return null;
+  }
 }
 
 /**
@@ -234,24 +199,6 @@ async function notReadyError(deps: ReadRouteDeps, principal: Principal, workspac
   // SECURITY: the same visibility rule as the engine, so an invisible file's existence does not leak.
   if (!new Visibility(principal.kind === 'token' ? principal.claims : null).canSee(state.visibility)) return null;
   return new VfsError('FILE_NOT_READY', { path: checked.path, status: state.status });
-}
-
-/** Audits a failed call (resultCount null), then answers its error in plain text. */
-async function finishWithError(
-  ctx: RequestContext,
-  error: { status: number; message: string; headers?: Record<string, string> },
-  audit: (resultCount: number | null) => Promise<void>,
-  deps: ReadRouteDeps,
-): Promise<void> {
-  try {
-    await audit(null);
-  } catch (auditError) {
-    deps.log('audit append failed', auditError);
-    const e = toVfsError(auditError, deps.log, ctx);
-    sendText(ctx, e.status === 500 ? 503 : e.status, 'the audit log is unavailable; retry\n');
-    return;
-  }
-  sendText(ctx, error.status, error.message + '\n', error.headers ?? {});
 }
 
 function required(q: URLSearchParams, name: string): string {

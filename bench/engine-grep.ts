@@ -29,6 +29,7 @@ import {
   type DocInput,
   type GrepCollection,
   type GrepRequest,
+  type GrepShare,
   type GrepSplit,
 } from '../engine/index.js';
 
@@ -138,11 +139,11 @@ function rgCount(source: string, pattern: string): { ms: number; files: number }
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 import('tsx/esm/api').then(({ tsImport }) => tsImport(workerData.engine, workerData.base)).then((engine) => {
-  parentPort.on('message', (req) => {
+  parentPort.on('message', ({ request, share }) => {
     const reader = engine.openShardReader(workerData.shardDir);
     reader.shard.env.resetReadTxn();
-    if (req.lead) req = { ...req, lead: { ...req.lead, onSplit: (split) => parentPort.postMessage({ split }) } };
-    const gen = engine.collectGrepCounts(reader, req);
+    if (share.lead) share = { ...share, lead: { ...share.lead, onSplit: (split) => parentPort.postMessage({ split }) } };
+    const gen = engine.collectGrepCounts(reader, request, share);
     let r = gen.next();
     while (!r.done) r = gen.next();
     parentPort.postMessage({ collection: r.value });
@@ -151,8 +152,8 @@ import('tsx/esm/api').then(({ tsImport }) => tsImport(workerData.engine, workerD
 });
 `;
 
-/** Sends a count-search share to a worker: its split (if it leads), then its collection. */
-function share(worker: Worker, request: GrepRequest, onSplit?: (split: GrepSplit) => void): Promise<GrepCollection> {
+/** Sends a count-search share to a worker (a lead without its onSplit): its split (if it leads), then its collection. */
+function share(worker: Worker, request: GrepRequest, spec: GrepShare, onSplit?: (split: GrepSplit) => void): Promise<GrepCollection> {
   return new Promise((resolve) => {
     const onMessage = (message: { split?: GrepSplit; collection?: GrepCollection }): void => {
       if (message.split !== undefined) onSplit?.(message.split);
@@ -161,7 +162,7 @@ function share(worker: Worker, request: GrepRequest, onSplit?: (split: GrepSplit
       resolve(message.collection);
     };
     worker.on('message', onMessage);
-    worker.postMessage(request);
+    worker.postMessage({ request, share: spec });
   });
 }
 
@@ -174,8 +175,8 @@ async function timeParallel(workers: Worker[], request: GrepRequest): Promise<nu
   for (let run = 0; run < RUNS; run++) {
     const t = performance.now();
     const shares: Promise<GrepCollection>[] = [];
-    const lead = share(workers[0], { ...request, lead: { count: workers.length, minBytes: 0 } as GrepRequest['lead'] }, (split) => {
-      for (const [k, spec] of split.shares.entries()) shares.push(share(workers[k + 1], { ...request, ...spec }));
+    const lead = share(workers[0], request, { lead: { count: workers.length, minBytes: 0 } as GrepShare['lead'] }, (split) => {
+      for (const [k, spec] of split.shares.entries()) shares.push(share(workers[k + 1], request, spec));
     });
     const first = await lead;
     drain(emitGrepCounts(request, [first, ...(await Promise.all(shares))]));

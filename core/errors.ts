@@ -25,24 +25,31 @@ export const ERRORS = {
   RATE_LIMITED: { status: 429, template: 'rate limit reached for the {scope}; retry after {retryAfter} s' },
   AUTH_LOCKED: { status: 429, template: 'too many failed authentication attempts from this address; retry after {retryAfter} s' },
   UNAVAILABLE: { status: 503, template: '{what} is unavailable; retry' },
+  STOPPING: { status: 503, template: 'the service is stopping; retry' },
   INTERNAL: { status: 500, template: 'internal error' },
 } as const satisfies Record<string, { status: number; template: string }>;
 
 /** A code of the catalog. */
 export type ErrorCode = keyof typeof ERRORS;
 
+/** The values of a template's placeholders. */
+export type ErrorParams = Record<string, string | number>;
+
 /** The error type every layer throws for a caller-visible failure. */
 export class VfsError extends Error {
   readonly code: ErrorCode;
+  /** The template's values: with `code`, all it takes to make the error again (across threads). */
+  readonly params: ErrorParams;
   readonly status: number;
   /** Extra response headers, e.g. `Retry-After` on 429. */
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, params: Record<string, string | number> = {}, headers: Record<string, string> = {}) {
+  constructor(code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}) {
     const entry = ERRORS[code];
     super(entry.template.replace(/\{(\w+)\}/g, (_, key: string) => String(params[key] ?? `{${key}}`)));
     this.name = 'VfsError';
     this.code = code;
+    this.params = params;
     this.status = entry.status;
     this.headers = headers;
   }

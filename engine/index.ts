@@ -5,7 +5,7 @@
 
 export { FORMAT_VERSION, type DocMeta, type ShardState } from './shard-format.js';
 export { closeShardReader, openShardReader } from './reader-cache.js';
-export { ShardReader } from './shard-reader.js';
+export { setReaderLimits, ShardReader, type ReaderLimits } from './shard-reader.js';
 export { ShardSnapshot } from './shard-snapshot.js';
 export { openShardWriter, ShardWriter, type DocInput, type BatchResult, type CompactResult } from './shard-writer.js';
 export { Visibility, type Claims } from './visibility.js';
@@ -15,6 +15,7 @@ export { find, DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT, type FindRequest } from './to
 export { cat, DEFAULT_CAT_LIMIT, MAX_CAT_BYTES, type CatRequest } from './tool-cat.js';
 export {
   grep,
+  grepWithDefaults,
   collectGrepCounts,
   emitGrepCounts,
   grepContentFooter,
@@ -25,6 +26,7 @@ export {
   type GrepCandidateIds,
   type GrepShare,
   type GrepRequest,
+  type GrepSettings,
   type GrepOutputMode,
   type GrepFileCount,
   type GrepCollection,

@@ -1,5 +1,5 @@
 /**
- * The shard readers of one thread, by directory. A thread keeps at most ShardReader.maxOpen
+ * The shard readers of one thread, by directory. A thread keeps at most readerLimits().maxOpen
  * readers open (each holds three file descriptors and a memory map): opening one more first
  * closes the least recently used reader that has no snapshot in use. Readers in use are never
  * closed, so the bound is exceeded only by as many shards as are being read at that moment.
@@ -7,7 +7,7 @@
 
 import { resolve } from 'node:path';
 import { acquireShardEnv } from './shard-env.js';
-import { ShardReader } from './shard-reader.js';
+import { readerLimits, ShardReader } from './shard-reader.js';
 
 const readers = new Map<string, ShardReader>();
 
@@ -27,7 +27,7 @@ export function openShardReader(directory: string): ShardReader {
   const dir = resolve(directory);
   reader = readers.get(dir);
   if (reader === undefined) {
-    if (readers.size >= ShardReader.maxOpen) closeLeastRecentReader();
+    if (readers.size >= readerLimits().maxOpen) closeLeastRecentReader();
     reader = new ShardReader(acquireShardEnv(dir), forget);
     readers.set(dir, reader);
   }

@@ -16,6 +16,45 @@ export const CATALOG_BUDGET_DOCS = 200_000;
 /** Readers a thread keeps open (see reader-cache.ts): 768 file descriptors. */
 export const MAX_OPEN_READERS = 256;
 
+/** Limits of one thread's shard readers (setReaderLimits); undefined means the default. */
+export interface ReaderLimits {
+  /** Readers the thread keeps open (see openShardReader); default MAX_OPEN_READERS. */
+  maxOpen?: number;
+  /** Live documents the catalogs of the thread may hold in all; default CATALOG_BUDGET_DOCS. */
+  catalogBudget?: number;
+  /**
+   * Live documents of the largest shard the thread catalogs: building one reads them all in one
+   * go (about 1 µs each), so a thread that must answer others meanwhile sets it lower; default
+   * CATALOG_BUDGET_DOCS.
+   */
+  largestCatalog?: number;
+}
+
+/** The limits of this thread's readers, defaults applied. */
+let limits: Readonly<Required<ReaderLimits>> = readerLimitsWithDefaults({});
+
+/** A copy of `given` with every default applied. */
+function readerLimitsWithDefaults(given: ReaderLimits): Readonly<Required<ReaderLimits>> {
+  return Object.freeze({
+    maxOpen: given.maxOpen ?? MAX_OPEN_READERS,
+    catalogBudget: given.catalogBudget ?? CATALOG_BUDGET_DOCS,
+    largestCatalog: given.largestCatalog ?? CATALOG_BUDGET_DOCS,
+  });
+}
+
+/**
+ * Sets the limits of this thread's readers (those not given: their defaults), for the readers
+ * open and those opened later. Readers are cached per thread, so their limits are the thread's.
+ */
+export function setReaderLimits(given: ReaderLimits): void {
+  limits = readerLimitsWithDefaults(given);
+}
+
+/** The limits of this thread's readers. */
+export function readerLimits(): Readonly<Required<ReaderLimits>> {
+  return limits;
+}
+
 /** A shard opened for reading: hands out snapshots. Cheap to keep open per thread. */
 export class ShardReader implements CatalogHolder {
   private closed = false;
@@ -25,16 +64,7 @@ export class ShardReader implements CatalogHolder {
   private spent = 0;
   private spentVersion = -1;
   private spentVersionDocs = 0;
-  /** Live documents the catalogs of one thread may hold in all (tests lower it): see catalog-cache.ts. */
-  static catalogBudget = CATALOG_BUDGET_DOCS;
-  /**
-   * Live documents of the largest shard this thread catalogs: building one reads them all in
-   * one go (about 1 µs each), so a thread that must answer others meanwhile sets it lower.
-   */
-  static largestCatalog = CATALOG_BUDGET_DOCS;
   private static tick = 0;
-  /** Readers a thread keeps open (tests lower it): see reader-cache.ts. */
-  static maxOpen = MAX_OPEN_READERS;
   /** Snapshots begun and not yet done: while any is, the reader is not closed to make room. */
   private inUse = 0;
   /**
@@ -89,7 +119,7 @@ export class ShardReader implements CatalogHolder {
         this.spentVersionDocs = snapshot.state().liveDocs;
       }
       const live = this.spentVersionDocs;
-      if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= Math.min(ShardReader.largestCatalog, ShardReader.catalogBudget)) {
+      if (this.spent >= this.catalogAfter * Math.max(1, live) && live <= Math.min(readerLimits().largestCatalog, readerLimits().catalogBudget)) {
         this.keepCatalog(snapshot.buildCatalog());
       }
     }
@@ -110,7 +140,7 @@ export class ShardReader implements CatalogHolder {
   private keepCatalog(catalog: ShardCatalog): void {
     this.dropCatalog();
     this.catalog = catalog;
-    holdCatalog(this, catalog.docs.length, ShardReader.catalogBudget);
+    holdCatalog(this, catalog.docs.length, readerLimits().catalogBudget);
   }
 
   /** Live documents of the last cataloged version, or null without a catalog (a hint: the shard may have changed since). */

@@ -22,6 +22,7 @@
  * pool where each worker opens the shard itself: contiguous path ranges balanced by text bytes
  * in content mode (which prints in path order), hash classes of paths in the sorted modes
  * (which mix every directory, so that no share gets all the prose and another all the code).
+ * Which share a call searches is a GrepShare passed beside the request (none: the whole search).
  * The first share runs with `lead`: having found its candidates, it reports the further shares
  * with each one's candidate ids through `lead.onSplit` before reading any text (none when the
  * candidates are too few to be worth splitting), and searches its own. The caller starts each
@@ -59,7 +60,10 @@ import { Visibility, type Claims } from './visibility.js';
 /** What grep prints. */
 export type GrepOutputMode = 'files_with_matches' | 'content' | 'count';
 
-/** Parameters of `grep` (already validated by the HTTP layer; undefined means the default). */
+/**
+ * Parameters of `grep`, as a caller asks for them (already validated by the HTTP layer);
+ * undefined means the default, applied by grepWithDefaults.
+ */
 export interface GrepRequest {
   /** Caller's claims: null for a management key. */
   claims: Claims;
@@ -91,15 +95,48 @@ export interface GrepRequest {
   offset?: number;
   /** Time (ms since the epoch) after which the search stops with partial results; default none. */
   deadline?: number;
-  /** Content mode: search only the files whose paths are in this range, and print no footer (see the module comment); default all. */
+}
+
+/** A GrepRequest with every default applied (grepWithDefaults); `context` is folded into `before` and `after`. */
+export type GrepSettings = Required<Omit<GrepRequest, 'glob' | 'type' | 'context'>> & Pick<GrepRequest, 'glob' | 'type'>;
+
+/** A copy of `request` with every default applied: the one place grep's defaults are written. */
+export function grepWithDefaults(request: GrepRequest): GrepSettings {
+  return {
+    claims: request.claims,
+    pattern: request.pattern,
+    path: request.path ?? '/',
+    glob: request.glob,
+    type: request.type,
+    outputMode: request.outputMode ?? 'files_with_matches',
+    caseInsensitive: request.caseInsensitive ?? false,
+    multiline: request.multiline ?? false,
+    before: request.before ?? request.context ?? 0,
+    after: request.after ?? request.context ?? 0,
+    lineNumbers: request.lineNumbers ?? true,
+    headLimit: request.headLimit ?? Infinity,
+    offset: request.offset ?? 0,
+    deadline: request.deadline ?? Infinity,
+  };
+}
+
+/**
+ * Which share of a split search a call searches, passed beside its GrepRequest (see the module
+ * comment); undefined fields mean the whole search.
+ */
+export interface GrepShare {
+  /** Content mode: search only the files whose paths are in this range, and print no footer; default all. */
   pathRange?: GrepPathRange;
-  /** Sorted modes: search only the files of this hash class of paths (see the module comment); default all. */
+  /** Sorted modes: search only the files of this hash class of paths; default all. */
   pathShare?: PathShare;
-  /** The lead's candidates for this share, used if this snapshot has the same docsVersion (see the module comment); default: evaluate the query. */
+  /** The lead's candidates for this share, used if this snapshot has the same docsVersion; default: evaluate the query. */
   candidateIds?: GrepCandidateIds;
-  /** Be the first of `count` shares (see the module comment); default: search alone. */
+  /** Be the first of `count` shares; default: search alone. */
   lead?: GrepLead;
 }
+
+/** The whole search: no share of a split one. */
+const WHOLE: GrepShare = Object.freeze({});
 
 /** How the first share of a search splits it. */
 export interface GrepLead {
@@ -113,18 +150,8 @@ export interface GrepLead {
 
 /** A lead's split of a search: the shares after its own. */
 export interface GrepSplit {
-  /** Shares 2, 3, ... in output order (none: the lead searches everything). */
+  /** Shares 2, 3, ... in output order, each with its path range or hash class and the lead's candidates in it (none: the lead searches everything). */
   shares: GrepShare[];
-}
-
-/** One further share of a split search: the request fields that make it that share. */
-export interface GrepShare {
-  /** Content mode: its path range. */
-  pathRange?: GrepPathRange;
-  /** Sorted modes: its hash class of paths. */
-  pathShare?: PathShare;
-  /** The lead's candidates in it. */
-  candidateIds: GrepCandidateIds;
 }
 
 /** Candidates found by another share's snapshot. */
@@ -204,6 +231,7 @@ class Pace {
 }
 
 interface GrepPlan {
+  outputMode: GrepOutputMode;
   root: string;
   filter: GrepFilter;
   visibility: Visibility;
@@ -215,63 +243,57 @@ interface GrepPlan {
   headLimit: number;
   offset: number;
   deadline: number;
-  pathRange: GrepPathRange | undefined;
-  pathShare: PathShare | undefined;
-  candidateIds: GrepCandidateIds | undefined;
-  lead: GrepLead | undefined;
 }
 
 /** Applies the defaults to a copy and compiles the regex and filters (INVALID_PARAMETER on error). */
 function plan(request: GrepRequest): GrepPlan {
   // The pattern is read once: its facts steer the candidates and the matcher's paths.
-  const compiled = compilePattern(request.pattern, { caseInsensitive: request.caseInsensitive, multiline: request.multiline });
+  const s = grepWithDefaults(request);
+  const compiled = compilePattern(s.pattern, { caseInsensitive: s.caseInsensitive, multiline: s.multiline });
   const matcher = new LineMatcher(compiled);
-  const root = requestDirPath(request.path);
+  const root = requestDirPath(s.path);
   return {
+    outputMode: s.outputMode,
     root,
-    filter: new GrepFilter(root, request.glob, request.type),
-    visibility: new Visibility(request.claims),
+    filter: new GrepFilter(root, s.glob, s.type),
+    visibility: new Visibility(s.claims),
     matcher,
     facts: compiled.facts,
-    before: request.before ?? request.context ?? 0,
-    after: request.after ?? request.context ?? 0,
-    lineNumbers: request.lineNumbers ?? true,
-    headLimit: request.headLimit ?? Infinity,
-    offset: request.offset ?? 0,
-    deadline: request.deadline ?? Infinity,
-    pathRange: request.pathRange,
-    pathShare: request.pathShare,
-    candidateIds: request.candidateIds,
-    lead: request.lead,
+    before: s.before,
+    after: s.after,
+    lineNumbers: s.lineNumbers,
+    headLimit: s.headLimit,
+    offset: s.offset,
+    deadline: s.deadline,
   };
 }
 
 /**
- * Candidate documents of a planned search, in path order; NO_SUCH_FILE when the root does not
- * exist. A lead reports its split here (into path ranges, or hash classes of paths with
+ * Candidate documents of a planned search's share, in path order; NO_SUCH_FILE when the root does
+ * not exist. A lead reports its split here (into path ranges, or hash classes of paths with
  * `byHash`) and keeps the first share.
  */
-function candidates(snapshot: ShardSnapshot, p: GrepPlan, byHash: boolean): DocMeta[] {
+function candidates(snapshot: ShardSnapshot, p: GrepPlan, share: GrepShare, byHash: boolean): DocMeta[] {
   const kind = rootExists(snapshot, p.root, p.visibility);
   if (kind === null) throw new VfsError('NO_SUCH_FILE', { path: p.root });
   // The same docsVersion means the same documents: the lead's candidates are this snapshot's.
-  const given = p.candidateIds !== undefined && p.candidateIds.docsVersion === snapshot.docsVersion ? p.candidateIds.ids : undefined;
+  const given = share.candidateIds !== undefined && share.candidateIds.docsVersion === snapshot.docsVersion ? share.candidateIds.ids : undefined;
   const ids = given ?? evaluateQuery(snapshot, patternQuery(p.facts, { quadgrams: true }));
   const docs = selectCandidates(snapshot, ids, {
     root: p.root,
     rootIsFile: kind === 'file',
     filter: p.filter,
     visibility: p.visibility,
-    pathRange: p.pathRange,
-    pathShare: p.pathShare,
+    pathRange: share.pathRange,
+    pathShare: share.pathShare,
   });
-  if (p.lead === undefined) return docs;
+  if (share.lead === undefined) return docs;
   let total = 0;
   for (const d of docs) total += d.textBytes;
-  const { count, minBytes } = p.lead;
+  const { count, minBytes } = share.lead;
   const idsOf = (part: readonly DocMeta[]): GrepCandidateIds => ({ docsVersion: snapshot.docsVersion, ids: Uint32Array.from(part, (d) => d.id).sort() });
   const split = total < minBytes || count < 2 ? { first: docs, shares: [] } : byHash ? splitByHash(docs, count, idsOf) : splitRanges(docs, count, total, idsOf);
-  p.lead.onSplit({ shares: split.shares });
+  share.lead.onSplit({ shares: split.shares });
   return split.first;
 }
 
@@ -302,12 +324,15 @@ function countMatchingLines(snapshot: ShardSnapshot, meta: DocMeta, matcher: Lin
  * Searches one share (or all) of the documents and returns per-file matching-line counts, for
  * `emitGrepCounts`. Yields only HEARTBEAT chunks.
  */
-export function* collectGrepCounts(reader: ShardReader, request: GrepRequest): Generator<Buffer, GrepCollection> {
-  const p = plan(request);
+export function* collectGrepCounts(reader: ShardReader, request: GrepRequest, share: GrepShare = WHOLE): Generator<Buffer, GrepCollection> {
+  return yield* collectCounts(reader, plan(request), share);
+}
+
+function* collectCounts(reader: ShardReader, p: GrepPlan, share: GrepShare): Generator<Buffer, GrepCollection> {
   const snapshot = reader.snapshot();
   try {
     // Id order follows the order texts were written in, which is the best disk order.
-    const docs = candidates(snapshot, p, true).sort((a, b) => a.id - b.id);
+    const docs = candidates(snapshot, p, share, true).sort((a, b) => a.id - b.id);
     const files: GrepFileCount[] = [];
     let searched = 0;
     let timedOut = false;
@@ -344,9 +369,11 @@ function incompleteNote(searched: number, candidates: number): string {
  * one or more collections: merge, sort, `offset`, `headLimit`, footer.
  */
 export function* emitGrepCounts(request: GrepRequest, collections: readonly GrepCollection[]): Generator<Buffer, ToolSummary> {
-  const mode = request.outputMode ?? 'files_with_matches';
-  const offset = request.offset ?? 0;
-  const headLimit = request.headLimit ?? Infinity;
+  return yield* emitCounts(grepWithDefaults(request), collections);
+}
+
+function* emitCounts(s: Pick<GrepSettings, 'outputMode' | 'offset' | 'headLimit'>, collections: readonly GrepCollection[]): Generator<Buffer, ToolSummary> {
+  const { outputMode: mode, offset, headLimit } = s;
   const seen = new Set<string>();
   const files: GrepFileCount[] = [];
   let searched = 0;
@@ -425,19 +452,23 @@ export function grepContentFooter(shares: readonly GrepContentSummary[]): string
   return `[${incompleteNote(searched, candidates)}]\n`;
 }
 
-/** Runs `grep`. Throws INVALID_PARAMETER for a bad pattern/glob/type, NO_SUCH_FILE for a missing path. */
-export function* grep(reader: ShardReader, request: GrepRequest): Generator<Buffer, ToolSummary> {
-  if ((request.outputMode ?? 'files_with_matches') !== 'content') {
-    const collection = yield* collectGrepCounts(reader, request);
-    return yield* emitGrepCounts(request, [collection]);
+/**
+ * Runs `grep`, or one share of it (see the module comment). Throws INVALID_PARAMETER for a bad
+ * pattern/glob/type, NO_SUCH_FILE for a missing path.
+ */
+export function* grep(reader: ShardReader, request: GrepRequest, share: GrepShare = WHOLE): Generator<Buffer, ToolSummary> {
+  const p = plan(request);
+  if (p.outputMode !== 'content') {
+    const collection = yield* collectCounts(reader, p, share);
+    return yield* emitCounts(p, [collection]);
   }
-  return yield* grepContent(reader, plan(request));
+  return yield* grepContent(reader, p, share);
 }
 
-function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepContentSummary> {
+function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Generator<Buffer, GrepContentSummary> {
   const snapshot = reader.snapshot();
   try {
-    const docs = candidates(snapshot, p, false);
+    const docs = candidates(snapshot, p, share, false);
     const out = new ChunkedOutput();
     const separators = p.before > 0 || p.after > 0;
     const matcher = p.matcher;
@@ -552,7 +583,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan): Generator<Buffer, GrepC
     if (cut) notes.push(`output cut at head_limit=${p.headLimit}; more lines follow: raise head_limit or continue with offset=${p.offset + emitted}`);
     if (timedOut) notes.push(incompleteNote(searched, docs.length));
     // A share's footer is written by its caller, after the shares that follow it.
-    if (notes.length > 0 && p.pathRange === undefined && p.lead === undefined) out.write(`[${notes.join('; ')}]\n`);
+    if (notes.length > 0 && share.pathRange === undefined && share.lead === undefined) out.write(`[${notes.join('; ')}]\n`);
     yield* out.drain(true);
     return { resultCount: matchesShown, candidates: docs.length, searched, timedOut };
   } finally {

@@ -18,7 +18,7 @@
 import { join, resolve } from 'node:path';
 import type pg from 'pg';
 import { Authenticator } from '../api/auth.js';
-import { ReadPool } from '../api/read-pool.js';
+import { ReadPool } from '../reads/read-pool.js';
 import { Guard } from '../api/guard.js';
 import { Lookups } from '../api/lookups.js';
 import { startServer } from '../api/server.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { find, grep, ls, ShardReader } from '../engine/index.js';
+import { find, grep, ls, setReaderLimits, ShardReader } from '../engine/index.js';
 import { ShardCatalog } from '../engine/shard-catalog.js';
 import type { DocMeta } from '../engine/shard-format.js';
 import { buildShard, output, readerOf, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';
@@ -110,9 +110,8 @@ describe('shard catalog', () => {
   it('keeps the catalogs of one thread within the budget, dropping the least recently used', async () => {
     const docs = (dir: string): DocSpec[] => Array.from({ length: 10 }, (_, i) => ({ path: `/${dir}/${i}.txt`, text: `${i}\n` }));
     const [a, b, c] = await Promise.all([buildShard(docs('a')), buildShard(docs('b')), buildShard(docs('c'))]);
-    const budget = ShardReader.catalogBudget;
     try {
-      ShardReader.catalogBudget = 25;
+      setReaderLimits({ catalogBudget: 25 });
       for (const t of [a, b, c]) t.reader.catalogAfter = 0;
       const use = (t: TestShard): void => t.reader.snapshot().done();
       use(a);
@@ -127,27 +126,26 @@ describe('shard catalog', () => {
       expect(a.reader.catalogedDocs).toBe(null);
       expect(output(ls(a.reader, { claims: null, path: '/most' }))).toContain('9.txt\t2\n');
     } finally {
-      ShardReader.catalogBudget = budget;
+      setReaderLimits({});
       await Promise.all([a.close(), b.close(), c.close()]);
     }
   });
 
   it('is not built for a shard larger than the largest the thread catalogs', async () => {
     shard = await buildShard(Array.from({ length: 10 }, (_, i) => ({ path: `/f/${i}.txt`, text: `${i}\n` })));
-    const largest = ShardReader.largestCatalog;
     try {
       const cataloged = (reader: ShardReader): boolean => {
         const snapshot = reader.snapshot();
         snapshot.done();
         return snapshot.cataloged;
       };
-      ShardReader.largestCatalog = 9;
+      setReaderLimits({ largestCatalog: 9 });
       shard.reader.catalogAfter = 0;
       expect(cataloged(shard.reader)).toBe(false);
-      ShardReader.largestCatalog = 10;
+      setReaderLimits({ largestCatalog: 10 });
       expect(cataloged(shard.reader)).toBe(true);
     } finally {
-      ShardReader.largestCatalog = largest;
+      setReaderLimits({});
     }
   });
 

@@ -2,9 +2,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cat, openShardReader, openShardWriter, ShardReader } from '../engine/index.js';
+import { cat, openShardReader, openShardWriter, setReaderLimits } from '../engine/index.js';
 import { openReaderCount } from '../engine/reader-cache.js';
-import { MAX_OPEN_READERS } from '../engine/shard-reader.js';
 import { output, toInput } from './helpers/engine-shard.js';
 
 const openFds = (): number => readdirSync('/proc/self/fd').length;
@@ -21,14 +20,14 @@ describe('the readers a thread keeps open', () => {
     }
   });
   afterEach(() => {
-    ShardReader.maxOpen = MAX_OPEN_READERS;
+    setReaderLimits({});
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   const read = (i: number): string => output(cat(openShardReader(dirs[i]), { claims: null, path: '/f.txt' }));
 
   it('are at most maxOpen: the least recently read closes first, and reopens when read again', async () => {
-    ShardReader.maxOpen = 3;
+    setReaderLimits({ maxOpen: 3 });
     const before = openReaderCount();
     for (let i = 0; i < 3; i++) expect(read(i)).toBe(`     1\tshard ${i}\n`);
     const fds = openFds();
@@ -42,7 +41,7 @@ describe('the readers a thread keeps open', () => {
   });
 
   it('never closes a reader whose snapshot is in use', async () => {
-    ShardReader.maxOpen = 2;
+    setReaderLimits({ maxOpen: 2 });
     const held = openShardReader(dirs[0]);
     const snapshot = held.snapshot();
     try {

@@ -197,10 +197,10 @@ describe('tools on a small workspace', () => {
      */
     const splitGrep = (reader: TestShard['reader'], request: GrepRequest, count: number, minBytes = 0, ownQuery = false): { bounds: string[]; shares: string[] } => {
       let split: GrepSplit | undefined;
-      const lead = output(grep(reader, { ...request, lead: { count, minBytes, onSplit: (x) => (split = x) } }));
+      const lead = output(grep(reader, request, { lead: { count, minBytes, onSplit: (x) => (split = x) } }));
       expect(split).toBeDefined();
       const bounds = split!.shares.map((share) => share.pathRange!.from!);
-      const rest = split!.shares.map((share) => output(grep(reader, { ...request, ...share, candidateIds: ownQuery ? undefined : share.candidateIds })));
+      const rest = split!.shares.map((share) => output(grep(reader, request, { ...share, candidateIds: ownQuery ? undefined : share.candidateIds })));
       return { bounds, shares: [lead, ...rest] };
     };
 
@@ -235,9 +235,9 @@ describe('tools on a small workspace', () => {
       for (const outputMode of ['files_with_matches', 'count'] as const) {
         const request: GrepRequest = { claims: MGMT, pattern: 'e|x', outputMode };
         let split: GrepSplit | undefined;
-        const lead = collect(collectGrepCounts(s.reader, { ...request, lead: { count, minBytes: 0, onSplit: (x) => (split = x) } }));
+        const lead = collect(collectGrepCounts(s.reader, request, { lead: { count, minBytes: 0, onSplit: (x) => (split = x) } }));
         expect(split!.shares.map((share) => share.pathShare)).toEqual(Array.from({ length: count - 1 }, (_, k) => ({ index: k + 1, count })));
-        const rest = split!.shares.map((share) => collect(collectGrepCounts(s.reader, { ...request, ...share, candidateIds: ownQuery ? undefined : share.candidateIds })));
+        const rest = split!.shares.map((share) => collect(collectGrepCounts(s.reader, request, { ...share, candidateIds: ownQuery ? undefined : share.candidateIds })));
         // The files are spread over the classes, and no class holds another's.
         const classes = [lead, ...rest].map((c) => c.files.map((f) => f.path));
         expect(classes.filter((paths) => paths.length > 0).length).toBeGreaterThan(1);
@@ -255,12 +255,12 @@ describe('tools on a small workspace', () => {
       try {
         const request: GrepRequest = { claims: MGMT, pattern: 'match', outputMode: 'files_with_matches' };
         let split: GrepSplit | undefined;
-        output(grep(t.reader, { ...request, outputMode: 'content', lead: { count: 2, minBytes: 0, onSplit: (x) => (split = x) } }));
+        output(grep(t.reader, { ...request, outputMode: 'content' }, { lead: { count: 2, minBytes: 0, onSplit: (x) => (split = x) } }));
         const [share] = split!.shares;
         expect(share.pathRange).toEqual({ from: '/m.txt', to: null });
         // A write between the lead and the share: the lead's ids do not list the new file.
         await t.write([{ path: '/n.txt', text: 'match\n' }]);
-        const text = output(grep(t.reader, { ...request, outputMode: 'content', lineNumbers: false, ...share }));
+        const text = output(grep(t.reader, { ...request, outputMode: 'content', lineNumbers: false }, share));
         expect([...new Set(text.split('\n').filter((l) => l !== '').map((l) => l.split(':')[0]))]).toEqual(['/m.txt', '/n.txt', '/z.txt']);
       } finally {
         await t.close();
@@ -273,12 +273,12 @@ describe('tools on a small workspace', () => {
       try {
         const request: GrepRequest = { claims: MGMT, pattern: 'match', outputMode: 'files_with_matches' };
         let split: GrepSplit | undefined;
-        collect(collectGrepCounts(t.reader, { ...request, lead: { count: 2, minBytes: 0, onSplit: (x) => (split = x) } }));
+        collect(collectGrepCounts(t.reader, request, { lead: { count: 2, minBytes: 0, onSplit: (x) => (split = x) } }));
         const [share] = split!.shares;
         // A new file of the share's class, written between the lead and the share.
         const added = Array.from({ length: 50 }, (_, i) => `/new${i}.txt`).find((path) => pathHash(path) % 2 === 1)!;
         await t.write([{ path: added, text: 'match\n' }]);
-        const found = collect(collectGrepCounts(t.reader, { ...request, ...share })).files.map((f) => f.path);
+        const found = collect(collectGrepCounts(t.reader, request, share)).files.map((f) => f.path);
         expect(found.sort()).toEqual([...paths.filter((path) => pathHash(path) % 2 === 1), added].sort());
       } finally {
         await t.close();
@@ -308,7 +308,7 @@ describe('tools on a small workspace', () => {
     });
 
     it('a path range keeps only the files in [from, to)', () => {
-      const text = output(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'content', pathRange: { from: '/docs', to: '/src/main.c' } }));
+      const text = output(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'content' }, { pathRange: { from: '/docs', to: '/src/main.c' } }));
       expect(text.split('\n').map((l) => l.split(':')[0])).toEqual([
         '/docs/guide.md',
         '/docs/guide.md',

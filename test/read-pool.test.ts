@@ -5,8 +5,8 @@
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ReadPool } from '../api/read-pool.js';
-import { THREAD_LOADED } from '../api/read-worker.js';
+import { ReadPool } from '../reads/read-pool.js';
+import { THREAD_LOADED } from '../reads/read-protocol.js';
 
 const loaded = new Set<number>();
 const channel = new BroadcastChannel(THREAD_LOADED);

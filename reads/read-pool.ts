@@ -1,0 +1,204 @@
+/**
+ * The read pool: piscina threads running the read tools (read-worker.ts), with the protocol of
+ * read-protocol.ts. Each call gets a MessagePort for its output and a shared control array for
+ * flow control and cancellation, so a large output streams with bounded memory and stops when
+ * the client goes away. A grep may be split across idle threads (grep-split.ts).
+ */
+import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { siblingModule, workerExecArgv } from '../core/run-mode.js';
+import { cat, closeShardReader, find, type GrepRequest, ls, openShardReader, type ShardReader, setReaderLimits, type ToolSummary } from '../engine/index.js';
+import { splitGrep, splitPays } from './grep-split.js';
+import {
+  CANCELLED,
+  type ChunkSink,
+  errorOf,
+  failure,
+  IN_FLIGHT,
+  type ReadCall,
+  type ReadMessage,
+  type ReadOutcome,
+  type ReadTask,
+  type ReadTool,
+  SHARD_DROPS,
+  type TaskCall,
+  type TaskExtras,
+  type TaskOutcome,
+  THREAD_LOADED,
+} from './read-protocol.js';
+
+/**
+ * `ls` and `cat` run on the calling thread. Their work is bounded and small
+ * (one directory's entries; at most 2,000 lines or 256 KiB of one file, read
+ * through stored line offsets), smaller than handing a task to a thread and
+ * its output back: measured with bench/read-http.ts, the hop cost more than
+ * the tool. So does `find` in a shard of at most INLINE_FIND_DOCS files (it
+ * tests every path under its directory, about 0.3 µs each).
+ */
+const INLINE_TOOLS = { ls, cat, find } as const;
+
+/** `find` runs on the calling thread in shards with at most this many files. */
+const INLINE_FIND_DOCS = 5000;
+
+/** The thread's reader of a shard, renewed to the latest commit. */
+function currentReader(shardDir: string): ShardReader {
+  const reader = openShardReader(shardDir);
+  // lmdb-js renews its cached read transaction lazily: begin from the latest commit.
+  reader.shard.env.resetReadTxn();
+  return reader;
+}
+
+/** Whether `find` over this shard is small enough to run on the calling thread. */
+function smallShard(reader: ShardReader): boolean {
+  // A catalog's size is recent enough to decide by, and costs no snapshot.
+  const cataloged = reader.catalogedDocs;
+  if (cataloged !== null) return cataloged <= INLINE_FIND_DOCS;
+  const snapshot = reader.snapshot();
+  try {
+    return snapshot.state().liveDocs <= INLINE_FIND_DOCS;
+  } finally {
+    snapshot.done();
+  }
+}
+
+/** Runs a tool on the calling thread, delivering its chunks before the outcome settles. */
+function runInline(tool: 'ls' | 'cat' | 'find', reader: ShardReader, request: unknown, sink: ChunkSink): ReadCall {
+  let outcome: ReadOutcome;
+  try {
+    const output = INLINE_TOOLS[tool](reader, request as never);
+    let step = output.next();
+    for (; step.done !== true; step = output.next()) if (step.value.length > 0) sink(step.value, () => {});
+    outcome = { kind: 'done', resultCount: step.value.resultCount };
+  } catch (error) {
+    outcome = failure(error);
+  }
+  return { outcome: Promise.resolve(outcome), cancel: () => {} };
+}
+
+/** Longest `close` waits for a starting thread to load its modules. */
+const LOAD_WAIT_MS = 10_000;
+
+/** Pool of read threads. */
+export class ReadPool {
+  private readonly piscina: Piscina<ReadTask, void>;
+  private readonly drops = new BroadcastChannel(SHARD_DROPS);
+  /** The threadIds of the read threads (of every pool in the process) whose modules have loaded. */
+  private readonly loaded = new Set<number>();
+  private readonly loadedChannel = new BroadcastChannel(THREAD_LOADED);
+  /** Tasks handed to the threads that have not finished (running or queued). */
+  private running = 0;
+  /** Set by `close`: a task it stops is cancelled, not failed. */
+  private closing = false;
+
+  constructor(
+    private readonly threads: number,
+    /** A grep whose candidates hold fewer text bytes is searched by one thread (Config.grepSplitMinBytes). */
+    private readonly splitMinBytes: number,
+  ) {
+    // The calling (HTTP) thread catalogs only shards it may scan inline: building the catalog of
+    // a larger one would hold every other request for its duration. Read threads catalog any.
+    setReaderLimits({ largestCatalog: INLINE_FIND_DOCS });
+    this.drops.unref();
+    this.loadedChannel.onmessage = (event) => this.loaded.add((event as { data: number }).data);
+    this.loadedChannel.unref();
+    this.piscina = new Piscina<ReadTask, void>({
+      filename: siblingModule('read-worker', import.meta.url).href,
+      minThreads: threads,
+      maxThreads: threads,
+      // Tasks mostly wait on nothing: each thread serves one tool call at a time.
+      concurrentTasksPerWorker: 1,
+      // An idle thread waits for tasks without blocking its event loop, so that it receives the
+      // shard drops (read-worker.ts) while no task comes.
+      atomics: 'async',
+      execArgv: workerExecArgv(true),
+      recordTiming: false,
+    });
+  }
+
+  /** Runs a tool; chunks go to `sink` in order, then `outcome` settles. */
+  run(tool: 'ls' | 'find' | 'cat' | 'grep', shardDir: string, request: unknown, sink: ChunkSink): ReadCall {
+    if (tool === 'ls' || tool === 'cat' || tool === 'find') {
+      let reader: ShardReader;
+      try {
+        reader = currentReader(shardDir);
+      } catch (error) {
+        return { outcome: Promise.resolve(failure(error)), cancel: () => {} };
+      }
+      if (tool !== 'find' || smallShard(reader)) return runInline(tool, reader, request, sink);
+    }
+    // A split pays only on threads that would otherwise wait: with every thread busy, its
+    // further shares queue behind other calls and its hops and merge are pure cost.
+    const idle = this.threads - this.running;
+    if (tool === 'grep' && idle > 1 && splitPays(request as GrepRequest)) {
+      return splitGrep((...task) => this.task(...task), shardDir, request as GrepRequest, sink, idle, this.splitMinBytes);
+    }
+    const call = this.task(tool, shardDir, request, sink);
+    return {
+      outcome: call.outcome.then((o) => (o.kind === 'done' ? { kind: 'done', resultCount: (o.result as ToolSummary).resultCount } : o)),
+      cancel: call.cancel,
+    };
+  }
+
+  /** Runs one task on a thread; its port delivers chunks, then its result. */
+  private task(tool: ReadTool, shardDir: string, request: unknown, sink: ChunkSink, extras: TaskExtras = {}): TaskCall {
+    const { share, onSplit, peer, peers } = extras;
+    const { port1, port2 } = new MessageChannel();
+    const shared = new SharedArrayBuffer(8);
+    const control = new Int32Array(shared);
+    const release = (): void => {
+      Atomics.sub(control, IN_FLIGHT, 1);
+      Atomics.notify(control, IN_FLIGHT);
+    };
+    let settle!: (outcome: TaskOutcome) => void;
+    const outcome = new Promise<TaskOutcome>((resolve) => (settle = resolve));
+    port1.on('message', (message: ReadMessage) => {
+      if (message.type === 'chunk') sink(message.data, release);
+      else if (message.type === 'split') onSplit?.(message.split);
+      else if (message.type === 'end') settle({ kind: 'done', result: message.result });
+      else if (message.type === 'cancelled') settle({ kind: 'cancelled' });
+      else settle(errorOf(message));
+    });
+    // The worker closes its end after its last message; a close without one means it died, or
+    // that the pool is closing (it terminates its threads).
+    port1.on('close', () => settle(this.closing ? { kind: 'cancelled' } : failure('the read worker stopped without an answer')));
+    const task: ReadTask = { tool, shardDir, request, share, port: port2, control: shared, peer, peers };
+    const transferList = [port2, ...(peer === undefined ? [] : [peer]), ...(peers ?? [])];
+    this.running++;
+    this.piscina.run(task, { transferList }).then(
+      () => this.running--,
+      (error: unknown) => {
+        this.running--;
+        settle(this.closing ? { kind: 'cancelled' } : failure(error));
+      },
+    );
+    void outcome.then(() => port1.close());
+    return {
+      outcome,
+      cancel: () => {
+        Atomics.store(control, CANCELLED, 1);
+        Atomics.notify(control, IN_FLIGHT);
+      },
+    };
+  }
+
+  /** Closes every thread's reader of a deleted workspace's shard (see read-worker.ts). */
+  shardDropped(shardDir: string): void {
+    closeShardReader(shardDir);
+    this.drops.postMessage(shardDir);
+  }
+
+  /**
+   * Stops the threads, once each has loaded its modules (for at most LOAD_WAIT_MS): one
+   * terminated while lmdb's native addon initialises aborts the whole process (read-worker.ts).
+   */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.drops.close();
+    const deadline = Date.now() + LOAD_WAIT_MS;
+    while (this.piscina.threads.some((t) => !this.loaded.has(t.threadId)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    this.loadedChannel.close();
+    await this.piscina.destroy();
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The read pool's protocol between the HTTP thread (read-pool.ts) and its read threads
+ * (read-worker.ts).
+ *
+ * A task carries the shard directory and the validated request, never file bytes. Its output
+ * comes back over the task's MessagePort, in order: `chunk` messages (a grep lead's `split`
+ * before its first chunk), then one `end` (with the generator's return value, a ToolSummary),
+ * `cancelled` or `error`. Flow control is a shared Int32Array: [IN_FLIGHT] counts chunks sent
+ * but not yet written to the socket (the worker waits while it reaches WINDOW), [CANCELLED] is
+ * set to 1 to cancel (client gone).
+ *
+ * An error crosses as a code of the error catalog with its params (an Error object loses its
+ * class on the way), and is made a VfsError again on the HTTP thread: `errorMessage` and
+ * `errorOf`. A failure that is no VfsError crosses as INTERNAL with its text, for the log only.
+ * Cancellation (client gone, pool closing) is an outcome of its own, not an error.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import { type ErrorCode, type ErrorParams, VfsError } from '../core/errors.js';
+import type { GrepLead, GrepShare, GrepSplit } from '../engine/index.js';
+
+/** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
+export const WINDOW = 4;
+/** Index of the in-flight counter in the control array. */
+export const IN_FLIGHT = 0;
+/** Index of the cancel flag in the control array. */
+export const CANCELLED = 1;
+
+/** The channel on which the HTTP thread names the shard directories of deleted workspaces. */
+export const SHARD_DROPS = 'agent-vfs:shard-drops';
+
+/** The channel on which each read thread posts its threadId once its modules have loaded. */
+export const THREAD_LOADED = 'agent-vfs:read-thread-loaded';
+
+/**
+ * What a task runs: a read tool, or one of the two parts of a sorted-mode grep split into
+ * shares (grep-split.ts).
+ */
+export type ReadTool = 'ls' | 'find' | 'cat' | 'grep' | 'grepShare' | 'grepMerge';
+
+/** A read task. */
+export interface ReadTask {
+  tool: ReadTool;
+  shardDir: string;
+  request: unknown;
+  /** `grep` and `grepShare`: the share of a split search it searches; default the whole search. */
+  share?: TaskShare;
+  port: MessagePort;
+  control: SharedArrayBuffer;
+  /** `grepShare`: where its GrepCollection goes. */
+  peer?: MessagePort;
+  /** `grepMerge`: where the shares' collections arrive, one port per share. */
+  peers?: MessagePort[];
+}
+
+/** A GrepShare as a task carries it: a lead comes without `onSplit` (a function does not cross threads) and posts a `split` message instead. */
+export type TaskShare = Omit<GrepShare, 'lead'> & { lead?: Omit<GrepLead, 'onSplit'> };
+
+/** Messages on the task's port. */
+export type ReadMessage =
+  | { type: 'chunk'; data: Uint8Array }
+  | { type: 'split'; split: GrepSplit }
+  | { type: 'end'; result: unknown }
+  | { type: 'cancelled' }
+  | ErrorMessage;
+
+/** A task's error as it crosses: a code of the catalog and its params; `detail` is for the log. */
+export interface ErrorMessage {
+  type: 'error';
+  code: ErrorCode;
+  params: ErrorParams;
+  /** The text of a failure that was no VfsError (`code` is then INTERNAL). */
+  detail?: string;
+}
+
+/** The `error` message for what a task threw. */
+export function errorMessage(error: unknown): ErrorMessage {
+  if (error instanceof VfsError) return { type: 'error', code: error.code, params: error.params };
+  return { type: 'error', code: 'INTERNAL', params: {}, detail: String(error instanceof Error ? error.stack : error) };
+}
+
+/** The failure for what was thrown on the HTTP thread: by a tool run there, or by a task that could not run. */
+export function failure(error: unknown): Failure {
+  return error instanceof VfsError ? { kind: 'failed', error } : { kind: 'failed', error: new VfsError('INTERNAL'), detail: String(error) };
+}
+
+/** The failure an `error` message reports, its VfsError made again. */
+export function errorOf(message: ErrorMessage): Failure {
+  return { kind: 'failed', error: new VfsError(message.code, message.params), detail: message.detail };
+}
+
+/** Receives a chunk; calls `release` once the chunk no longer occupies memory (written to the socket). */
+export type ChunkSink = (data: Uint8Array, release: () => void) => void;
+
+/**
+ * A read or task that failed: `error` is what the caller sees; `detail`, the text of a failure
+ * that was no VfsError (`error` is then INTERNAL), is for the log only.
+ */
+export interface Failure {
+  kind: 'failed';
+  error: VfsError;
+  detail?: string;
+}
+
+/** A read or task stopped before its end: its client went away, or the pool is closing. */
+export interface Cancelled {
+  kind: 'cancelled';
+}
+
+/** How a read ended. */
+export type ReadOutcome = { kind: 'done'; resultCount: number } | Failure | Cancelled;
+
+/** A read in progress. */
+export interface ReadCall {
+  /** Settles when the tool has finished (its last chunk was delivered before this). */
+  outcome: Promise<ReadOutcome>;
+  /** Stops the tool (client gone). */
+  cancel(): void;
+}
+
+/** How one task ended: its generator's return value, a failure, or cancelled. */
+export type TaskOutcome = { kind: 'done'; result: unknown } | Failure | Cancelled;
+
+/** One task in progress. */
+export interface TaskCall {
+  outcome: Promise<TaskOutcome>;
+  cancel(): void;
+}
+
+/** What a task may carry besides its request. */
+export interface TaskExtras {
+  /** The share of a split grep it searches. */
+  share?: TaskShare;
+  /** The lead of a split grep: receives the split. */
+  onSplit?: (split: GrepSplit) => void;
+  /** `grepShare`: the port its counts go to. */
+  peer?: MessagePort;
+  /** `grepMerge`: the ports the shares' counts arrive on. */
+  peers?: MessagePort[];
+}
+
+/** Runs one task on a read thread: chunks go to `sink` in order, then `outcome` settles. */
+export type RunTask = (tool: ReadTool, shardDir: string, request: unknown, sink: ChunkSink, extras?: TaskExtras) => TaskCall;

@@ -1,0 +1,76 @@
+/**
+ * The read pool's worker: runs one read task over a workspace shard that the thread opens
+ * itself (readers are cached per thread), streaming its output over the task's port with flow
+ * control (read-protocol.ts). Grep tasks of a split search are grep-split.ts's.
+ */
+import { BroadcastChannel, isMainThread, type MessagePort, threadId } from 'node:worker_threads';
+import { cat, closeShardReader, find, ls, openShardReader, type ShardReader } from '../engine/index.js';
+import { grepTaskOutput, TaskCancelled } from './grep-split.js';
+import { CANCELLED, errorMessage, IN_FLIGHT, type ReadMessage, type ReadTask, SHARD_DROPS, THREAD_LOADED, WINDOW } from './read-protocol.js';
+
+// A read thread closes its reader of a deleted workspace's shard, so that the shard's disk space
+// is freed now rather than when the reader is evicted or the thread ends.
+if (!isMainThread) {
+  const drops = new BroadcastChannel(SHARD_DROPS);
+  drops.onmessage = (event) => closeShardReader((event as { data: string }).data);
+  drops.unref();
+  // The imports above have loaded, lmdb's native addon among them. A thread terminated while
+  // that addon initialises aborts the whole process ("FATAL ERROR:
+  // Error::ThrowAsJavaScriptException napi_throw"), so the pool stops no thread before this.
+  const loaded = new BroadcastChannel(THREAD_LOADED);
+  loaded.postMessage(threadId);
+  loaded.unref();
+}
+
+/** The tools that run as they are; the grep tasks are grep-split.ts's. */
+const TOOLS = { ls, find, cat } as const;
+
+/** Runs one task, streaming its output over `task.port`. */
+export default function runReadTask(task: ReadTask): void {
+  const control = new Int32Array(task.control);
+  const port = task.port;
+  try {
+    const reader = openShardReader(task.shardDir);
+    // lmdb-js renews its cached read transaction on a timer, and piscina may run tasks back to
+    // back without turning the event loop: start every task from the latest commit explicitly.
+    reader.shard.env.resetReadTxn();
+    const output =
+      task.tool === 'ls' || task.tool === 'find' || task.tool === 'cat'
+        ? (TOOLS[task.tool] as (r: ShardReader, q: unknown) => Generator<Buffer, unknown>)(reader, task.request)
+        : grepTaskOutput(task, reader, control, (split) => port.postMessage({ type: 'split', split } satisfies ReadMessage));
+    pump(output, control, port);
+  } catch (error) {
+    port.postMessage(error instanceof TaskCancelled ? ({ type: 'cancelled' } satisfies ReadMessage) : errorMessage(error));
+  } finally {
+    port.close();
+  }
+}
+
+/** Sends `output`'s chunks, at most WINDOW unwritten at a time, then its end; stops when cancelled. */
+function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: MessagePort): void {
+  try {
+    for (;;) {
+      if (Atomics.load(control, CANCELLED) === 1) {
+        port.postMessage({ type: 'cancelled' } satisfies ReadMessage);
+        return;
+      }
+      const step = output.next();
+      if (step.done === true) {
+        port.postMessage({ type: 'end', result: step.value } satisfies ReadMessage);
+        return;
+      }
+      if (step.value.length === 0) continue; // heartbeat: a cancellation point only
+      let inFlight = Atomics.load(control, IN_FLIGHT);
+      while (inFlight >= WINDOW && Atomics.load(control, CANCELLED) === 0) {
+        Atomics.wait(control, IN_FLIGHT, inFlight, 100);
+        inFlight = Atomics.load(control, IN_FLIGHT);
+      }
+      Atomics.add(control, IN_FLIGHT, 1);
+      // Copy: the tool may reuse its buffer for the next chunk.
+      const data = new Uint8Array(step.value);
+      port.postMessage({ type: 'chunk', data } satisfies ReadMessage, [data.buffer]);
+    }
+  } finally {
+    output.return(undefined as never);
+  }
+}
