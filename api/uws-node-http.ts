@@ -36,7 +36,7 @@ const MAX_HEAD_BYTES = 128 * 1024;
 
 /** A header value as Node's parser gives it (one character per byte) read as UTF-8. */
 function utf8(text: string): string {
-  return /[^\x00-\x7f]/.test(text) ? Buffer.from(text, 'latin1').toString('utf8') : text;
+  return /[\x80-\uffff]/.test(text) ? Buffer.from(text, 'latin1').toString('utf8') : text;
 }
 
 /** A segment's rank: a static segment beats a parameter, which beats a wildcard. */

@@ -23,7 +23,7 @@ const BODY = Buffer.from(Array.from({ length: 100 }, (_, i) => `${String(i + 1).
 /** One server thread: a uWS app on `port`. */
 function serve(port: number, busyUs: number, onListening: () => void): void {
   const { uws } = loadUws();
-  let waiting: Array<() => void> = [];
+  const waiting: Array<() => void> = [];
   let timer: NodeJS.Timeout | null = null;
   const flush = (): void => {
     timer = null;
@@ -41,7 +41,7 @@ function serve(port: number, busyUs: number, onListening: () => void): void {
       waiting.push(() => {
         if (!aborted) res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'text/plain').end(BODY));
       });
-      timer ??= setTimeout(flush, 1);
+      if (timer === null) timer = setTimeout(flush, 1);
     })
     .listen('127.0.0.1', port, (socket) => {
       if (socket === false) throw new Error(`thread could not listen on ${port}`);

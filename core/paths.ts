@@ -8,7 +8,7 @@
 export const MAX_PATH_BYTES = 1024;
 export const MAX_SEGMENT_BYTES = 255;
 
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a path may not contain
 const FORBIDDEN = /[\u0000-\u001f\u007f\\]/;
 
 /** The result of validating a path: the canonical form, or the reason it is refused. */

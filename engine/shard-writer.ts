@@ -169,7 +169,8 @@ function countsToOffsets(counts: Uint32Array, touched: Uint32Array, distinct: nu
  * buckets) of the document with id `ids[d]`, ids ascending.
  */
 function buildPostings(docIds: readonly number[], keys: readonly Uint32Array[]): BatchPostings {
-  const counts = (trigramCounts ??= new Uint32Array(1 << 24));
+  trigramCounts ??= new Uint32Array(1 << 24);
+  const counts = trigramCounts;
   let touched = new Uint32Array(1 << 16);
   let distinct = 0;
   let total = 0;
@@ -210,7 +211,8 @@ function buildPostings(docIds: readonly number[], keys: readonly Uint32Array[]):
  * sort as buildPostings.
  */
 function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
-  const counts = (trigramCounts ??= new Uint32Array(1 << 24));
+  trigramCounts ??= new Uint32Array(1 << 24);
+  const counts = trigramCounts;
   let touched = new Uint32Array(1 << 16);
   let distinct = 0;
   let total = 0;

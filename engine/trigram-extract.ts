@@ -64,7 +64,8 @@ function distinctKeys(text: Uint8Array, width: 3 | 4): Uint32Array {
   const needed = Math.min(length, TRIGRAMS);
   if (scratch.length < needed) scratch = new Uint32Array(Math.max(needed, scratch.length * 2, 1 << 16));
   const list = scratch;
-  const bits = (seen ??= new Uint32Array(TRIGRAMS >>> 5));
+  seen ??= new Uint32Array(TRIGRAMS >>> 5);
+  const bits = seen;
   let count = 0;
   let gram = 0;
   let run = 0;

@@ -86,6 +86,7 @@ interface TextRun {
 
 // C0 controls except TAB, plus DEL and C1 controls: never useful in extracted
 // text, and NUL would make the text look binary to every grep.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters removed
 const CONTROL_CHARS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
 const LINE_BREAKS = /[\r\n\u2028\u2029]+/g;
 
@@ -169,7 +170,7 @@ export async function extractPdf(bytes: Uint8Array, limits: PdfLimits = {}): Pro
     cMapPacked: true,
   });
   try {
-    let doc;
+    let doc: Awaited<typeof task.promise>;
     try {
       doc = await task.promise;
     } catch (err) {

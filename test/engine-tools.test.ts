@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHUNK_BYTES, cat, find, grep, ls, collectGrepCounts, ShardReader, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
+import { CHUNK_BYTES, cat, find, grep, ls, collectGrepCounts, type ShardReader, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
 import { pathHash } from '../engine/grep-candidates.js';
 import { comparePaths } from '../engine/tool-output.js';
 import picomatch from 'picomatch';

@@ -13,8 +13,12 @@ function gate<V>() {
     get starts() {
       return starts;
     },
-    resolveAll: (v: V) => pending.splice(0).forEach((p) => p.resolve(v)),
-    rejectAll: (e: unknown) => pending.splice(0).forEach((p) => p.reject(e)),
+    resolveAll: (v: V) => {
+      for (const p of pending.splice(0)) p.resolve(v);
+    },
+    rejectAll: (e: unknown) => {
+      for (const p of pending.splice(0)) p.reject(e);
+    },
   };
 }
 
