@@ -118,7 +118,7 @@ function startShares(s: Splitter, tool: 'grep' | 'grepShare', sinkFor: (share: n
     counts,
     cancel: () => {
       cancelled = true;
-      calls.forEach((c) => c.cancel());
+      for (const c of calls) c.cancel();
     },
   };
 }
@@ -194,7 +194,7 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
       for (const [data, release] of queued[i].splice(0)) forward(i, data, release);
       const result = await share.outcome;
       if (result.kind !== 'done') {
-        shares.forEach((t) => t.cancel());
+        for (const t of shares) t.cancel();
         return result;
       }
       summaries.push(result.result as GrepContentSummary);

@@ -1,6 +1,6 @@
 /**
- * Regenerates FOLD_EXCEPTIONS_SRC, the table of case-folding orbits kept in the case-folding module
- * of engine/regex, by asking RE2 (node-re2, the package the engine runs) what `(?i)` folds together.
+ * Regenerates FOLD_EXCEPTIONS_SRC, the table of case-folding orbits in engine/regex/fold.ts,
+ * by asking RE2 (node-re2, the package the engine runs) what `(?i)` folds together.
  *
  *   node --import tsx scripts/case-fold-table.ts > table.ts
  *
