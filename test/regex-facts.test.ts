@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import RE2 from 're2';
 import { describe, expect, it } from 'vitest';
 import { VfsError } from '../core/errors.js';
-import { analyzePattern, compilePattern, patternQuery, type PatternOptions } from '../engine/regex/pattern.js';
+import { analyzePattern, type CompiledPattern, compilePattern, patternQuery, type PatternOptions } from '../engine/regex/pattern.js';
 import { printRegex } from '../engine/regex/print.js';
 import { formatQuery } from '../engine/regex/query.js';
 import { parseRegex } from '../engine/regex/syntax.js';
@@ -149,7 +149,7 @@ describe('the printer', () => {
   it('with the line rule, finds exactly the lines RE2 finds in each line alone', () => {
     fc.assert(
       fc.property(patternArb, textArb, fc.boolean(), (pattern, text, caseInsensitive) => {
-        let compiled;
+        let compiled: CompiledPattern;
         try {
           compiled = compilePattern(pattern, { caseInsensitive });
         } catch {
