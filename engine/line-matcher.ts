@@ -1,40 +1,34 @@
 /**
  * Finds the lines of a document that a regex matches, the way ripgrep reports them.
  *
- * ripgrep matches line by line: a match never spans a newline (it removes `\n` from the regex).
- * Outside multiline mode one of three paths finds the matching lines; each reports a line once
- * and then resumes at the next line's start:
+ * The pattern comes compiled (engine/regex/pattern.ts): read once, and outside multiline mode
+ * rewritten by ripgrep's line rule so that it cannot match `\n` and `\A \z` are line edges.
+ * Its facts choose one of three paths; each reports a line once and then resumes at the next
+ * line's start:
  *
- * 1. Literal alternatives (`literalAlternatives`: `foo|bar\(`) need no regex: the leftmost
- *    occurrence of any of them (StringFinder, string-finder.ts) is the leftmost match.
- * 2. Required-literal prefilter: when every match contains one of a few strings
- *    (`required` of the pattern's facts, engine/regex/, e.g. `_probe(struct platform_device` for
+ * 1. Literal alternatives (`foo|bar\(`) need no regex: the leftmost occurrence of any of them
+ *    (StringFinder, string-finder.ts) is the leftmost match.
+ * 2. Required-literal prefilter: when every match contains one of a few strings (the facts'
+ *    `required`, e.g. `_probe(struct platform_device` for
  *    `static int \w+_probe\(struct platform_device`), a StringFinder finds the next line
  *    holding one and RE2 searches, as in path 3, a window of whole lines from there
  *    (WINDOW_BYTES, cut out of the text so RE2 stops at its end). Lines holding none are
  *    passed over at memory speed. Under `-i` the strings may come in any case
  *    (`caseInsensitiveRequired`): RE2 finds the longest run without k or s of each of one or
- *    two strings (FoldedRunFinder), else a RegExpFinder finds them all; RE2 skips ahead to a literal
- *    prefix by itself under `-i` too, unless the prefix starts with k or s.
+ *    two strings (FoldedRunFinder), else a RegExpFinder finds them all; RE2 skips ahead to a
+ *    literal prefix by itself under `-i` too, unless the prefix starts with k or s.
  *    It reports the lines path 3 would: a match inside a line contains one of the strings
  *    (none contains `\n`), and `^ $ \b` read a window's edges, which are line edges, as they
- *    read them in the whole text. Patterns that might still read the text's own edges after
- *    the rewrite below (`readsTextEdges`, conservative) take path 3, and so do those whose one
- *    string is their literal prefix, which RE2 skips to by itself as fast.
+ *    read them in the whole text. A pattern that reads the text's own edges takes path 3 (only
+ *    in multiline mode, after the line rule), and so does one whose one string is its literal
+ *    prefix, which RE2 skips to by itself as fast.
  * 3. Otherwise RE2 searches the whole document buffer at once (a Buffer, so `lastIndex` counts
  *    bytes) and each hit is mapped to its line through the stored line starts. This is exact
  *    because RE2 returns the leftmost match and a match inside one line is also a match in the
- *    whole buffer:
- *
- *     - when the pattern cannot match `\n` at all (decided conservatively from its text,
- *       `cannotMatchNewline`), every hit lies inside one line, and `test()` (which only moves
- *       `lastIndex` to the hit's end, allocating nothing) is enough;
- *     - otherwise `exec()` gives the hit's start; a hit that runs past its line's end is
- *       checked again on that line alone, and the search resumes at the next line either way.
- *
- * Outside multiline mode the pattern is first rewritten to what it means on one line
- * (`perLinePattern`): ripgrep matches each line alone, so `\A`, `\z` and `(?-m)^` are the
- * line's edges, not the document's, and `\s` never meets a newline.
+ *    whole buffer. After the line rule no hit can span lines, so `test()` (which only moves
+ *    `lastIndex` to the hit's end, allocating nothing) is enough. Only a pattern the rule
+ *    cannot narrow (`\C`, any byte) takes `exec()`: a hit that runs past its line's end is
+ *    checked again on that line alone.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
  * touches is a matching line, as `rg -U` prints them.
@@ -87,7 +81,7 @@ export class LineMatcher {
   private end = 0; // where searching stops: the text length, or 0 past the last line
   private windowEnd = 0; // path 2: the end of the current window of lines
 
-  /** A matcher for a compiled pattern (compilePattern, engine/regex/pattern.ts). */
+  /** A matcher for a compiled pattern (compilePattern, engine/regex/pattern.ts); it owns the pattern's RE2 object. */
   constructor(pattern: CompiledPattern) {
     const facts = pattern.facts;
     this.re = pattern.regex;
