@@ -35,6 +35,7 @@
  * reproduce every RE2 orbit exactly.
  */
 import RE2 from 're2';
+import { caseClosure } from '../engine/regex/fold.js';
 
 const MAX_CODE_POINT = 0x10ffff;
 const BLOCK = 256;
@@ -113,23 +114,8 @@ function re2Orbits(folding: number[]): Map<number, number[]> {
   return orbits;
 }
 
-function singleCodePoint(s: string): number {
-  const cp = s.codePointAt(0);
-  return cp !== undefined && s.length === (cp > 0xffff ? 2 : 1) ? cp : -1;
-}
-
-/** Step 3: the toLowerCase/toUpperCase closure, bounded at 8 code points, as the engine's foldOrbit computes it. */
-function closure(cp: number): number[] {
-  const seen = [cp];
-  for (let i = 0; i < seen.length && seen.length < 8; i++) {
-    const s = String.fromCodePoint(seen[i]);
-    for (const mapped of [s.toLowerCase(), s.toUpperCase()]) {
-      const c = singleCodePoint(mapped);
-      if (c >= 0 && !seen.includes(c)) seen.push(c);
-    }
-  }
-  return seen.sort((a, b) => a - b);
-}
+/** Step 3: the closure, as the engine's foldOrbit computes it. */
+const closure = caseClosure;
 
 const sameSet = (a: number[], b: number[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 

@@ -51,6 +51,14 @@ export function foldOrbit(cp: number): number[] {
   }
   const known = foldExceptions.get(cp) ?? orbitCache.get(cp);
   if (known !== undefined) return known;
+  const orbit = caseClosure(cp);
+  if (orbitCache.size >= 4096) orbitCache.clear();
+  orbitCache.set(cp, orbit);
+  return orbit;
+}
+
+/** The closure of a code point under toLowerCase/toUpperCase (single code points only, at most 8), sorted. */
+export function caseClosure(cp: number): number[] {
   const seen = [cp];
   for (let i = 0; i < seen.length && seen.length < 8; i++) {
     const s = String.fromCodePoint(seen[i]);
@@ -59,10 +67,7 @@ export function foldOrbit(cp: number): number[] {
       if (c >= 0 && !seen.includes(c)) seen.push(c);
     }
   }
-  seen.sort((a, b) => a - b);
-  if (orbitCache.size >= 4096) orbitCache.clear();
-  orbitCache.set(cp, seen);
-  return seen;
+  return seen.sort((a, b) => a - b);
 }
 
 /** 1 at c: ASCII character c folds only to ASCII characters (built on first use). */

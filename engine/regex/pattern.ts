@@ -18,7 +18,7 @@ import { lower } from './lowered.js';
 import { printRegex } from './print.js';
 import { ALL, type Query, QueryAlgebra } from './query.js';
 import { foldedRequiredQuads, requiredStrings } from './required.js';
-import { MAX_PATTERN_LENGTH, parseRegex, RegexSyntaxError, type Regex } from './syntax.js';
+import { parseRegex, RegexSyntaxError, type Regex } from './syntax.js';
 import { trigramQuery } from './trigram-plan.js';
 
 /** How a pattern is searched; undefined means false. */
@@ -224,4 +224,3 @@ function literalPrefix(tree: Regex): string {
   return node.k === 'lit' ? out + String.fromCodePoint(node.cp) : out;
 }
 
-export { MAX_PATTERN_LENGTH };
