@@ -44,30 +44,7 @@
 import { constants } from 'node:buffer';
 import RE2 from 're2';
 import { literalPattern } from './regex/bytes.js';
-
-/**
- * What finds, under `-i`, the strings every match contains one of (caseInsensitiveRequired), in
- * a text read as Latin-1 (one code unit per UTF-8 byte). Two RegExps (flags `gi`), because V8
- * plans a RegExp's skip-ahead once, from a sample of the first text it runs on, and alternations
- * of unequal lengths make that plan erratic: with the variants outside ASCII spelt in,
- * `-i sched_clock_register` searched its 168 MB of Linux candidates in 48 ms when first run on
- * /arch/Kconfig and in 94 ms when first run on /include/linux/filter.h. Without them it took
- * 48-50 ms after every first text tried (and `-i static int` 368-396 ms against 384-512).
- */
-export interface CaseInsensitiveRequired {
-  /** The ASCII case variants only: enough in a text that holds none of `beyond`. */
-  ascii: RegExp;
-  /** Every variant RE2 accepts: `ascii`'s, and with the members outside ASCII as their bytes. */
-  full: RegExp;
-  /** The UTF-8 bytes of those members (U+212A KELVIN SIGN for k, U+017F LONG S for s). */
-  beyond: Buffer[];
-  /**
-   * For each string, its longest run of characters whose case variants are all ASCII (no k or
-   * s): every match holds one of them. Null when there are more than MAX_FOLDED_RUNS strings or
-   * a run is shorter than MIN_FOLDED_RUN.
-   */
-  runs: string[] | null;
-}
+import type { CaseInsensitiveRequired } from './regex/required.js';
 
 const MAX_STRING_LENGTH = constants.MAX_STRING_LENGTH;
 

@@ -17,9 +17,9 @@ import { applyLineRule, canMatchNewline, LineBreakInPattern, readsTextEdges } fr
 import { lower } from './lowered.js';
 import { printRegex } from './print.js';
 import { ALL, type Query, QueryAlgebra } from './query.js';
-import { foldedRequiredQuads, requiredStrings } from './required.js';
+import { requiredStrings } from './required.js';
 import { parseRegex, RegexSyntaxError, type Regex } from './syntax.js';
-import { trigramQuery } from './trigram-plan.js';
+import { foldedRequiredQuads, trigramQuery } from './trigram-plan.js';
 
 /** How a pattern is searched; undefined means false. */
 export interface PatternOptions {

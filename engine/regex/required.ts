@@ -2,17 +2,14 @@
  * The literals every match requires: a few byte strings of which every match contains at least
  * one (a concatenation's best literal run, an alternation's union of its branches'), which
  * LineMatcher finds with a StringFinder before it runs RE2 on the lines around them; under `-i`
- * their case variants (caseInsensitiveRequired) and the index's folded quadgrams
- * (foldedRequiredQuads).
+ * their case variants (caseInsensitiveRequired); the index's folded quadgrams of them are
+ * foldedRequiredQuads in trigram-plan.ts.
  */
 
-import type { CaseInsensitiveRequired } from '../string-finder.js';
-import { foldQuad, QUAD_KEY_BASE } from '../trigram-extract.js';
 import type { Budget } from './budget.js';
 import { literalPattern, utf8 } from './bytes.js';
 import { foldOrbit, foldsWithinAscii } from './fold.js';
 import type { Lowered } from './lowered.js';
-import { ALL, mk, NONE, type Query, QueryAlgebra, type Trigram } from './query.js';
 import { clean, minLen } from './string-sets.js';
 
 const NEWLINE = 0x0a;
@@ -89,36 +86,29 @@ function withoutCovered(budget: Budget, set: string[]): string[] {
 }
 
 
+
 /**
- * Under `-i`: the folded quadgrams (trigram-extract.ts) of the literals every match requires,
- * or `all`, from `set`, the strings `requiredStrings` finds in the tree read without folding: a
- * case-insensitive match holds a case variant of one of them. A quadgram is
- * used only when each of its characters has case variants in ASCII alone, so that every
- * variant folds to the same key: a text may spell `k` as U+212A KELVIN SIGN and `s` as U+017F
- * LONG S, which RE2 matches.
+ * What finds, under `-i`, the strings every match contains one of (caseInsensitiveRequired), in
+ * a text read as Latin-1 (one code unit per UTF-8 byte). Two RegExps (flags `gi`), because V8
+ * plans a RegExp's skip-ahead once, from a sample of the first text it runs on, and alternations
+ * of unequal lengths make that plan erratic: with the variants outside ASCII spelt in,
+ * `-i sched_clock_register` searched its 168 MB of Linux candidates in 48 ms when first run on
+ * /arch/Kconfig and in 94 ms when first run on /include/linux/filter.h. Without them it took
+ * 48-50 ms after every first text tried (and `-i static int` 368-396 ms against 384-512).
  */
-export function foldedRequiredQuads(alg: QueryAlgebra, set: readonly string[]): Query {
-  let q: Query = NONE;
-  for (const s of set) {
-    const quads = new Set<Trigram>();
-    let run = 0; // characters before i that fold within ASCII, up to 3
-    for (let i = 0; i < s.length; i++) {
-      const c = s.charCodeAt(i);
-      if (c === NEWLINE || !foldsWithinAscii(c)) {
-        run = 0;
-        continue;
-      }
-      if (run < 3) {
-        run++;
-        continue;
-      }
-      const quad = ((s.charCodeAt(i - 3) << 24) | (s.charCodeAt(i - 2) << 16) | (s.charCodeAt(i - 1) << 8) | c) >>> 0;
-      quads.add(QUAD_KEY_BASE + foldQuad(quad));
-    }
-    if (quads.size === 0) return ALL; // this string, hence the set, constrains nothing
-    q = alg.or(q, mk('and', [...quads].sort((a, b) => a - b), []));
-  }
-  return q;
+export interface CaseInsensitiveRequired {
+  /** The ASCII case variants only: enough in a text that holds none of `beyond`. */
+  ascii: RegExp;
+  /** Every variant RE2 accepts: `ascii`'s, and with the members outside ASCII as their bytes. */
+  full: RegExp;
+  /** The UTF-8 bytes of those members (U+212A KELVIN SIGN for k, U+017F LONG S for s). */
+  beyond: Buffer[];
+  /**
+   * For each string, its longest run of characters whose case variants are all ASCII (no k or
+   * s): every match holds one of them. Null when there are more than MAX_FOLDED_RUNS strings or
+   * a run is shorter than MIN_FOLDED_RUN.
+   */
+  runs: string[] | null;
 }
 
 /** The shortest run in `CaseInsensitiveRequired.runs`: shorter ones occur too often to pay. */

@@ -39,9 +39,13 @@
  * MAX_CROSS strings.
  */
 
+import { foldQuad, QUAD_KEY_BASE } from '../trigram-extract.js';
 import { utf8 } from './bytes.js';
+import { foldsWithinAscii } from './fold.js';
 import type { Lowered } from './lowered.js';
-import { ALL, NONE, type Query, QueryAlgebra } from './query.js';
+import { ALL, mk, NONE, type Query, type QueryAlgebra, type Trigram } from './query.js';
+
+const NEWLINE = 0x0a;
 import { clean, cross, minLen, nonEmpty } from './string-sets.js';
 
 /** Exact sets larger than this are flushed to prefix/suffix (codesearch: 7, so 3 folded letters flush). */
@@ -285,3 +289,35 @@ function analyze(alg: QueryAlgebra, node: Lowered): Info {
 
 // ---------------------------------------------------------------------------------------------
 // Required literals
+
+/**
+ * Under `-i`: the folded quadgrams (trigram-extract.ts) of the literals every match requires,
+ * or `all`, from `set`, the strings `requiredStrings` (required.ts) finds in the tree read without folding: a
+ * case-insensitive match holds a case variant of one of them. A quadgram is
+ * used only when each of its characters has case variants in ASCII alone, so that every
+ * variant folds to the same key: a text may spell `k` as U+212A KELVIN SIGN and `s` as U+017F
+ * LONG S, which RE2 matches.
+ */
+export function foldedRequiredQuads(alg: QueryAlgebra, set: readonly string[]): Query {
+  let q: Query = NONE;
+  for (const s of set) {
+    const quads = new Set<Trigram>();
+    let run = 0; // characters before i that fold within ASCII, up to 3
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c === NEWLINE || !foldsWithinAscii(c)) {
+        run = 0;
+        continue;
+      }
+      if (run < 3) {
+        run++;
+        continue;
+      }
+      const quad = ((s.charCodeAt(i - 3) << 24) | (s.charCodeAt(i - 2) << 16) | (s.charCodeAt(i - 1) << 8) | c) >>> 0;
+      quads.add(QUAD_KEY_BASE + foldQuad(quad));
+    }
+    if (quads.size === 0) return ALL; // this string, hence the set, constrains nothing
+    q = alg.or(q, mk('and', [...quads].sort((a, b) => a - b), []));
+  }
+  return q;
+}

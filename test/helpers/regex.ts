@@ -5,8 +5,7 @@
  */
 import { analyzePattern, patternQuery, type PatternOptions } from '../../engine/regex/pattern.js';
 import type { Query } from '../../engine/regex/query.js';
-import { caseInsensitiveRequired } from '../../engine/regex/required.js';
-import type { CaseInsensitiveRequired } from '../../engine/string-finder.js';
+import { type CaseInsensitiveRequired, caseInsensitiveRequired } from '../../engine/regex/required.js';
 
 /** Options of `regexQuery`. */
 export interface RegexQueryOptions extends PatternOptions {
