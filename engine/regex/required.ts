@@ -126,8 +126,9 @@ const MIN_FOLDED_RUN = 4;
 
 /**
  * The most runs: each is searched in a pass of its own (FoldedRunFinder), where a RegExpFinder
- * copies the text once and searches all strings in one pass. On the Linux candidates, two runs
- * took 0.6-0.8 of the RegExpFinder's time, three 0.8-0.9.
+ * copies the text once and searches all strings in one pass; from three runs on, the passes
+ * cost nearly as much as the copy. This and MIN_FOLDED_RUN: fit with bench/engine-phases.ts -i
+ * (docs/benchmarks.md, "Case-insensitive search").
  */
 const MAX_FOLDED_RUNS = 2;
 
@@ -142,16 +143,6 @@ function longestFoldedRun(s: string): string {
   }
   return best;
 }
-
-/**
- * Under `-i` outside multiline mode, the RegExps that find at least every case variant RE2
- * accepts of the strings of which every match contains one (`required`, the pattern read
- * case-sensitively), for LineMatcher's prefilter; null when there is none, or when a string holds
- * a byte outside ASCII (Latin-1 cannot express how UTF-8 text folds). JavaScript folds ASCII
- * letters as RE2 does, and folds no Latin-1 character onto one; the members of an orbit outside
- * ASCII are added as their UTF-8 bytes. Other Latin-1 folds (`\xe2` and `\xc2`) only widen what
- * `full` finds.
- */
 
 /**
  * Under `-i` outside multiline mode, the RegExps that find at least every case variant RE2
