@@ -28,8 +28,9 @@ const EMPTY = new Uint32Array(0);
 const LOOKUP_COST = 2;
 
 /**
- * Up to this many ids (a few milliseconds of lookups) the root is not counted: counting costs
- * about 0.13 µs per file under it, more than that under a large root.
+ * Up to this many ids (a few milliseconds of lookups at most) the root is not counted: counting
+ * costs about 0.13 µs per file under it, which under a large root exceeds what it could save.
+ * Fit with bench/engine-phases.ts (selection; docs/benchmarks.md, "Engine level").
  */
 const LOOKUP_ALWAYS = 2048;
 
