@@ -4,9 +4,9 @@
  * (`npm start`), and what that means for the code it starts in other threads and processes.
  *
  * `npm start` runs the compiled code because tsx compiles with esbuild's `keepNames`, which
- * wraps every named function made at run time in a call that defines its name: about 8% of the
- * HTTP thread's time under a `cat` load (sampled profile), the compiled code 12-13% more
- * requests per second than the same code under tsx (README, "Read tools under autocannon").
+ * wraps every named function made at run time in a call that defines its name, a cost the HTTP
+ * thread pays on every request (docs/benchmarks.md, "Read tools over HTTP", "Compiled, not run
+ * through tsx").
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';

@@ -77,8 +77,8 @@ interface Pending {
  * next batch, so under load one transaction carries many events, and when idle
  * an event waits for no timer. By default one batch commits at a time: each
  * batch costs the HTTP thread a socket write and a reply to parse, so fewer,
- * larger batches serve more reads (bench/read-http.ts, cat: 13.4-15.3k
- * requests/s with one in flight, 11.3-12.7k with four).
+ * larger batches serve more reads. Measure with bench/read-http.ts
+ * (docs/benchmarks.md, "Where a `cat` waits").
  */
 export class AuditLog {
   private queue: Pending[] = [];

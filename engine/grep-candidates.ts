@@ -21,16 +21,16 @@ const EMPTY = new Uint32Array(0);
 
 /**
  * One lookup of a candidate by id (`docById`, then its share of the path sort) costs about
- * this many times one document of a range scan of `paths` (decoded in path order, no sort).
- * Measured on the Linux source (78,576 files) with 5k, 20k and 50k random ids: a lookup costs
- * 1.0-2.7 µs, a scanned document 1.0-1.9 µs; the ratio is 1.4-2.1 under `/` (every id found
- * and sorted), 1.0-1.6 under a directory, so lookups win below about half the root's files.
+ * this many times one document of a range scan of `paths` (decoded in path order, no sort),
+ * so lookups win below about half the root's files. Fit with bench/engine-phases.ts
+ * (selection; docs/benchmarks.md, "Engine level").
  */
 const LOOKUP_COST = 2;
 
 /**
- * Up to this many ids (at most ~4 ms of lookups) the root is not counted: counting costs about
- * 0.13 µs per file under it, up to 10 ms on the Linux source.
+ * Up to this many ids (a few milliseconds of lookups at most) the root is not counted: counting
+ * costs about 0.13 µs per file under it, which under a large root exceeds what it could save.
+ * Fit with bench/engine-phases.ts (selection; docs/benchmarks.md, "Engine level").
  */
 const LOOKUP_ALWAYS = 2048;
 
@@ -75,24 +75,21 @@ function merge(a: Uint32Array, b: Uint32Array): Uint32Array {
  * conjunct out only widens the answer, which stays a superset (every candidate is verified
  * against its text afterwards), so evaluation trades index work for verification work:
  *
- *   DECODE_NS_PER_ID         decoding one posting id while intersecting (intersectBlock,
- *                            4.4-4.8 ns per id over 763k ids of 16 lists);
+ *   DECODE_NS_PER_ID         decoding one posting id while intersecting (intersectBlock);
  *   VERIFY_NS_PER_CANDIDATE  selecting and reading one candidate (a lookup in `docs`, one in
- *                            `text`), and VERIFY_NS_PER_BYTE searching its text: 713 candidates
- *                            of 68 MB cost 3 ms to select and 20 ms to verify, 4,956 of 111 MB
- *                            15 and 50 ms;
+ *                            `text`), and VERIFY_NS_PER_BYTE searching its text;
  *   CANDIDATE_SIZE           a candidate's expected size in average documents: a selective
- *                            query's candidates are bigger than the average file (95, 22 and
- *                            72 KB for the three patterns of the bench against 16.5 KB).
+ *                            query's candidates are bigger than the average file.
  *
  * What a conjunct will remove is not known before it is decoded. The next one is expected to
  * remove the share of the candidates the previous one removed (PRIOR_REMOVAL for the first);
  * if decoding it all does not pay at that rate, it is tried on the first 1/SAMPLE_SHARE of the
  * candidates (at least MIN_SAMPLE), and decoded for the rest only if it pays at the rate seen
- * there. On the Linux source the last conjuncts of a long literal remove almost nothing (the
- * 20 largest of `static int \w+_probe\(struct platform_device`, 1M ids, remove 5 of 4,961
- * candidates), but not always in order of size (after 0 removed by `rob`, ` pl` removes 352 of
- * 5,489), hence a sample of each rather than a stop.
+ * there. On the Linux source the last conjuncts of a long literal often remove almost nothing,
+ * but not always in order of size, hence a sample of each rather than a stop.
+ *
+ * Fit with bench/engine-phases.ts (query, selection, verification; docs/benchmarks.md,
+ * "Engine level").
  */
 const DECODE_NS_PER_ID = 4.5;
 const VERIFY_NS_PER_CANDIDATE = 5_000;
@@ -450,7 +447,7 @@ const HIGH_UNIT = /[\ud800-\uffff]/;
 /** Sorts by path in code point order (comparePaths). */
 function sortByPath(docs: DocMeta[]): DocMeta[] {
   // Without such code units, code unit order is code point order, and V8's own string
-  // comparison sorts 1.3-2x faster than comparePaths (5k-50k paths).
+  // comparison sorts faster than comparePaths.
   for (const doc of docs) if (HIGH_UNIT.test(doc.path)) return docs.sort((a, b) => comparePaths(a.path, b.path));
   return docs.sort(byCodeUnits);
 }

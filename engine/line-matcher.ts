@@ -49,8 +49,9 @@ const NEWLINE = 0x0a;
 /**
  * Path 2 hands RE2 the lines from a required string's line to the end of the line this many
  * bytes further on. One RE2 call costs about as much as RE2 scanning a kilobyte: where the
- * strings are dense, one call covers many lines (line by line was twice as slow as path 3 on
- * `\w+ = \w+;`), and where they are rare, a failed line costs about one call more.
+ * strings are dense, one call covers many lines (a call per line can be slower than path 3),
+ * and where they are rare, a failed line costs about one call more.
+ * Fit with bench/engine-phases.ts (docs/benchmarks.md, "Engine level").
  */
 const WINDOW_BYTES = 1024;
 
@@ -245,8 +246,8 @@ function prefilter(facts: PatternFacts): Finder | null {
     if (required === null) return null;
     return required.runs !== null ? new FoldedRunFinder(required.runs) : new RegExpFinder(required);
   }
-  // RE2 already skips to its literal prefix as fast as indexOf would (measured: path 2 only
-  // added its per-line cost for `EXPORT_SYMBOL\(\w+\)` or `return \w+;`).
+  // RE2 already skips to its literal prefix as fast as indexOf would: path 2 would only add its
+  // per-line cost.
   const required = facts.required.map((r) => Buffer.from(r, 'latin1'));
   const head = Buffer.from(prefix);
   if (required.length === 1 && head.subarray(0, required[0].length).equals(required[0])) return null;

@@ -68,7 +68,7 @@ export class ShardCatalog {
 
   /**
    * The live documents among `ids`, in path order: their indexes sorted as numbers, where
-   * sorting the records by path compares strings (2 ms for 5,000 candidates).
+   * sorting the records by path compares strings, milliseconds for thousands of candidates.
    */
   docsByIds(ids: Uint32Array): DocMeta[] {
     const at = new Int32Array(ids.length);
@@ -87,7 +87,7 @@ export class ShardCatalog {
    * The documents at `indexes` (ascending indexes into `docs`) in `find`'s output order: most
    * recently updated first, ties in path order. Once many documents are sorted so, each
    * document's place in that order (its rank) is worked out for the whole catalog, and sorting
-   * becomes a numeric sort of ranks (111 records: 7.4 µs with a comparator). A few documents
+   * becomes a numeric sort of ranks, cheaper than calling a comparator. A few documents
    * of a large catalog are sorted with the comparator, which costs less than ranking every
    * document of a version that may not be read again.
    */
@@ -139,8 +139,7 @@ export class ShardCatalog {
   /**
    * The matches `remember` stored under `key`, or undefined. A catalog never changes, so an
    * answer stays exact for as long as the catalog serves. Agents repeat their globs, and a
-   * repeated `find` skips matching and sorting: `**\/file1*.ts` over 301 paths 18 → 6.3 µs,
-   * globs over the Linux tree's 78,579 paths 0.65-5.6 ms → 10-50 µs (scratch loops).
+   * repeated `find` skips matching and sorting (docs/benchmarks.md, "Read tools over HTTP").
    */
   recall(key: string): readonly DocMeta[] | undefined {
     const found = this.finds.get(key);

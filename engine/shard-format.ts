@@ -71,7 +71,8 @@
  * source (78,576 files, 1.30 GB of text): text values 1.16x the text (line starts, overflow
  * page rounding), postings 0.21x, quads 0.29x, docs+paths 0.03x, plus the pages the last
  * write transactions copied (LMDB is copy-on-write; free pages are reused by later writes):
- * 2.0x in all after an upload of the whole tree (1.46-1.58x in format 1).
+ * 2.0x in all after an upload of the whole tree. Measure with bench/ingest.ts
+ * (docs/benchmarks.md, "Ingest").
  */
 
 import type { Database, RootDatabase, Transaction } from 'lmdb';

@@ -10,7 +10,7 @@ import type { ShardCatalog } from './shard-catalog.js';
 import { releaseShardEnv, type ShardEnv } from './shard-env.js';
 import { ShardSnapshot } from './shard-snapshot.js';
 
-/** Live documents the catalogs of one thread may hold in all (about 470 bytes each as measured on the Linux tree, so about 94 MB). */
+/** Live documents the catalogs of one thread may hold in all (about 470 bytes each on the Linux tree, so about 94 MB; docs/benchmarks.md, "The catalog"). */
 export const CATALOG_BUDGET_DOCS = 200_000;
 
 /** Readers a thread keeps open (see reader-cache.ts): 768 file descriptors. */

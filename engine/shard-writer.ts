@@ -17,11 +17,7 @@
  * appended to its tail block, and a tail that would grow past TAIL_BLOCK_BYTES is sealed into
  * page-sized blocks keyed by their first id. A merge costs one read and one or two writes per
  * distinct trigram of everything merged, so merging many batches at once keeps the cost per
- * byte low. Measured on the Linux 6.1 source (1.3 GB) on 2 cores, trigrams alone: 2 MiB
- * batches write 29 MB/s (4.9 MB/s when every batch updated `postings` directly), 32 MiB
- * batches 39 MB/s. With quadgram buckets, the first 400 MB in batches of 128 files: 14 MB/s,
- * against 29 MB/s for trigrams alone in the same run (11 MB/s when level 0 was merged every
- * 16 MiB of blocks, as for trigrams alone: the quadgram lists more than double its bytes).
+ * byte low: several times the write speed of updating `postings` on every batch.
  *
  * The CPU work is synchronous; the ingest layer should run the writer off the HTTP thread.
  */
@@ -118,7 +114,12 @@ export const TAIL_BLOCK_BYTES = PAGE_BYTES - 16;
 export const SEALED_BLOCK_BYTES = 4 * PAGE_BYTES - 16;
 /** Level-0 segments (write batches) kept before they are merged into level 1. */
 export const MAX_RECENT_SEGMENTS = 64;
-/** Level-0 block bytes (both indexes) kept before they are merged into level 1. */
+/**
+ * Level-0 block bytes (both indexes) kept before they are merged into level 1: the quadgram
+ * lists more than double the bytes of the trigram lists, and merging at a quarter of this
+ * wrote slower. This and MAX_RECENT_SEGMENTS: fit with bench/engine-grep.ts --batch-mb and
+ * bench/ingest.ts (docs/benchmarks.md, "Ingest").
+ */
 export const MAX_RECENT_BYTES = 64 << 20;
 /** Key range handled per compaction transaction (2^24 / 64 trigram ranges; one holds every quadgram bucket). */
 const COMPACT_RANGE = 1 << 18;

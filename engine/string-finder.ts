@@ -18,12 +18,7 @@
  *    2-byte blocks (LiteralSet), about 5 ns per step whatever the bytes are, a step jumping up
  *    to the shortest string's length − 1. indexOf per string would scan the text once each.
  *
- * Search alone, on Linux candidates held in memory (ms; indexOf of each whole string, as
- * before / this): `sched_clock_register` 68 MB 20 / 10 (anchored at `k`, 6 bytes; 38 with
- * the whole tail from `k` on), `return -EINVAL` 75 MB 26 / 6 (at `V`),
- * `kmem_cache_create_usercopy|vmalloc_to_page|copy_from_kernel_nofault` 32 MB 25 / 12 (set).
- *
- * Cost model, in ns per byte of text (fitted on those measurements, ±30%):
+ * Cost model, in ns per byte of text (fitted on Linux candidates held in memory, ±30%):
  *   anchored at a byte of frequency f, with a tail of frequency t (the product of its bytes'):
  *     ANCHOR_SCAN + ANCHOR_HIT × f + RETURN_HIT × t
  *   a set whose shortest string has m bytes: SET_STEP / (m − 1)
@@ -32,13 +27,12 @@
  *
  * Byte frequencies are sampled from the texts searched, all along: up to FIRST_SAMPLE bytes
  * from the middle of the first, then SAMPLE_SLICE bytes from a text after every SAMPLE_EVERY
- * bytes of text (counting costs 1.5 ns a byte: 0.4% of the text, about 3% of a search). The
- * plan is remade every REPLAN_BYTES of sample, and the counts then halved, so that it follows
- * the texts as they change: grep reads its candidates in path order, and the Linux candidates
- * of `static int \w+_probe\(struct platform_device` begin with prose in /Documentation, where
- * `(` is 0.4% of the bytes, against 1.3% over all of them. A fixed table would mislead too:
- * the candidates share the pattern's trigrams and so its bytes (`k` is 0.5% of the Linux
- * source, 0.7% of the candidates of `sched_clock_register`).
+ * bytes of text (0.4% of the text, a few percent of a search's time). The plan is remade every
+ * REPLAN_BYTES of sample, and the counts then halved, so that it follows the texts as they
+ * change: grep reads its candidates in path order, and the Linux candidates of
+ * `static int \w+_probe\(struct platform_device` begin with prose in /Documentation, where `(`
+ * is much rarer than over all of them. A fixed table would mislead too: the candidates share
+ * the pattern's trigrams and so its bytes, which are commoner there than in the whole tree.
  */
 
 import { constants } from 'node:buffer';
@@ -51,6 +45,7 @@ const MAX_STRING_LENGTH = constants.MAX_STRING_LENGTH;
 /** Bytes of a string from its anchor that indexOf is given (see 1. above: below 7). */
 const TAIL_BYTES = 6;
 
+// The cost model (module comment): fit with bench/engine-phases.ts (docs/benchmarks.md, "Engine level").
 /** Anchored search: ns per byte scanned by memchr, and per occurrence of the anchor byte. */
 const ANCHOR_SCAN = 0.05;
 const ANCHOR_HIT = 20;
@@ -332,11 +327,10 @@ function occursAt(s: Uint8Array, text: Uint8Array, start: number): boolean {
 /**
  * The leftmost match of a RegExp in a text read as Latin-1, one UTF-16 unit per byte, so that
  * an index is a byte offset: for case-insensitive literals (`caseInsensitiveRequired`,
- * engine/regex/required.ts). V8's compiled RegExp skips through a one-byte string faster than RE2 scans
- * case-insensitively: over the 211 files (168 MB) that `-i sched_clock_register` reads on the
- * Linux tree, 78-81 ms with the copy into a string against 240-248 ms for RE2. A text is
- * searched with the ASCII variants alone unless it holds the bytes of a variant outside ASCII
- * (a memchr-speed look per text).
+ * engine/regex/required.ts). V8's compiled RegExp skips through a one-byte string faster than RE2
+ * scans case-insensitively, copy included. A text is searched with the ASCII variants alone
+ * unless it holds the bytes of a variant outside ASCII (a memchr-speed look per text).
+ * Measure with bench/engine-phases.ts -i (docs/benchmarks.md, "Case-insensitive search").
  */
 export class RegExpFinder implements Finder {
   private view = '';
@@ -373,10 +367,9 @@ export class RegExpFinder implements Finder {
  * variants in ASCII alone (`CaseInsensitiveRequired.runs`: no k or s), found by RE2 in the
  * text's bytes, one pass per string: RE2 skips ahead to a case-insensitive literal whose first
  * character folds within ASCII at memory speed, and the text is not copied. Every variant of a
- * string is as long as it. Over the 168 MB of `-i sched_clock_register`'s Linux candidates,
- * `ched_cloc` took 48 ms on one thread where RegExpFinder took 77-146 (its copy into a string
- * varies with page faults); `-i static int` (`tatic int`, 30,000 files) 230 ms against
- * 576-600; `-i todo|fixme` (197 MB) 120 against 192-201.
+ * string is as long as it. Where the runs are one or two, these passes cost less than
+ * RegExpFinder's copy into a string, whose time also varies with page faults.
+ * Measure with bench/engine-phases.ts -i (docs/benchmarks.md, "Case-insensitive search").
  */
 export class FoldedRunFinder implements Finder {
   private readonly searchers: FoldedRun[];

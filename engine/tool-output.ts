@@ -24,15 +24,15 @@ export const CHUNK_BYTES = 64 * 1024;
 
 /**
  * Lines that `ls` and `find` join into one string per write: a write per short line costs
- * about 2 ns a character, one of a joined string half as much (4.4 against 2.0 µs for 100
- * paths of 20 characters).
+ * about 2 ns a character, one of a joined string half as much.
+ * Fit with looped `ls` and `find` calls (docs/benchmarks.md, "Engine level").
  */
 export const LINES_PER_WRITE = 100;
 
 /**
  * First size of an output buffer (it grows to CHUNK_BYTES as needed): just under half of
  * Buffer.poolSize, so that it is a slice of Node's shared pool rather than a memory block of
- * its own (ls of 30 entries: 7.3 -> 6.9 us).
+ * its own, which costs a small `ls` more.
  */
 const INITIAL_BYTES = Buffer.poolSize / 2 - 1;
 

@@ -11,24 +11,24 @@
  * `k_re`.
  *
  * Why folded: a case-insensitive search needs every case variant of a literal. Its trigrams
- * come in up to 8 variants each (an OR of 8 lists), and on the Linux tree the 18 ORs of
- * `-i sched_clock_register` left 1,088 files (346 MB) against 195 without `-i`. A folded
- * quadgram is one list for all its case variants. Case-sensitive searches keep exact
- * trigrams, so folding costs them only the quadgrams' case distinction.
+ * come in up to 8 variants each (an OR of 8 lists), which on the Linux tree leave several times
+ * the candidates of the same literal searched case-sensitively. A folded quadgram is one list
+ * for all its case variants. Case-sensitive searches keep exact trigrams, so folding costs them
+ * only the quadgrams' case distinction.
  *
  * Why 18 bits: on the Linux 6.1 tree, the files holding every quadgram bucket of a literal were
- * almost as few with 2^18 buckets as with 2^24 for each literal tried (`sched_clock_register`:
- * 117 files against 109, and 713 with trigrams alone; `platform_get_resource`: 1,364 against
- * 1,356; 2^16 buckets: 125 and 1,509), while more buckets made ingest much slower, since every
- * merge updates every bucket's list: the tree took 342 s end to end with 2^24 buckets and 254 s
- * with 2^20 (level 0 merged every 16 MiB), against 102 s for trigrams alone.
+ * almost as few with 2^18 buckets as with 2^24, and clearly more with 2^16, while more
+ * buckets made ingest much slower, since every merge updates every bucket's list.
  *
  * The scratch memory (a 2 MiB bit set and a list) is shared by every call on a thread: a call
  * runs to completion synchronously and leaves the bit set cleared.
  */
 
 const TRIGRAMS = 1 << 24;
-/** Bits of a quadgram bucket. */
+/**
+ * Bits of a quadgram bucket (see "Why 18 bits" above). Fit with bench/engine-phases.ts and
+ * bench/ingest.ts (docs/benchmarks.md, "Quadgrams").
+ */
 export const QUAD_BUCKET_BITS = 18;
 // Allocated on first use: threads that only read never pay for them.
 let seen: Uint32Array | null = null;

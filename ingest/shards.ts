@@ -56,8 +56,8 @@ export class Shards {
   /**
    * Merges the level-0 segments of every shard written since the last call into its level-1
    * lists (ShardWriter.flush), one shard after another. Worth it once ingest goes idle: each
-   * list a grep reads is looked up once more per segment left (a load of the Linux tree left
-   * 27 segments; merging them took 6 s and cut `sched_clock_register`'s query from 5 to 2 ms).
+   * list a grep reads is looked up once more per segment left (docs/benchmarks.md,
+   * "Quadgrams": the query of bench/engine-phases.ts before and after a merge).
    */
   async mergeWritten(): Promise<void> {
     const written = [...this.written];

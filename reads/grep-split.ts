@@ -9,7 +9,7 @@
  *   flow-control window is full) until those before it have ended.
  * - The sorted modes split into hash classes of paths, and are merged on a read thread, so that
  *   the HTTP thread neither receives per-file counts nor sorts them (for a full scan, tens of
- *   thousands of files: 30-50 ms during which it served nothing). Each share (`grepShare`)
+ *   thousands of files: tens of milliseconds during which it would serve nothing). Each share (`grepShare`)
  *   sends its GrepCollection over a port of its own (`peer`); once every share has ended, a
  *   `grepMerge` task gets the other ends (`peers`), and merges, sorts and prints. No task ever
  *   waits for another one to run: with every thread busy, a share waiting for a share still

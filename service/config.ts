@@ -79,9 +79,8 @@ export interface Config {
    * A grep (in content mode, only without head_limit or offset) whose candidates hold at least
    * this many text bytes is split across the idle read threads (ReadPool.run). A further share
    * costs a task hop and a lookup of its candidates, about a millisecond, the time to verify a
-   * few MiB. Measured over HTTP on the 2-core bench machine (Linux source, medians of 11, two
-   * alternations): six literals with 26-104 MB of candidates took 8-31 ms split from 4 MiB
-   * against 11-45 ms split from 128 MiB, the `_probe` regex (98 MB) 37-43 against 53-55 ms.
+   * few MiB. Fit with bench/grep-http.ts and bench/grep-load.ts (docs/benchmarks.md, "The split
+   * across read threads").
    */
   grepSplitMinBytes: number;
   /** How long an ingest worker's claim on a job lasts; a job whose worker died is retried after it. */

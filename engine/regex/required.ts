@@ -91,10 +91,9 @@ function withoutCovered(budget: Budget, set: string[]): string[] {
  * What finds, under `-i`, the strings every match contains one of (caseInsensitiveRequired), in
  * a text read as Latin-1 (one code unit per UTF-8 byte). Two RegExps (flags `gi`), because V8
  * plans a RegExp's skip-ahead once, from a sample of the first text it runs on, and alternations
- * of unequal lengths make that plan erratic: with the variants outside ASCII spelt in,
- * `-i sched_clock_register` searched its 168 MB of Linux candidates in 48 ms when first run on
- * /arch/Kconfig and in 94 ms when first run on /include/linux/filter.h. Without them it took
- * 48-50 ms after every first text tried (and `-i static int` 368-396 ms against 384-512).
+ * of unequal lengths (the variants outside ASCII spelt in) make that plan depend on which text
+ * came first; the ASCII variants alone search at one speed whatever it was (docs/benchmarks.md,
+ * "Case-insensitive search").
  */
 export interface CaseInsensitiveRequired {
   /** The ASCII case variants only: enough in a text that holds none of `beyond`. */
@@ -116,8 +115,9 @@ const MIN_FOLDED_RUN = 4;
 
 /**
  * The most runs: each is searched in a pass of its own (FoldedRunFinder), where a RegExpFinder
- * copies the text once and searches all strings in one pass. On the Linux candidates, two runs
- * took 0.6-0.8 of the RegExpFinder's time, three 0.8-0.9.
+ * copies the text once and searches all strings in one pass; from three runs on, the passes
+ * cost nearly as much as the copy. This and MIN_FOLDED_RUN: fit with bench/engine-phases.ts -i
+ * (docs/benchmarks.md, "Case-insensitive search").
  */
 const MAX_FOLDED_RUNS = 2;
 
@@ -132,16 +132,6 @@ function longestFoldedRun(s: string): string {
   }
   return best;
 }
-
-/**
- * Under `-i` outside multiline mode, the RegExps that find at least every case variant RE2
- * accepts of the strings of which every match contains one (`required`, the pattern read
- * case-sensitively), for LineMatcher's prefilter; null when there is none, or when a string holds
- * a byte outside ASCII (Latin-1 cannot express how UTF-8 text folds). JavaScript folds ASCII
- * letters as RE2 does, and folds no Latin-1 character onto one; the members of an orbit outside
- * ASCII are added as their UTF-8 bytes. Other Latin-1 folds (`\xe2` and `\xc2`) only widen what
- * `full` finds.
- */
 
 /**
  * Under `-i` outside multiline mode, the RegExps that find at least every case variant RE2
