@@ -37,7 +37,7 @@
  * allocates one subarray per RE2 call.
  */
 
-import RE2 from 're2';
+import type RE2 from 're2';
 import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
 import { foldsWithinAscii } from './regex/fold.js';
 import type { CompiledPattern, PatternFacts } from './regex/pattern.js';

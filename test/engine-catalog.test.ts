@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { find, grep, ls, setReaderLimits, ShardReader } from '../engine/index.js';
+import { find, grep, ls, setReaderLimits, type ShardReader } from '../engine/index.js';
 import { ShardCatalog } from '../engine/shard-catalog.js';
 import type { DocMeta } from '../engine/shard-format.js';
 import { buildShard, output, readerOf, toolError, type DocSpec, type TestShard } from './helpers/engine-shard.js';

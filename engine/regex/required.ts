@@ -12,8 +12,6 @@ import { foldOrbit, foldsWithinAscii } from './fold.js';
 import type { Lowered } from './lowered.js';
 import { clean, minLen } from './string-sets.js';
 
-const NEWLINE = 0x0a;
-
 /** A required-literal set holds at most this many strings (each one is an indexOf per document). */
 const MAX_REQUIRED = 8;
 /** Every string of a required-literal set has at least this many bytes (shorter ones are everywhere). */
