@@ -388,7 +388,7 @@ function report(o: Options, header: string[], rows: Row[]): string {
   const lines = [
     `Command: node --import tsx bench/grep-no-trigram.ts ${process.argv.slice(2).join(' ')}`,
     `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node.js ${process.version}, ${rgVersion}; commit ${commit}, ${new Date().toISOString()}.`,
-    `Medians of ${o.runs} runs; service grep deadline ${o.timeoutSeconds} s; 2 read threads.`,
+    `Medians of ${o.runs} runs (fewer once a measurement's runs took ${o.maxSeconds} s); service grep deadline ${o.timeoutSeconds} s; 2 read threads.`,
     ...header,
     '',
     '| pattern | corpus | files | MB | fwm ms | rg -c ms | ratio | count ms | ratio | content ms | rg -n ms | ratio | cut? | notes |',
