@@ -118,6 +118,8 @@ describe('400 for bad parameters, naming them', () => {
     ['grep', 'pattern=a&glob='],
     ['grep', 'pattern=a&pattern=b'],
     ['grep', 'pattern=a&color=always'],
+    ['grep', 'pattern=a%5Cnb'],
+    ['grep', 'pattern=%5B%5Cn%5D&-i=true'],
   ];
   it.each(cases)('%s?%s', async (tool, query) => {
     const r = await read(`/v1/workspaces/docs/${tool}?${query}`);
@@ -126,6 +128,14 @@ describe('400 for bad parameters, naming them', () => {
     const named = query === '' || query === 'path=/' ? (tool === 'cat' ? 'path' : 'pattern') : /^([^=&]+)/.exec(query.split('&').at(-1)!)![1];
     const expectedName = query.startsWith('pattern=a&pattern=b') ? 'pattern' : query.includes('/a/../b') || query.includes('%00') || query.includes('//') ? 'path' : named;
     expect(r.text).toContain(expectedName);
+  });
+
+  it('refuses a pattern that names the line break outside multiline mode, as ripgrep does, and serves it with multiline', async () => {
+    const refused = await read('/v1/workspaces/docs/grep?pattern=a%5Cnb');
+    expect(refused.status).toBe(400);
+    expect(refused.text).toMatch(/^invalid pattern: .*multiline=true/);
+    const multiline = await read('/v1/workspaces/docs/grep?pattern=a%5Cnb&multiline=true');
+    expect(multiline.status).toBe(200);
   });
 
   it.each([
