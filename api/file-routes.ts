@@ -76,11 +76,7 @@ async function upload(ctx: RequestContext, body: BodyStream, deps: FileRouteDeps
     }
     const accepted = blob;
     blob = null; // from here `accept` owns the temp file
-    await deps.uploads.accept(
-      accepted,
-      { accountId, workspaceId, path, contentType: ctx.contentType || 'application/octet-stream', visibility },
-      limits,
-    );
+    await deps.uploads.accept(accepted, { accountId, workspaceId, path, contentType: ctx.contentType || 'application/octet-stream', visibility }, limits);
     sendJson(ctx, 202, { path, status: 'pending' });
   } catch (error) {
     await blob?.discard();
@@ -125,7 +121,10 @@ export function parseVisibility(raw: string | undefined): string[] | null {
   if (claims.length > MAX_VISIBILITY_CLAIMS) throw invalidParameter('visibility', `at most ${MAX_VISIBILITY_CLAIMS} claims`);
   for (const claim of claims) {
     if (claim === '*' || !CLAIM.test(claim)) {
-      throw invalidParameter('visibility', `each claim must be "user:<id>" or "group:<id>" (id: 1-128 of A-Z a-z 0-9 . _ @ -), got ${JSON.stringify(claim.slice(0, 140))}`);
+      throw invalidParameter(
+        'visibility',
+        `each claim must be "user:<id>" or "group:<id>" (id: 1-128 of A-Z a-z 0-9 . _ @ -), got ${JSON.stringify(claim.slice(0, 140))}`,
+      );
     }
   }
   return [...new Set(claims)].sort();

@@ -62,12 +62,7 @@ const mintTokenBody = z.strictObject({
 /** Registers every management route on the app. */
 export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps): void {
   const { db } = deps;
-  const route = (
-    method: 'get' | 'post' | 'del',
-    pattern: string,
-    body: 'none' | 'required' | 'optional',
-    handler: ManagementHandler,
-  ): void => {
+  const route = (method: 'get' | 'post' | 'del', pattern: string, body: 'none' | 'required' | 'optional', handler: ManagementHandler): void => {
     const paramCount = pattern.split('/').filter((s) => s.startsWith(':')).length;
     app[method](pattern, (res, req) => {
       const ctx = snapshot(res, req, paramCount);

@@ -162,7 +162,8 @@ async function callError(
     return error;
   }
   if (detail !== undefined) deps.log(`${ctx.method} ${ctx.url} failed`, detail);
-  if (tool === 'cat' && error.code === 'NO_SUCH_FILE') return (await notReadyError(deps, caller.principal, caller.workspaceId, (request as CatRequest).path)) ?? error;
+  if (tool === 'cat' && error.code === 'NO_SUCH_FILE')
+    return (await notReadyError(deps, caller.principal, caller.workspaceId, (request as CatRequest).path)) ?? error;
   return error;
 }
 

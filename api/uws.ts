@@ -28,7 +28,11 @@ export interface LoadedUws {
 export type HttpChoice = 'auto' | 'node';
 
 /** Candidate 2, which `VFS_HTTP=node` also picks. */
-const NODE_HTTP: LoadedUws = { uws: nodeHttpUws as unknown as typeof Uws, description: 'the node:http implementation of the uWebSockets.js API', native: false };
+const NODE_HTTP: LoadedUws = {
+  uws: nodeHttpUws as unknown as typeof Uws,
+  description: 'the node:http implementation of the uWebSockets.js API',
+  native: false,
+};
 
 let loaded: LoadedUws | null = null;
 

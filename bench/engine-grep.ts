@@ -90,7 +90,15 @@ async function load(source: string, shardDir: string, batchLimit: number): Promi
     }
     if (isBinary(data)) continue;
     const rel = relative(source, file).normalize('NFC');
-    batch.push({ path: '/' + rel, text: data, sizeBytes: data.length, contentType: 'text/plain', updatedAt: statSync(file).mtimeMs, visibility: null, version: String(data.length) });
+    batch.push({
+      path: '/' + rel,
+      text: data,
+      sizeBytes: data.length,
+      contentType: 'text/plain',
+      updatedAt: statSync(file).mtimeMs,
+      visibility: null,
+      version: String(data.length),
+    });
     batchBytes += data.length;
     files++;
     bytes += data.length;
@@ -132,8 +140,16 @@ function time<T>(fn: () => T): { ms: number; value: T } {
 }
 
 function rgCount(source: string, pattern: string): { ms: number; files: number } {
-  const run = time(() => spawnSync('rg', ['--no-config', '--hidden', '--no-ignore', '--count', '--no-messages', '-e', pattern, '.'], { cwd: source, maxBuffer: 1 << 30 }));
-  return { ms: run.ms, files: run.value.stdout.toString().split('\n').filter((l) => l.length > 0).length };
+  const run = time(() =>
+    spawnSync('rg', ['--no-config', '--hidden', '--no-ignore', '--count', '--no-messages', '-e', pattern, '.'], { cwd: source, maxBuffer: 1 << 30 }),
+  );
+  return {
+    ms: run.ms,
+    files: run.value.stdout
+      .toString()
+      .split('\n')
+      .filter((l) => l.length > 0).length,
+  };
 }
 
 const WORKER_SOURCE = `
@@ -207,7 +223,10 @@ async function main(): Promise<void> {
   // Warm the page cache for both sides.
   rgCount(args.source, 'zzzzqqqq');
   drain(grep(reader, { claims: null, pattern: 'zzzzqqqq[0-9]?', outputMode: 'count' }));
-  console.log('pattern | engine count ms | engine content (head_limit 1000) ms | rg --count ms | ratio (count/rg) | files engine/rg' + (args.parallel > 0 ? ` | parallel(${args.parallel}) ms | ratio` : ''));
+  console.log(
+    'pattern | engine count ms | engine content (head_limit 1000) ms | rg --count ms | ratio (count/rg) | files engine/rg' +
+      (args.parallel > 0 ? ` | parallel(${args.parallel}) ms | ratio` : ''),
+  );
   for (const pattern of args.patterns) {
     const request: GrepRequest = { claims: null, pattern, outputMode: 'count' };
     const count = time(() => drain(grep(reader, request)));

@@ -35,7 +35,13 @@ for (const pattern of patterns) {
     const compiled = compilePattern(pattern, { caseInsensitive });
     const ids = evaluateQuery(snapshot, patternQuery(compiled.facts, { quadgrams: true }));
     const t1 = performance.now();
-    const docs = selectCandidates(snapshot, ids, { root: '/', rootIsFile: false, filter: new GrepFilter('/', undefined, undefined), visibility: new Visibility(null), pathRange: undefined });
+    const docs = selectCandidates(snapshot, ids, {
+      root: '/',
+      rootIsFile: false,
+      filter: new GrepFilter('/', undefined, undefined),
+      visibility: new Visibility(null),
+      pathRange: undefined,
+    });
     const t2 = performance.now();
     const matcher = new LineMatcher(compiled);
     let bytes = 0;
@@ -54,7 +60,19 @@ for (const pattern of patterns) {
     snapshot.done();
     const ms = (a: number, b: number): number => +(b - a).toFixed(1);
     process.stdout.write(
-      JSON.stringify({ pattern, caseInsensitive, rep, candidates: docs.length, cataloged: snapshot.cataloged, queryMs: ms(t0, t1), selectMs: ms(t1, t2), verifyMs: ms(t2, t3), textMB: +(bytes / 1e6).toFixed(1), files, lines }) + '\n',
+      JSON.stringify({
+        pattern,
+        caseInsensitive,
+        rep,
+        candidates: docs.length,
+        cataloged: snapshot.cataloged,
+        queryMs: ms(t0, t1),
+        selectMs: ms(t1, t2),
+        verifyMs: ms(t2, t3),
+        textMB: +(bytes / 1e6).toFixed(1),
+        files,
+        lines,
+      }) + '\n',
     );
   }
 }

@@ -40,9 +40,15 @@ try {
   const exit = await uploads.stop();
   console.log('');
   verdict(run.kills === kills, `kills survived under uploads: ${run.kills}`);
-  verdict(c.found === run.acknowledged.size, `uploads acknowledged: ${run.acknowledged.size} of ${run.sent.size} sent; found ready: ${c.found}; lost: ${c.lost.length}`);
+  verdict(
+    c.found === run.acknowledged.size,
+    `uploads acknowledged: ${run.acknowledged.size} of ${run.sent.size} sent; found ready: ${c.found}; lost: ${c.lost.length}`,
+  );
   verdict(c.phantoms.length === 0, `files never sent: ${c.phantoms.length}`);
-  verdict(c.findProblems.length === 0 && c.grepProblems.length === 0, `shard problems (find duplicates or gaps, wrong grep counts): ${c.findProblems.length + c.grepProblems.length}`);
+  verdict(
+    c.findProblems.length === 0 && c.grepProblems.length === 0,
+    `shard problems (find duplicates or gaps, wrong grep counts): ${c.findProblems.length + c.grepProblems.length}`,
+  );
   verdict(c.orphanBlobs === 0 && c.missingBlobs === 0, `blobs after the sweep: ${c.orphanBlobs} without a file, ${c.missingBlobs} missing (${c.sweep})`);
   verdict(c.tempFiles === 0, `upload temp files left after the restart: ${c.tempFiles}`);
   verdict(true, `cleaned at the restarts: ${run.cleaned.tempFiles} upload temp files, ${run.cleaned.blobs} unreferenced blobs`);
@@ -63,7 +69,9 @@ try {
   const exit = await reads.stop();
   console.log('');
   verdict(run.kills === kills, `kills survived under reads: ${run.kills}`);
-  const statuses = Object.entries(c.statuses).map(([s, n]) => `${n} × ${s}`).join(', ');
+  const statuses = Object.entries(c.statuses)
+    .map(([s, n]) => `${n} × ${s}`)
+    .join(', ');
   verdict(true, `reads sent: ${run.reads.length}; full responses: ${run.reads.filter((r) => r.status !== null).length} (${statuses})`);
   verdict(c.found === c.expected, `audit events expected: ${c.expected}; found exactly once: ${c.found}; missing: ${c.missing.length}`);
   verdict(c.duplicated.length === 0, `reads with more than one event: ${c.duplicated.length}`);

@@ -40,8 +40,17 @@ const GROUPS = [
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const rgArgs = (pattern: string, mode: string, ignoreCase: boolean): string[] =>
-  ['--no-config', '--no-ignore', '--hidden', '--no-messages', mode === 'content' ? '-n' : '-l', ...(ignoreCase ? ['-i'] : []), '-e', pattern, corpus];
+const rgArgs = (pattern: string, mode: string, ignoreCase: boolean): string[] => [
+  '--no-config',
+  '--no-ignore',
+  '--hidden',
+  '--no-messages',
+  mode === 'content' ? '-n' : '-l',
+  ...(ignoreCase ? ['-i'] : []),
+  '-e',
+  pattern,
+  corpus,
+];
 
 function rg(pattern: string, mode: 'files_with_matches' | 'content', ignoreCase: boolean): number {
   const args = rgArgs(pattern, mode, ignoreCase);
@@ -57,7 +66,10 @@ function rg(pattern: string, mode: 'files_with_matches' | 'content', ignoreCase:
 /** The files rg finds the pattern in, and the MB of text they hold. */
 function matched(pattern: string, ignoreCase: boolean): { files: number; matchedMB: number } {
   const out = spawnSync('rg', rgArgs(pattern, 'files_with_matches', ignoreCase), { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 30 });
-  const paths = out.stdout.toString().split('\n').filter((p) => p !== '');
+  const paths = out.stdout
+    .toString()
+    .split('\n')
+    .filter((p) => p !== '');
   const bytes = paths.reduce((sum, p) => sum + statSync(p).size, 0);
   return { files: paths.length, matchedMB: +(bytes / 1e6).toFixed(1) };
 }

@@ -31,9 +31,13 @@ for (let round = 0; round < rounds; round++) {
   for (const [setting, env] of Object.entries(SETTINGS)) {
     const service = await startBenchService({ DATA_DIR: dataDir, VFS_READ_THREADS: '2', ...env });
     try {
-      for (let i = 0; i < 3; i++) await call(service.url, 'GET', `/v1/workspaces/bench/grep?pattern=${encodeURIComponent('\\x00')}&output_mode=count`, service.key);
+      for (let i = 0; i < 3; i++)
+        await call(service.url, 'GET', `/v1/workspaces/bench/grep?pattern=${encodeURIComponent('\\x00')}&output_mode=count`, service.key);
       for (const mode of ['content', 'files_with_matches']) {
-        const requests = PATTERNS.map((p) => ({ method: 'GET' as const, path: `/v1/workspaces/bench/grep?pattern=${encodeURIComponent(p)}&output_mode=${mode}` }));
+        const requests = PATTERNS.map((p) => ({
+          method: 'GET' as const,
+          path: `/v1/workspaces/bench/grep?pattern=${encodeURIComponent(p)}&output_mode=${mode}`,
+        }));
         const r = await autocannon({ url: service.url, headers: { authorization: `Bearer ${service.key}` }, requests, connections, duration });
         if (r.non2xx + r.errors > 0) throw new Error(`${setting} ${mode}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
         rows.push({ round, setting, mode, rps: Math.round(r.requests.average * 10) / 10, p50ms: r.latency.p50, p99ms: r.latency.p99 });

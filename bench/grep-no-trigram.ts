@@ -292,8 +292,7 @@ async function main(): Promise<void> {
       );
       process.stderr.write(header[header.length - 1] + '\n');
     }
-    const grepPath = (pattern: string, mode: string): string =>
-      `/v1/workspaces/bench/grep?pattern=${encodeURIComponent(pattern)}&output_mode=${mode}`;
+    const grepPath = (pattern: string, mode: string): string => `/v1/workspaces/bench/grep?pattern=${encodeURIComponent(pattern)}&output_mode=${mode}`;
     // Three full scans warm the page cache and give each read thread the shard's catalog;
     // one rg scan warms the corpus's pages.
     for (let i = 0; i < 3; i++) await get(service.url, grepPath('\\x00', 'count'), service.key, false);
@@ -327,13 +326,21 @@ async function main(): Promise<void> {
       const content = await service3('content', false);
 
       // The answers against rg's.
-      const fwmPaths = new Set(fwm.first.body!.toString('utf8').split('\n').filter((l) => l.startsWith('/')).map((l) => l.slice(1)));
+      const fwmPaths = new Set(
+        fwm.first
+          .body!.toString('utf8')
+          .split('\n')
+          .filter((l) => l.startsWith('/'))
+          .map((l) => l.slice(1)),
+      );
       const missing = [...expected.keys()].filter((p) => !fwmPaths.has(p));
       const extra = [...fwmPaths].filter((p) => !expected.has(p));
-      if (missing.length + extra.length > 0) notes.push(`files_with_matches ≠ rg: ${missing.length} missing, ${extra.length} extra (e.g. ${[...missing, ...extra][0]})`);
+      if (missing.length + extra.length > 0)
+        notes.push(`files_with_matches ≠ rg: ${missing.length} missing, ${extra.length} extra (e.g. ${[...missing, ...extra][0]})`);
       const counts = countsOf(count.first.body!, true);
       const differ = [...new Set([...counts.keys(), ...expected.keys()])].filter((p) => counts.get(p) !== expected.get(p));
-      if (differ.length > 0) notes.push(`count ≠ rg in ${differ.length} files (e.g. ${differ[0]}: ${counts.get(differ[0]) ?? 0} vs ${expected.get(differ[0]) ?? 0})`);
+      if (differ.length > 0)
+        notes.push(`count ≠ rg in ${differ.length} files (e.g. ${differ[0]}: ${counts.get(differ[0]) ?? 0} vs ${expected.get(differ[0]) ?? 0})`);
       const contentLines = content.first.lines - (content.first.lastLine.startsWith('[') ? 1 : 0);
       if (contentLines !== rgLines.first.lines) notes.push(`content ≠ rg: ${contentLines} lines vs ${rgLines.first.lines}`);
 
@@ -384,7 +391,9 @@ function tableRow(r: Row): string {
 
 function report(o: Options, header: string[], rows: Row[]): string {
   const rgVersion = spawnSync('rg', ['--version']).stdout.toString().split('\n')[0];
-  const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dirname(new URL(import.meta.url).pathname) }).stdout.toString().trim();
+  const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dirname(new URL(import.meta.url).pathname) })
+    .stdout.toString()
+    .trim();
   const lines = [
     `Command: node --import tsx bench/grep-no-trigram.ts ${process.argv.slice(2).join(' ')}`,
     `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node.js ${process.version}, ${rgVersion}; commit ${commit}, ${new Date().toISOString()}.`,

@@ -124,7 +124,11 @@ function callOnce(
   return new Promise((resolve, reject) => {
     const req = request(
       base + path,
-      { method, agent, headers: { authorization: `Bearer ${key}`, ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } },
+      {
+        method,
+        agent,
+        headers: { authorization: `Bearer ${key}`, ...headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -194,7 +198,12 @@ export async function waitReady(service: { url: string; key: string }, workspace
   let errors = 0;
   let cursor: string | null = null;
   do {
-    const r = await call(service.url, 'GET', `/v1/workspaces/${workspace}/files?status=error&limit=1000${cursor === null ? '' : `&cursor=${cursor}`}`, service.key);
+    const r = await call(
+      service.url,
+      'GET',
+      `/v1/workspaces/${workspace}/files?status=error&limit=1000${cursor === null ? '' : `&cursor=${cursor}`}`,
+      service.key,
+    );
     const page = JSON.parse(r.body.toString()) as { files: unknown[]; nextCursor: string | null };
     errors += page.files.length;
     cursor = page.nextCursor;

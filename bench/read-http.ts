@@ -108,7 +108,11 @@ await new Promise((r) => setTimeout(r, 500));
 // The master and its workers (the workers' command lines do not name the config).
 const nginxPids = async (): Promise<number[]> => {
   const { execFileSync } = await import('node:child_process');
-  const workers = execFileSync('pgrep', ['-P', String(nginx.pid)]).toString().trim().split('\n').map(Number);
+  const workers = execFileSync('pgrep', ['-P', String(nginx.pid)])
+    .toString()
+    .trim()
+    .split('\n')
+    .map(Number);
   return [nginx.pid!, ...workers];
 };
 
@@ -117,7 +121,8 @@ try {
   const auth = { authorization: `Bearer ${service.key}` };
   await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
   await call(service.url, 'PUT', '/v1/workspaces/bench/files/docs/hundred.txt', service.key, HUNDRED_LINES);
-  for (let i = 0; i < 300; i++) await call(service.url, 'PUT', `/v1/workspaces/bench/files/src/dir${i % 10}/file${i}.ts`, service.key, `export const v${i} = ${i};\n`);
+  for (let i = 0; i < 300; i++)
+    await call(service.url, 'PUT', `/v1/workspaces/bench/files/src/dir${i % 10}/file${i}.ts`, service.key, `export const v${i} = ${i};\n`);
   for (;;) {
     const r = await call(service.url, 'GET', '/v1/workspaces/bench/files?status=pending&limit=1', service.key);
     if ((JSON.parse(r.body.toString()) as { files: unknown[] }).files.length === 0) break;

@@ -18,7 +18,9 @@ import { isMainThread, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { loadUws } from '../api/uws.js';
 
-const BODY = Buffer.from(Array.from({ length: 100 }, (_, i) => `${String(i + 1).padStart(6)}\tline ${i + 1}: the quick brown fox jumps over the lazy dog\n`).join(''));
+const BODY = Buffer.from(
+  Array.from({ length: 100 }, (_, i) => `${String(i + 1).padStart(6)}\tline ${i + 1}: the quick brown fox jumps over the lazy dog\n`).join(''),
+);
 
 /** One server thread: a uWS app on `port`. */
 function serve(port: number, busyUs: number, onListening: () => void): void {
@@ -86,7 +88,13 @@ if (!isMainThread) {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
-      const result = await autocannon({ url: `http://127.0.0.1:${port}/v1/x?path=/a`, headers: { authorization: 'Bearer x' }, connections: 256, pipelining: 1, duration });
+      const result = await autocannon({
+        url: `http://127.0.0.1:${port}/v1/x?path=/a`,
+        headers: { authorization: 'Bearer x' },
+        connections: 256,
+        pipelining: 1,
+        duration,
+      });
       child.kill();
       rows.push({ round, threads, rps: Math.round(result.requests.average), p50ms: result.latency.p50, non2xx: result.non2xx + result.errors });
       process.stderr.write(`round ${round}: ${threads} thread(s) ${Math.round(result.requests.average)} requests/s\n`);

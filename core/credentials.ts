@@ -23,7 +23,11 @@ const CHECK_CHARS = 6;
 const BODY = /^[A-Za-z0-9_-]+$/;
 
 function check(prefix: string, secret: string): string {
-  return createHash('sha256').update(prefix + secret).digest().subarray(0, 4).toString('base64url');
+  return createHash('sha256')
+    .update(prefix + secret)
+    .digest()
+    .subarray(0, 4)
+    .toString('base64url');
 }
 
 /** Makes a new credential of the given kind. */

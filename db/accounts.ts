@@ -52,10 +52,7 @@ export async function revokeManagementKey(db: Database, keyId: string): Promise<
 }
 
 /** The management keys of an account (ids and dates; the secrets are not stored). */
-export async function listManagementKeys(
-  db: Database,
-  account: string,
-): Promise<Array<{ id: string; createdAt: string; revokedAt: string | null }>> {
+export async function listManagementKeys(db: Database, account: string): Promise<Array<{ id: string; createdAt: string; revokedAt: string | null }>> {
   return db.asOwner(async (tx) => {
     const { rows } = await tx.query<{ id: string; created_at: Date; revoked_at: Date | null }>(
       'SELECT id, created_at, revoked_at FROM management_keys WHERE account_id = $1 ORDER BY created_at',

@@ -118,7 +118,11 @@ export async function recordUploads(
   });
   if (accepted.length === 0) return outcomes;
   const rows = accepted.map((i) => uploads[i]);
-  await lockBlobs(tx, accountId, rows.map((up) => up.blobSha256));
+  await lockBlobs(
+    tx,
+    accountId,
+    rows.map((up) => up.blobSha256),
+  );
   await Promise.all(accepted.map((i) => publish(i)));
   await tx.query(
     `WITH u AS (
@@ -171,9 +175,7 @@ export async function lockUsage(tx: Tx, accountId: string, create = true): Promi
   // Deletions pass create = false: an account without a usage row has no files to delete, and a
   // refused request must not write one.
   if (create) await tx.query('INSERT INTO account_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING', [accountId]);
-  const { rows } = await tx.query<{ files: string; bytes: string }>('SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE', [
-    accountId,
-  ]);
+  const { rows } = await tx.query<{ files: string; bytes: string }>('SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE', [accountId]);
   return rows[0];
 }
 

@@ -14,10 +14,7 @@ export interface ProvisionNames {
 }
 
 /** Makes sure the roles and the database exist (idempotent) and returns how each role connects. */
-export async function provisionDatabase(
-  superuser: { host: string; port: number; user: string },
-  names: ProvisionNames,
-): Promise<DatabaseTargets> {
+export async function provisionDatabase(superuser: { host: string; port: number; user: string }, names: ProvisionNames): Promise<DatabaseTargets> {
   const client = new pg.Client({ ...superuser, database: 'postgres' });
   await client.connect();
   try {

@@ -27,10 +27,9 @@ export interface ShardFile {
 
 /** Every workspace (at start), or only those with a rebuild request; runs across accounts. */
 export async function workspaceShards(db: Database, onlyRequested: boolean): Promise<ShardWorkspace[]> {
-  const { rows } = await db.app.query<{ id: string; account_id: string; rebuild_requested_at: Date | null }>(
-    'SELECT * FROM workspace_shards($1)',
-    [onlyRequested],
-  );
+  const { rows } = await db.app.query<{ id: string; account_id: string; rebuild_requested_at: Date | null }>('SELECT * FROM workspace_shards($1)', [
+    onlyRequested,
+  ]);
   return rows.map((r) => ({ id: r.id, accountId: r.account_id, rebuildRequestedAt: r.rebuild_requested_at }));
 }
 
@@ -66,10 +65,7 @@ export async function requeueFiles(tx: Tx, workspaceId: string, paths: string[])
 
 /** Clears a rebuild request that is done (a newer request, made meanwhile, stays). */
 export async function clearRebuildRequest(tx: Tx, workspaceId: string, requestedAt: Date): Promise<void> {
-  await tx.query('UPDATE workspaces SET shard_rebuild_requested_at = NULL WHERE id = $1 AND shard_rebuild_requested_at <= $2', [
-    workspaceId,
-    requestedAt,
-  ]);
+  await tx.query('UPDATE workspaces SET shard_rebuild_requested_at = NULL WHERE id = $1 AND shard_rebuild_requested_at <= $2', [workspaceId, requestedAt]);
 }
 
 /**

@@ -19,10 +19,10 @@ export async function createWorkspace(tx: Tx, accountId: string, name: string, m
   const existing = await tx.query('SELECT 1 FROM workspaces WHERE name = $1', [name]);
   if (existing.rowCount !== 0) throw new VfsError('WORKSPACE_EXISTS', { name });
   if (Number(rows[0].n) >= maxWorkspaces) throw new VfsError('WORKSPACE_QUOTA', { limit: maxWorkspaces });
-  const inserted = await tx.query<WorkspaceRow>(
-    'INSERT INTO workspaces (account_id, name) VALUES ($1, $2) RETURNING id, name, version::float8 AS version',
-    [accountId, name],
-  );
+  const inserted = await tx.query<WorkspaceRow>('INSERT INTO workspaces (account_id, name) VALUES ($1, $2) RETURNING id, name, version::float8 AS version', [
+    accountId,
+    name,
+  ]);
   return inserted.rows[0];
 }
 

@@ -64,9 +64,7 @@ export function lineStartsOf(value: Uint8Array, textBytes: number, lines: number
   const width = startWidth(textBytes);
   const byteOffset = value.byteOffset + offset;
   if (byteOffset % width === 0) {
-    return width === 2
-      ? new Uint16Array(value.buffer, byteOffset, lines)
-      : new Uint32Array(value.buffer, byteOffset, lines);
+    return width === 2 ? new Uint16Array(value.buffer, byteOffset, lines) : new Uint32Array(value.buffer, byteOffset, lines);
   }
   const copy = width === 2 ? new Uint16Array(lines) : new Uint32Array(lines);
   new Uint8Array(copy.buffer).set(value.subarray(offset, offset + lines * width));

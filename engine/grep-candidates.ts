@@ -356,7 +356,8 @@ export function lookupCandidates(snapshot: ShardSnapshot, ids: Uint32Array, opti
   const { root, filter, visibility } = options;
   const prefix = root === '/' ? '/' : root + '/';
   // SECURITY: visibility is checked on every candidate.
-  const keep = (meta: DocMeta): boolean => meta.path.startsWith(prefix) && inRange(meta.path, options) && filter.test(meta.path) && visibility.canSee(meta.claims);
+  const keep = (meta: DocMeta): boolean =>
+    meta.path.startsWith(prefix) && inRange(meta.path, options) && filter.test(meta.path) && visibility.canSee(meta.claims);
   // A catalog hands the records over in path order already.
   const ordered = snapshot.catalogDocsByIds(ids);
   if (ordered !== null) return ordered.filter(keep);

@@ -442,7 +442,16 @@ export class ShardWriter {
     }
     if (fresh.length === 0 && metaUpdates.length === 0) return { indexed: 0, unchanged: byPath.size };
     const docIds = fresh.map((doc) => doc.meta.id);
-    const postings = [buildPostings(docIds, fresh.map((doc) => doc.trigrams)), buildPostings(docIds, fresh.map((doc) => doc.quads))];
+    const postings = [
+      buildPostings(
+        docIds,
+        fresh.map((doc) => doc.trigrams),
+      ),
+      buildPostings(
+        docIds,
+        fresh.map((doc) => doc.quads),
+      ),
+    ];
     for (const doc of fresh) doc.trigrams = doc.quads = EMPTY; // free memory before the transaction
 
     await this.atomically(() => {

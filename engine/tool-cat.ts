@@ -46,11 +46,7 @@ export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer
     const out = new ChunkedOutput();
     const total = meta.lines;
     if (offset > total) {
-      out.write(
-        total === 0
-          ? '[the file is empty: 0 lines]\n'
-          : `[offset ${offset} is past the end of the file: it has ${total} lines]\n`,
-      );
+      out.write(total === 0 ? '[the file is empty: 0 lines]\n' : `[offset ${offset} is past the end of the file: it has ${total} lines]\n`);
       yield* out.drain(true);
       return { resultCount: 0 };
     }

@@ -46,15 +46,7 @@ import { compilePattern, patternQuery, type PatternFacts } from './regex/pattern
 import type { DocMeta } from './shard-format.js';
 import type { ShardReader } from './shard-reader.js';
 import type { ShardSnapshot } from './shard-snapshot.js';
-import {
-  ChunkedOutput,
-  comparePaths,
-  formatLine,
-  HEARTBEAT,
-  MAX_LINE_CHARS,
-  requestDirPath,
-  type ToolSummary,
-} from './tool-output.js';
+import { ChunkedOutput, comparePaths, formatLine, HEARTBEAT, MAX_LINE_CHARS, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
 /** What grep prints. */

@@ -142,10 +142,7 @@ export class ExtractPool {
     // so that starting a replacement thread after a kill is not charged to the
     // next file. The backstop ends the wait if no thread ever starts.
     const { port1: started, port2: startedPort } = new MessageChannel();
-    let timer = setTimeout(
-      () => controller.abort({ kind: 'no-start' } satisfies StopReason),
-      this.#options.timeoutMs + WORKER_START_GRACE_MS,
-    );
+    let timer = setTimeout(() => controller.abort({ kind: 'no-start' } satisfies StopReason), this.#options.timeoutMs + WORKER_START_GRACE_MS);
     started.once('message', () => {
       running.rssAtStart = anonymousRss();
       clearTimeout(timer);

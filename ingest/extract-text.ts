@@ -91,9 +91,10 @@ function detectBom(bytes: Uint8Array): Bom | null {
 
 function binaryError(bytes: Uint8Array, nulOffset: number): ExtractResult {
   const format = sniffBinaryFormat(bytes, false);
-  const error = format !== null
-    ? `not a text file: looks like ${format} (NUL byte at offset ${nulOffset})`
-    : `not a text file: binary content (NUL byte at offset ${nulOffset})`;
+  const error =
+    format !== null
+      ? `not a text file: looks like ${format} (NUL byte at offset ${nulOffset})`
+      : `not a text file: binary content (NUL byte at offset ${nulOffset})`;
   return { ok: false, error, retryable: false };
 }
 

@@ -18,9 +18,7 @@ import { extractText } from './extract-text.js';
 export type { ExtractPool, ExtractPoolOptions } from './extract-pool.js';
 
 /** The outcome of extracting one upload: UTF-8 text to index, or an error sentence for the file's `errorDetail`. */
-export type ExtractResult =
-  | { ok: true; text: Buffer /* UTF-8 */; kind: 'text' | 'pdf' }
-  | { ok: false; error: string; retryable: boolean };
+export type ExtractResult = { ok: true; text: Buffer /* UTF-8 */; kind: 'text' | 'pdf' } | { ok: false; error: string; retryable: boolean };
 
 /** How far into the file a `%PDF-` header is looked for. */
 const PDF_HEADER_WINDOW = 1024;

@@ -112,7 +112,7 @@ export class IngestLoop {
       if (jobs.length === 0) {
         // Nothing queued: merge what the last batches left in level 0, so that reads look up fewer lists.
         await writing;
-        await this.shards.mergeWritten().catch((error: unknown) => this.onError('ingest: merging a shard\'s recent postings failed', error));
+        await this.shards.mergeWritten().catch((error: unknown) => this.onError("ingest: merging a shard's recent postings failed", error));
         await this.idle();
         continue;
       }
@@ -152,7 +152,11 @@ export class IngestLoop {
         if (file === undefined || file.generation !== job.generation) continue;
         if (job.attempts > this.options.maxAttempts) {
           const last = await this.db.inAccount(accountId, (tx) => lastJobError(tx, job.id));
-          settled.push({ job, kind: 'error', detail: `ingest gave up after ${job.attempts - 1} attempts: ${last ?? 'the service stopped while processing this file'}` });
+          settled.push({
+            job,
+            kind: 'error',
+            detail: `ingest gave up after ${job.attempts - 1} attempts: ${last ?? 'the service stopped while processing this file'}`,
+          });
           continue;
         }
         const blobPath = this.blobs.path(job.accountId, file.blobSha256);

@@ -28,10 +28,7 @@ export type IngestThreadRequest = { id: number } & (
 );
 
 /** Messages from the ingest thread. */
-export type IngestThreadReply =
-  | { type: 'done'; id: number }
-  | { type: 'failed'; id: number; message: string }
-  | { type: 'log'; message: string };
+export type IngestThreadReply = { type: 'done'; id: number } | { type: 'failed'; id: number; message: string } | { type: 'log'; message: string };
 
 type Body<T> = T extends unknown ? Omit<T, 'id'> : never;
 

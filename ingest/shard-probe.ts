@@ -33,10 +33,7 @@ export async function probeShards(dirs: readonly string[]): Promise<Map<string, 
 }
 
 /** One child over `dirs`: how many it finished, and the one it died on (if it died). */
-async function runProbe(
-  dirs: string[],
-  damaged: Map<string, string>,
-): Promise<{ finished: number; died: { dir: string; reason: string } | null }> {
+async function runProbe(dirs: string[], damaged: Map<string, string>): Promise<{ finished: number; died: { dir: string; reason: string } | null }> {
   const child = spawn(process.execPath, FROM_SOURCE ? ['--import', tsxUrl(), ENTRY] : [ENTRY], { stdio: ['pipe', 'pipe', 'ignore'] });
   const exited = new Promise<string>((resolve) => child.on('close', (code, signal) => resolve(signal ?? `exit code ${code}`)));
   child.on('error', () => {});

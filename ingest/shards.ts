@@ -112,12 +112,16 @@ export class Shards {
   /** Closes and deletes a workspace's shard, once the operations queued before have ended. */
   drop(workspaceId: string): Promise<void> {
     this.dropped.add(workspaceId);
-    return this.inTurn(workspaceId, async () => {
-      const writer = this.writers.get(workspaceId);
-      this.writers.delete(workspaceId);
-      await writer?.close();
-      await rm(this.dir(workspaceId), { recursive: true, force: true });
-    }, true);
+    return this.inTurn(
+      workspaceId,
+      async () => {
+        const writer = this.writers.get(workspaceId);
+        this.writers.delete(workspaceId);
+        await writer?.close();
+        await rm(this.dir(workspaceId), { recursive: true, force: true });
+      },
+      true,
+    );
   }
 
   /** Closes every writer. */

@@ -231,7 +231,13 @@ export function grepTaskOutput(task: ReadTask, reader: ShardReader, control: Int
  * One share of a sorted-mode grep: its counts go to `peer` (the result is then null), except
  * for a lead that kept the whole search, which prints the answer itself (no merge task).
  */
-function* shareCounts(reader: ShardReader, request: GrepRequest, share: GrepShare, peer: MessagePort, alone: () => boolean): Generator<Buffer, ToolSummary | null> {
+function* shareCounts(
+  reader: ShardReader,
+  request: GrepRequest,
+  share: GrepShare,
+  peer: MessagePort,
+  alone: () => boolean,
+): Generator<Buffer, ToolSummary | null> {
   try {
     const collection = yield* collectGrepCounts(reader, request, share);
     if (alone()) return yield* emitGrepCounts(request, [collection]);

@@ -30,7 +30,12 @@ const schema = z
     VFS_MANAGEMENT_RATE: positiveInt.max(1_000_000).default(1000),
     VFS_READ_THREADS: positiveInt.max(64).default(2),
     VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
-    VFS_GREP_SPLIT_MIN_BYTES: z.coerce.number().int().min(0).max(2 ** 40).default(4 * 1024 * 1024),
+    VFS_GREP_SPLIT_MIN_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 40)
+      .default(4 * 1024 * 1024),
     VFS_INGEST_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(120),
     VFS_INGEST_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
     VFS_EXTRACT_THREADS: positiveInt.max(64).default(2),

@@ -15,9 +15,7 @@ try {
   const config = loadConfig(process.env);
   const service = await startService(config, log);
   if (service.createdKey !== null) {
-    process.stdout.write(
-      `\nCreated the default account. Its management key (shown only this once):\n\n  ${service.createdKey}\n\n`,
-    );
+    process.stdout.write(`\nCreated the default account. Its management key (shown only this once):\n\n  ${service.createdKey}\n\n`);
   }
   process.stdout.write(`agent-vfs listening on ${service.url}\n`);
   let stopping = false;

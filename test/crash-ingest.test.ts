@@ -61,7 +61,12 @@ describe('SIGKILL during ingest', () => {
     expect(new Set(found).size).toBe(200);
     const count = await (await api(second, 'GET', '/v1/workspaces/ws/grep?pattern=needle&output_mode=count')).text();
     expect(count.trim().split('\n')).toHaveLength(200);
-    expect(count.trim().split('\n').every((line) => line.endsWith(':50'))).toBe(true);
+    expect(
+      count
+        .trim()
+        .split('\n')
+        .every((line) => line.endsWith(':50')),
+    ).toBe(true);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   });

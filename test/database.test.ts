@@ -67,9 +67,7 @@ describe('the application role', () => {
       expect((await app.query('SELECT name FROM workspaces')).rows).toEqual([{ name: 'ws' }]);
       await app.query("SELECT set_config('app.account_id', $1, true)", ['00000000-0000-4000-8000-000000000000']);
       expect((await app.query('SELECT name FROM workspaces')).rows).toEqual([]);
-      await expect(
-        app.query("INSERT INTO workspaces (account_id, name) VALUES ($1, 'sneaky')", [accountId]),
-      ).rejects.toThrow(/row-level security/);
+      await expect(app.query("INSERT INTO workspaces (account_id, name) VALUES ($1, 'sneaky')", [accountId])).rejects.toThrow(/row-level security/);
     } finally {
       await app.query('ROLLBACK');
     }

@@ -411,18 +411,23 @@ describe('grep equals ripgrep', () => {
 });
 
 describe('a pattern naming the line break', () => {
-  it.each(LINE_BREAK_PATTERNS.flatMap((p) => [[p, false], [p, true]] as const))(
-    '%j (-i %s) is refused outside multiline mode, as ripgrep refuses it',
-    (pattern, i) => {
-      const r = spawnSync(RG, ['--no-config', ...(i ? ['-i'] : []), '-e', rgPattern(pattern), '.'], { cwd: root });
-      expect(r.status).toBe(2);
-      expect(r.stderr.toString('utf8')).toContain("the literal '\"\\n\"' is not allowed in a regex");
-      const error = toolError(grep(shard.reader, { claims: null, pattern, caseInsensitive: i }));
-      expect(error?.code).toBe('INVALID_PARAMETER');
-      expect(error?.message).toMatch(/^invalid pattern: /);
-      expect(error?.message).toContain('multiline=true');
-    },
-  );
+  it.each(
+    LINE_BREAK_PATTERNS.flatMap(
+      (p) =>
+        [
+          [p, false],
+          [p, true],
+        ] as const,
+    ),
+  )('%j (-i %s) is refused outside multiline mode, as ripgrep refuses it', (pattern, i) => {
+    const r = spawnSync(RG, ['--no-config', ...(i ? ['-i'] : []), '-e', rgPattern(pattern), '.'], { cwd: root });
+    expect(r.status).toBe(2);
+    expect(r.stderr.toString('utf8')).toContain('the literal \'"\\n"\' is not allowed in a regex');
+    const error = toolError(grep(shard.reader, { claims: null, pattern, caseInsensitive: i }));
+    expect(error?.code).toBe('INVALID_PARAMETER');
+    expect(error?.message).toMatch(/^invalid pattern: /);
+    expect(error?.message).toContain('multiline=true');
+  });
 });
 
 describe('find and cat on the corpus', () => {
@@ -443,7 +448,9 @@ describe('find and cat on the corpus', () => {
     const expected = all()
       .filter((p) => predicate(p.slice(1)))
       .sort((a, b) => order.get(b)! - order.get(a)! || comparePaths(a, b));
-    const got = output(find(shard.reader, { claims: null, pattern, headLimit: 1000 })).split('\n').filter((l) => l);
+    const got = output(find(shard.reader, { claims: null, pattern, headLimit: 1000 }))
+      .split('\n')
+      .filter((l) => l);
     expect(got).toEqual(expected);
     expect(expected.every((p) => picomatch(pattern, { dot: true })(p.slice(1)))).toBe(true);
   });

@@ -1,6 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { countLines, encodeDocValue, lineEndOf, lineStartsOf } from '../engine/doc-text.js';
-import { appendToBlock, blockFirstId, blockLastId, decodeBlock, decodePostings, encodeBlock, encodeGroup, findInGroup, intersectBlock } from '../engine/posting-block.js';
+import {
+  appendToBlock,
+  blockFirstId,
+  blockLastId,
+  decodeBlock,
+  decodePostings,
+  encodeBlock,
+  encodeGroup,
+  findInGroup,
+  intersectBlock,
+} from '../engine/posting-block.js';
 import { distinctQuadBuckets, distinctTrigrams, foldQuad, QUAD_BUCKET_BITS, QUAD_KEY_BASE, quadBucket } from '../engine/trigram-extract.js';
 import { cat, openShardWriter } from '../engine/index.js';
 import { SEALED_BLOCK_BYTES, TAIL_BLOCK_BYTES } from '../engine/shard-writer.js';
@@ -252,7 +262,10 @@ describe('shard writer and reader', () => {
   });
 
   it('deletes a document', async () => {
-    const s = await shard([{ path: '/gone.txt', text: 'bye\n' }, { path: '/stay.txt', text: 'hi\n' }]);
+    const s = await shard([
+      { path: '/gone.txt', text: 'bye\n' },
+      { path: '/stay.txt', text: 'hi\n' },
+    ]);
     expect(await s.writer.deleteDocument('/gone.txt')).toBe(true);
     expect(await s.writer.deleteDocument('/gone.txt')).toBe(false);
     expect(s.writer.lookup('/gone.txt')).toBeUndefined();

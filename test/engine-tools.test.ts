@@ -1,5 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHUNK_BYTES, cat, find, grep, ls, collectGrepCounts, type ShardReader, emitGrepCounts, type Claims, type GrepCollection, type GrepRequest, type GrepSplit } from '../engine/index.js';
+import {
+  CHUNK_BYTES,
+  cat,
+  find,
+  grep,
+  ls,
+  collectGrepCounts,
+  type ShardReader,
+  emitGrepCounts,
+  type Claims,
+  type GrepCollection,
+  type GrepRequest,
+  type GrepSplit,
+} from '../engine/index.js';
 import { pathHash } from '../engine/grep-candidates.js';
 import { comparePaths } from '../engine/tool-output.js';
 import picomatch from 'picomatch';
@@ -68,7 +81,9 @@ describe('tools on a small workspace', () => {
 
     it('cuts at head_limit with a footer', () => {
       const r = run(find(s.reader, { claims: MGMT, pattern: '**', headLimit: 2 }));
-      expect(r.text).toBe('/docs/guide.md\n/src/main.c\n[7 more matching files not shown (9 in total); raise head_limit (at most 1000) or narrow the pattern or path]\n');
+      expect(r.text).toBe(
+        '/docs/guide.md\n/src/main.c\n[7 more matching files not shown (9 in total); raise head_limit (at most 1000) or narrow the pattern or path]\n',
+      );
       expect(r.resultCount).toBe(2);
     });
 
@@ -77,10 +92,21 @@ describe('tools on a small workspace', () => {
     });
 
     // Plain globs are first narrowed by their longest literal run; the others are not.
-    it.each(['src/a-b/*', '**/a-b/**', '**/main.?', '**/ma*n.c', '**/*elper*', '*/*', '.hidden/conf', '**/deep/**', 's?c/**', '**/READ*', '**/*.[ch]', '**/{main,helper}.c', '!**/*.c'])(
-      'find %s lists what picomatch matches, with and without a catalog',
-      (pattern) => findsAsPicomatch(s.dir, pattern),
-    );
+    it.each([
+      'src/a-b/*',
+      '**/a-b/**',
+      '**/main.?',
+      '**/ma*n.c',
+      '**/*elper*',
+      '*/*',
+      '.hidden/conf',
+      '**/deep/**',
+      's?c/**',
+      '**/READ*',
+      '**/*.[ch]',
+      '**/{main,helper}.c',
+      '!**/*.c',
+    ])('find %s lists what picomatch matches, with and without a catalog', (pattern) => findsAsPicomatch(s.dir, pattern));
   });
 
   describe('cat', () => {
@@ -109,14 +135,26 @@ describe('tools on a small workspace', () => {
       ['files, densest first', { pattern: 'helper' }, '/docs/guide.md\n/src/helper.c\n/src/main.c\n'],
       ['count', { pattern: 'return', outputMode: 'count' }, '/src/helper.c:1\n/src/main.c:1\n'],
       ['content', { pattern: 'return', outputMode: 'content' }, '/src/helper.c:2:  return x + 1;\n/src/main.c:2:  return helper(1);\n'],
-      ['content without -n', { pattern: 'return', outputMode: 'content', lineNumbers: false }, '/src/helper.c:  return x + 1;\n/src/main.c:  return helper(1);\n'],
+      [
+        'content without -n',
+        { pattern: 'return', outputMode: 'content', lineNumbers: false },
+        '/src/helper.c:  return x + 1;\n/src/main.c:  return helper(1);\n',
+      ],
       [
         'context -C1 with separators between files',
         { pattern: 'return', outputMode: 'content', context: 1 },
         '/src/helper.c-1-int helper(int x) {\n/src/helper.c:2:  return x + 1;\n/src/helper.c-3-}\n--\n/src/main.c-1-int main() {\n/src/main.c:2:  return helper(1);\n/src/main.c-3-}\n',
       ],
-      ['-A1', { pattern: '^int', outputMode: 'content', after: 1, path: '/src' }, '/src/helper.c:1:int helper(int x) {\n/src/helper.c-2-  return x + 1;\n--\n/src/main.c:1:int main() {\n/src/main.c-2-  return helper(1);\n'],
-      ['-C sets both unless -B is given', { pattern: 'return', outputMode: 'content', context: 1, before: 0, path: '/src/main.c' }, '/src/main.c:2:  return helper(1);\n/src/main.c-3-}\n'],
+      [
+        '-A1',
+        { pattern: '^int', outputMode: 'content', after: 1, path: '/src' },
+        '/src/helper.c:1:int helper(int x) {\n/src/helper.c-2-  return x + 1;\n--\n/src/main.c:1:int main() {\n/src/main.c-2-  return helper(1);\n',
+      ],
+      [
+        '-C sets both unless -B is given',
+        { pattern: 'return', outputMode: 'content', context: 1, before: 0, path: '/src/main.c' },
+        '/src/main.c:2:  return helper(1);\n/src/main.c-3-}\n',
+      ],
       ['-i', { pattern: 'TITLE', caseInsensitive: true }, '/README.md\n'],
       ['path is a directory', { pattern: 'int', path: '/src' }, '/src/helper.c\n/src/main.c\n'],
       ['path is a file', { pattern: 'int', path: '/src/main.c' }, '/src/main.c\n'],
@@ -129,7 +167,11 @@ describe('tools on a small workspace', () => {
       ['anchors', { pattern: '^}$', outputMode: 'count' }, '/src/helper.c:1\n/src/main.c:1\n'],
       ['CR stays in the line', { pattern: 'c\\r$', outputMode: 'content' }, '/docs/guide.md:1:See main.c\r\n/docs/guide.md:2:and helper.c\r\n'],
       ['last line without newline', { pattern: 'value$', outputMode: 'content' }, '/.hidden/conf:1:key=value\n'],
-      ['multiline', { pattern: '\\{\\n\\s+return', multiline: true, outputMode: 'content' }, '/src/helper.c:1:int helper(int x) {\n/src/helper.c:2:  return x + 1;\n/src/main.c:1:int main() {\n/src/main.c:2:  return helper(1);\n'],
+      [
+        'multiline',
+        { pattern: '\\{\\n\\s+return', multiline: true, outputMode: 'content' },
+        '/src/helper.c:1:int helper(int x) {\n/src/helper.c:2:  return x + 1;\n/src/main.c:1:int main() {\n/src/main.c:2:  return helper(1);\n',
+      ],
       ['no match', { pattern: 'zzzqqq' }, ''],
     ];
     it.each(cases)('%s', (_, request, expected) => {
@@ -138,7 +180,9 @@ describe('tools on a small workspace', () => {
 
     it('head_limit and offset in content mode', () => {
       const base: GrepRequest = { claims: MGMT, pattern: '.', outputMode: 'content' };
-      const all = output(grep(s.reader, base)).split('\n').filter((l) => l !== '');
+      const all = output(grep(s.reader, base))
+        .split('\n')
+        .filter((l) => l !== '');
       const page = run(grep(s.reader, { ...base, offset: 2, headLimit: 3 }));
       const lines = page.text.split('\n').filter((l) => l !== '');
       expect(lines.slice(0, 3)).toEqual(all.slice(2, 5));
@@ -151,7 +195,9 @@ describe('tools on a small workspace', () => {
 
     it('head_limit and offset in the sorted modes', () => {
       const r = run(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'count', headLimit: 2, offset: 1 }));
-      const all = output(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'count' })).split('\n').filter((l) => l);
+      const all = output(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'count' }))
+        .split('\n')
+        .filter((l) => l);
       expect(r.text.split('\n').slice(0, 2)).toEqual(all.slice(1, 3));
       expect(r.text.split('\n')[2]).toBe(`[${all.length - 3} more files not shown (${all.length} in total); raise head_limit or continue with offset=3]`);
       expect(r.resultCount).toBe(2);
@@ -195,7 +241,13 @@ describe('tools on a small workspace', () => {
      * Runs a content grep as the read pool does: a lead share, then one per further range, with
      * the lead's candidates (or, with `ownQuery`, evaluating the query again as after a write).
      */
-    const splitGrep = (reader: TestShard['reader'], request: GrepRequest, count: number, minBytes = 0, ownQuery = false): { bounds: string[]; shares: string[] } => {
+    const splitGrep = (
+      reader: TestShard['reader'],
+      request: GrepRequest,
+      count: number,
+      minBytes = 0,
+      ownQuery = false,
+    ): { bounds: string[]; shares: string[] } => {
       let split: GrepSplit | undefined;
       const lead = output(grep(reader, request, { lead: { count, minBytes, onSplit: (x) => (split = x) } }));
       expect(split).toBeDefined();
@@ -237,7 +289,9 @@ describe('tools on a small workspace', () => {
         let split: GrepSplit | undefined;
         const lead = collect(collectGrepCounts(s.reader, request, { lead: { count, minBytes: 0, onSplit: (x) => (split = x) } }));
         expect(split!.shares.map((share) => share.pathShare)).toEqual(Array.from({ length: count - 1 }, (_, k) => ({ index: k + 1, count })));
-        const rest = split!.shares.map((share) => collect(collectGrepCounts(s.reader, request, { ...share, candidateIds: ownQuery ? undefined : share.candidateIds })));
+        const rest = split!.shares.map((share) =>
+          collect(collectGrepCounts(s.reader, request, { ...share, candidateIds: ownQuery ? undefined : share.candidateIds })),
+        );
         // The files are spread over the classes, and no class holds another's.
         const classes = [lead, ...rest].map((c) => c.files.map((f) => f.path));
         expect(classes.filter((paths) => paths.length > 0).length).toBeGreaterThan(1);
@@ -261,7 +315,14 @@ describe('tools on a small workspace', () => {
         // A write between the lead and the share: the lead's ids do not list the new file.
         await t.write([{ path: '/n.txt', text: 'match\n' }]);
         const text = output(grep(t.reader, { ...request, outputMode: 'content', lineNumbers: false }, share));
-        expect([...new Set(text.split('\n').filter((l) => l !== '').map((l) => l.split(':')[0]))]).toEqual(['/m.txt', '/n.txt', '/z.txt']);
+        expect([
+          ...new Set(
+            text
+              .split('\n')
+              .filter((l) => l !== '')
+              .map((l) => l.split(':')[0]),
+          ),
+        ]).toEqual(['/m.txt', '/n.txt', '/z.txt']);
       } finally {
         await t.close();
       }
@@ -348,17 +409,30 @@ describe('visibility', () => {
   describe.each(tokens)('%s', (_, claims, visible) => {
     const sorted = [...visible].sort();
     it('grep sees exactly its files', () => {
-      const got = output(grep(s.reader, { claims, pattern: 'marker' })).split('\n').filter((l) => l);
+      const got = output(grep(s.reader, { claims, pattern: 'marker' }))
+        .split('\n')
+        .filter((l) => l);
       expect(got.sort()).toEqual(sorted);
-      const scan = output(grep(s.reader, { claims, pattern: 'ma.ker', outputMode: 'count' })).split('\n').filter((l) => l);
+      const scan = output(grep(s.reader, { claims, pattern: 'ma.ker', outputMode: 'count' }))
+        .split('\n')
+        .filter((l) => l);
       expect(scan.map((l) => l.split(':')[0]).sort()).toEqual(sorted);
     });
     it('find sees exactly its files', () => {
-      expect(output(find(s.reader, { claims, pattern: '**' })).split('\n').filter((l) => l).sort()).toEqual(sorted);
+      expect(
+        output(find(s.reader, { claims, pattern: '**' }))
+          .split('\n')
+          .filter((l) => l)
+          .sort(),
+      ).toEqual(sorted);
     });
     it('ls shows only directories with a visible file', () => {
       const dirs = [...new Set(visible.map((p) => p.split('/')[1] + '/'))].sort();
-      expect(output(ls(s.reader, { claims, path: '/' })).split('\n').filter((l) => l)).toEqual(dirs);
+      expect(
+        output(ls(s.reader, { claims, path: '/' }))
+          .split('\n')
+          .filter((l) => l),
+      ).toEqual(dirs);
     });
     it.each(files.map(([p]) => p))('cat, ls, grep path of %s', (path) => {
       const dir = path.slice(0, path.lastIndexOf('/'));
@@ -389,7 +463,12 @@ describe('visibility', () => {
           for (const pattern of ['**/*ab*', '**/*u1*', '**/*open*', '**/*absent*']) {
             const text = pattern.slice(4, -1);
             const expected = visible.filter((p) => p.startsWith(dir + '/') && p.slice(p.lastIndexOf('/')).includes(text));
-            if (seesDir) expect(output(find(reader, { claims, pattern, path: dir })).split('\n').filter((l) => l !== '')).toEqual(expected);
+            if (seesDir)
+              expect(
+                output(find(reader, { claims, pattern, path: dir }))
+                  .split('\n')
+                  .filter((l) => l !== ''),
+              ).toEqual(expected);
             else expect(toolError(find(reader, { claims, pattern, path: dir }))?.code).toBe('NO_SUCH_FILE');
           }
         }
@@ -450,7 +529,9 @@ describe('footers on truncation', () => {
     const r = run(find(s.reader, { claims: MGMT, pattern: '**/*.txt', path: '/big', headLimit }));
     const lines = r.text.split('\n');
     expect(lines.pop()).toBe('');
-    expect(lines.pop()).toBe(`[${1204 - headLimit} more matching files not shown (1204 in total); ${headLimit < 1000 ? 'raise head_limit (at most 1000) or narrow' : 'narrow'} the pattern or path]`);
+    expect(lines.pop()).toBe(
+      `[${1204 - headLimit} more matching files not shown (1204 in total); ${headLimit < 1000 ? 'raise head_limit (at most 1000) or narrow' : 'narrow'} the pattern or path]`,
+    );
     expect(lines).toEqual(newestFirst.slice(0, headLimit));
     expect(r.resultCount).toBe(headLimit);
   });
@@ -519,7 +600,7 @@ describe('cat against a line-by-line reference', () => {
   }
 
   const random = seededRandom(11);
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
   const LINE_LENGTHS = [0, 1, 5, 60, 255, 256, 257, 1999, 2000, 2001, 2600, 9000];
   const PIECES = ['a', 'é', '€', '😀', '\r', '\t', ' '];
   const docs: DocSpec[] = Array.from({ length: 40 }, (_, i) => {
@@ -546,7 +627,12 @@ describe('cat against a line-by-line reference', () => {
     for (const doc of docs.slice(0, -1)) {
       const text = doc.text as string;
       const total = text.split('\n').length;
-      for (const [offset, limit] of [[undefined, undefined], [1, 1], [1 + Math.floor(random() * total), 1 + Math.floor(random() * 50)], [2, 3000]] as const) {
+      for (const [offset, limit] of [
+        [undefined, undefined],
+        [1, 1],
+        [1 + Math.floor(random() * total), 1 + Math.floor(random() * 50)],
+        [2, 3000],
+      ] as const) {
         const chunks: Buffer[] = [];
         const gen = cat(s.reader, { claims: MGMT, path: doc.path, offset, limit });
         for (let r = gen.next(); r.done !== true; r = gen.next()) chunks.push(r.value);
@@ -561,7 +647,9 @@ describe('cat against a line-by-line reference', () => {
     for (const offset of [999_998, 1_000_001, 1_000_003]) {
       expect(output(cat(s.reader, { claims: MGMT, path: '/r/million.txt', offset, limit: 4 }))).toBe(referenceCat(text, offset, 4));
     }
-    expect(output(cat(s.reader, { claims: MGMT, path: '/r/million.txt', offset: 999_999, limit: 2 }))).toBe('999999\tx\n1000000\tx\n[... 3 more lines (the file has 1000003); continue with offset=1000001]\n');
+    expect(output(cat(s.reader, { claims: MGMT, path: '/r/million.txt', offset: 999_999, limit: 2 }))).toBe(
+      '999999\tx\n1000000\tx\n[... 3 more lines (the file has 1000003); continue with offset=1000001]\n',
+    );
   });
 });
 
@@ -571,7 +659,11 @@ describe('find orders ties by path', () => {
   let s: TestShard;
   beforeAll(async () => {
     const others = Array.from({ length: 40 }, (_, i) => ({ path: `/other/f${i}.md`, text: 'z\n', updatedAt: 1 + (i % 3) }));
-    s = await buildShard([...names.map((name) => ({ path: `/t/${name}`, text: 'x\n', updatedAt: 5 })), { path: '/t/new.txt', text: 'y\n', updatedAt: 6 }, ...others]);
+    s = await buildShard([
+      ...names.map((name) => ({ path: `/t/${name}`, text: 'x\n', updatedAt: 5 })),
+      { path: '/t/new.txt', text: 'y\n', updatedAt: 6 },
+      ...others,
+    ]);
   });
   afterAll(() => s.close());
 
@@ -612,13 +704,20 @@ async function withBothReaders(dir: string, check: (cataloged: ShardReader, plai
  */
 function findsAsPicomatch(dir: string, pattern: string, path?: string): Promise<void> {
   return withBothReaders(dir, (cataloged, plain) => {
-    const all = output(find(plain, { claims: MGMT, pattern: '**' })).split('\n').filter((l) => l !== '');
+    const all = output(find(plain, { claims: MGMT, pattern: '**' }))
+      .split('\n')
+      .filter((l) => l !== '');
     const base = path === undefined ? '/' : path + '/';
     const re = picomatch.makeRe(pattern, { dot: true });
     const expected = all.filter((p) => p.startsWith(base) && re.test(p.slice(base.length))).sort();
     expect(expected.length).toBeGreaterThan(0);
     for (const reader of [cataloged, plain]) {
-      expect(output(find(reader, { claims: MGMT, pattern, path })).split('\n').filter((l) => l !== '').sort()).toEqual(expected);
+      expect(
+        output(find(reader, { claims: MGMT, pattern, path }))
+          .split('\n')
+          .filter((l) => l !== '')
+          .sort(),
+      ).toEqual(expected);
     }
     expect([cataloged.catalogedDocs, plain.catalogedDocs]).toEqual([all.length, null]);
   });

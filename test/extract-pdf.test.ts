@@ -36,16 +36,12 @@ describe('extractBuffer on PDFs', () => {
   it('keeps pages in order, each after its own marker, empty pages included', async () => {
     const pdf = await makePdf([['Alpha one.', 'Alpha two.'], ['Bravo.'], [], ['Delta.']]);
     const result = await extractBuffer(pdf, 'application/pdf', '/doc.pdf');
-    expect(text(result)).toBe(
-      '--- page 1 ---\nAlpha one.\nAlpha two.\n--- page 2 ---\nBravo.\n--- page 3 ---\n--- page 4 ---\nDelta.\n',
-    );
+    expect(text(result)).toBe('--- page 1 ---\nAlpha one.\nAlpha two.\n--- page 2 ---\nBravo.\n--- page 3 ---\n--- page 4 ---\nDelta.\n');
   });
 
   it('decodes Latin-1 text of a standard font to UTF-8', async () => {
     const pdf = await makePdf([['café crème brûlée, naïve façade', 'Ærø Straße €5 ±1 ¿qué?']]);
-    expect(text(await extractBuffer(pdf, 'application/pdf', '/doc.pdf'))).toBe(
-      '--- page 1 ---\ncafé crème brûlée, naïve façade\nÆrø Straße €5 ±1 ¿qué?\n',
-    );
+    expect(text(await extractBuffer(pdf, 'application/pdf', '/doc.pdf'))).toBe('--- page 1 ---\ncafé crème brûlée, naïve façade\nÆrø Straße €5 ±1 ¿qué?\n');
   });
 
   it('wraps long paragraphs into the lines the page shows', async () => {
@@ -178,7 +174,11 @@ describe('pageLines', () => {
     { name: 'a small baseline shift (superscript) does not', items: [run('x', 700), run('2', 703, false, 7), run(' + y', 700)], lines: ['x2 + y'] },
     { name: 'a big downward gap leaves one empty line', items: [run('para one', 700, true), run('para two', 600)], lines: ['para one', '', 'para two'] },
     { name: 'control characters and NUL are dropped, breaks become spaces', items: [run('a\u0000b\u0007c\r\nd', 700)], lines: ['abc d'] },
-    { name: 'trailing blanks are trimmed and blank runs add no line', items: [run('text   ', 700, true), run('   ', 680, true), run('', 660, true)], lines: ['text'] },
+    {
+      name: 'trailing blanks are trimmed and blank runs add no line',
+      items: [run('text   ', 700, true), run('   ', 680, true), run('', 660, true)],
+      lines: ['text'],
+    },
     { name: 'marked-content entries are skipped', items: [{ type: 'beginMarkedContent' }, run('only', 700)], lines: ['only'] },
   ];
   for (const c of cases) {

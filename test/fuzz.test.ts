@@ -108,7 +108,34 @@ function checkAnswer(r: Wire, req: Req, caller: Tenant | null, kind: 'json' | 't
 // ---------------------------------------------------------------------------
 
 /** Pieces that mean something to a path or a parser. */
-const TRICKY = ['..', '.', '%2e%2e', '%2E%2e', '%2e', '%00', '%FF', '%C0%AE', '%C0%AE%C0%AE', '%E0%80%AE', '%ED%A0%80', '%EF%BC%8E%EF%BC%8E', '%E2%80%A5', '%5C', '%2F', '%252e%252e', '%', '%zz', '%%', '~', '*', '**', '%0A', '%0D%0A', '%09', '%7F'];
+const TRICKY = [
+  '..',
+  '.',
+  '%2e%2e',
+  '%2E%2e',
+  '%2e',
+  '%00',
+  '%FF',
+  '%C0%AE',
+  '%C0%AE%C0%AE',
+  '%E0%80%AE',
+  '%ED%A0%80',
+  '%EF%BC%8E%EF%BC%8E',
+  '%E2%80%A5',
+  '%5C',
+  '%2F',
+  '%252e%252e',
+  '%',
+  '%zz',
+  '%%',
+  '~',
+  '*',
+  '**',
+  '%0A',
+  '%0D%0A',
+  '%09',
+  '%7F',
+];
 
 /** Random text: unicode graphemes, arbitrary code points (encoded as UTF-8), raw bytes, or tricky pieces. */
 const piece: fc.Arbitrary<string> = fc.oneof(
@@ -130,7 +157,24 @@ const filePath: fc.Arbitrary<string> = fc.oneof(
 /** Integers and numbers in every shape. */
 const numberish: fc.Arbitrary<string> = fc.oneof(
   fc.integer({ min: -5, max: 3000 }).map(String),
-  fc.constantFrom('0', '1', '1000', '1001', '9007199254740991', '9007199254740992', '1e3', '0x10', '%2B1', '%201', '1.5', '-0', '', 'NaN', 'Infinity', '%EF%BC%91'),
+  fc.constantFrom(
+    '0',
+    '1',
+    '1000',
+    '1001',
+    '9007199254740991',
+    '9007199254740992',
+    '1e3',
+    '0x10',
+    '%2B1',
+    '%201',
+    '1.5',
+    '-0',
+    '',
+    'NaN',
+    'Infinity',
+    '%EF%BC%91',
+  ),
   fc.double().map((d) => enc(String(d))),
   fc.bigInt().map(String),
 );
@@ -140,12 +184,58 @@ const numberish: fc.Arbitrary<string> = fc.oneof(
  * (`ACCOUNT_._SECRET` matches both markers; content output would show the full line.)
  */
 const patternish: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom('ACCOUNT_._SECRET', 'SECRET', '(?i)account_.', 'CCOUNT', '.', '.*', '^', '$', '(a*)*b', '(a|a)*b', 'a{1000}{1000}', '(?=x)', '(a)\\1', '[', '\\', '**', '*', '**/*secret*', '**/*', '{a,b}', '[!a]', '**/../**', '/**', '!(x)').map(enc),
+  fc
+    .constantFrom(
+      'ACCOUNT_._SECRET',
+      'SECRET',
+      '(?i)account_.',
+      'CCOUNT',
+      '.',
+      '.*',
+      '^',
+      '$',
+      '(a*)*b',
+      '(a|a)*b',
+      'a{1000}{1000}',
+      '(?=x)',
+      '(a)\\1',
+      '[',
+      '\\',
+      '**',
+      '*',
+      '**/*secret*',
+      '**/*',
+      '{a,b}',
+      '[!a]',
+      '**/../**',
+      '/**',
+      '!(x)',
+    )
+    .map(enc),
   piece,
   fc.string({ unit: 'grapheme', maxLength: 40 }).map(enc),
 );
 
-const QUERY_NAMES = ['path', 'pattern', 'glob', 'output_mode', '-i', '-A', '-B', '-C', 'head_limit', 'offset', 'limit', 'cursor', 'status', 'after', 'visibility', 'multiline', 'type', '-n'];
+const QUERY_NAMES = [
+  'path',
+  'pattern',
+  'glob',
+  'output_mode',
+  '-i',
+  '-A',
+  '-B',
+  '-C',
+  'head_limit',
+  'offset',
+  'limit',
+  'cursor',
+  'status',
+  'after',
+  'visibility',
+  'multiline',
+  'type',
+  '-n',
+];
 
 /** A query string of random parameters, known names mostly, values of every kind. */
 const query: fc.Arbitrary<string> = fc
@@ -156,7 +246,22 @@ const query: fc.Arbitrary<string> = fc
         numberish,
         patternish,
         filePath,
-        fc.constantFrom('content', 'count', 'files_with_matches', 'true', 'false', 'ready', 'pending', 'error', 'user:a', 'group:eng', '*', 'ts', 'md', '2026-01-01T00:00:00Z'),
+        fc.constantFrom(
+          'content',
+          'count',
+          'files_with_matches',
+          'true',
+          'false',
+          'ready',
+          'pending',
+          'error',
+          'user:a',
+          'group:eng',
+          '*',
+          'ts',
+          'md',
+          '2026-01-01T00:00:00Z',
+        ),
       ),
       fc.boolean(),
     ),
@@ -174,10 +279,18 @@ const maybeQuery: fc.Arbitrary<string> = fc.oneof(fc.constant(''), query);
  */
 const member: fc.Arbitrary<string> = fc.oneof(
   fc
-    .oneof(fc.string({ unit: 'grapheme', maxLength: 70 }).filter((n) => !['alpha', 'beta', 'common'].includes(n)), fc.constantFrom('fuzz-ws', '..', 'A', 'scratch-a'), fc.jsonValue())
+    .oneof(
+      fc.string({ unit: 'grapheme', maxLength: 70 }).filter((n) => !['alpha', 'beta', 'common'].includes(n)),
+      fc.constantFrom('fuzz-ws', '..', 'A', 'scratch-a'),
+      fc.jsonValue(),
+    )
     .map((v) => `"name":${JSON.stringify(v)}`),
-  fc.oneof(fc.array(fc.oneof(fc.constantFrom('*', 'user:a', 'group:b', 'user:', ''), fc.string()), { maxLength: 70 }), fc.jsonValue()).map((v) => `"claims":${JSON.stringify(v)}`),
-  fc.oneof(fc.integer({ min: -100, max: 100_000 }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.jsonValue()).map((v) => `"ttlSeconds":${JSON.stringify(v)}`),
+  fc
+    .oneof(fc.array(fc.oneof(fc.constantFrom('*', 'user:a', 'group:b', 'user:', ''), fc.string()), { maxLength: 70 }), fc.jsonValue())
+    .map((v) => `"claims":${JSON.stringify(v)}`),
+  fc
+    .oneof(fc.integer({ min: -100, max: 100_000 }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.jsonValue())
+    .map((v) => `"ttlSeconds":${JSON.stringify(v)}`),
   fc.tuple(fc.constantFrom('__proto__', 'constructor', 'prototype', 'extra', ''), fc.jsonValue()).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`),
 );
 const body: fc.Arbitrary<Buffer | undefined> = fc.oneof(
@@ -197,7 +310,14 @@ const callerWeighted = (keys: number, tokens: number): fc.Arbitrary<Caller> =>
   fc.oneof(
     { weight: keys, arbitrary: tenant.map((x): Caller => ({ tenant: x, credential: x.key })) },
     { weight: tokens, arbitrary: fc.tuple(tenant, fc.constantFrom(0, 1)).map(([x, i]): Caller => ({ tenant: x, credential: x.tokens[i].token })) },
-    { weight: 1, arbitrary: fc.constantFrom<Caller>({ tenant: null, credential: null }, { tenant: null, credential: 'svc_sk_' + 'A'.repeat(49) }, { tenant: null, credential: 'junk' }) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom<Caller>(
+        { tenant: null, credential: null },
+        { tenant: null, credential: 'svc_sk_' + 'A'.repeat(49) },
+        { tenant: null, credential: 'junk' },
+      ),
+    },
   );
 const caller = callerWeighted(4, 4);
 
@@ -246,7 +366,11 @@ beforeAll(async () => {
     const expected = files.map(([ws, path, text]): [string, string, string] => [
       ws,
       path,
-      text.split('\n').slice(0, -1).map((line, i) => `${String(i + 1).padStart(6)}\t${line}\n`).join(''),
+      text
+        .split('\n')
+        .slice(0, -1)
+        .map((line, i) => `${String(i + 1).padStart(6)}\t${line}\n`)
+        .join(''),
     ]);
     return { label, key, marker, own, scratch, tokens, expected };
   };
@@ -278,18 +402,24 @@ describe('fuzz', () => {
     );
   });
 
-  it('read tools with patterns that would match the other account\'s marker: they only ever find the caller\'s own', async () => {
+  it("read tools with patterns that would match the other account's marker: they only ever find the caller's own", async () => {
     await fc.assert(
-      fc.asyncProperty(caller.filter((c) => c.tenant !== null), fc.constantFrom('common', 'alpha', 'beta'), patternish, fc.constantFrom('content', 'count', 'files_with_matches'), async (who, ws, pattern, mode) => {
-        for (const target of [
-          `/v1/workspaces/${ws}/grep?pattern=${pattern}&output_mode=${mode}&-i`,
-          `/v1/workspaces/${ws}/find?pattern=${pattern}`,
-          `/v1/workspaces/${ws}/ls?path=${pattern}`,
-        ]) {
-          const req: Req = { method: 'GET', target, credential: who.credential };
-          checkAnswer(await send(req), req, who.tenant, 'text');
-        }
-      }),
+      fc.asyncProperty(
+        caller.filter((c) => c.tenant !== null),
+        fc.constantFrom('common', 'alpha', 'beta'),
+        patternish,
+        fc.constantFrom('content', 'count', 'files_with_matches'),
+        async (who, ws, pattern, mode) => {
+          for (const target of [
+            `/v1/workspaces/${ws}/grep?pattern=${pattern}&output_mode=${mode}&-i`,
+            `/v1/workspaces/${ws}/find?pattern=${pattern}`,
+            `/v1/workspaces/${ws}/ls?path=${pattern}`,
+          ]) {
+            const req: Req = { method: 'GET', target, credential: who.credential };
+            checkAnswer(await send(req), req, who.tenant, 'text');
+          }
+        },
+      ),
       params(50),
     );
   });
@@ -306,15 +436,24 @@ describe('fuzz', () => {
       ['DELETE', '/v1/workspaces/{ws}'],
       ['DELETE', '/v1/tokens/{id}'],
     );
-    const contentType = fc.option(fc.constantFrom('application/json', 'text/plain', 'application/pdf', 'application/octet-stream', 'multipart/form-data', 'x/\u00ff', ''), { nil: undefined });
+    const contentType = fc.option(
+      fc.constantFrom('application/json', 'text/plain', 'application/pdf', 'application/octet-stream', 'multipart/form-data', 'x/\u00ff', ''),
+      { nil: undefined },
+    );
     // The workspace is drawn after the caller and the method, so that mutating requests keep off the caller's data.
-    const routed = fc.tuple(callerWeighted(6, 2), route).chain(([who, r]) => fc.tuple(fc.constant(who), fc.constant(r), workspaceFor(who.tenant, r[0] !== 'GET')));
+    const routed = fc
+      .tuple(callerWeighted(6, 2), route)
+      .chain(([who, r]) => fc.tuple(fc.constant(who), fc.constant(r), workspaceFor(who.tenant, r[0] !== 'GET')));
     await fc.assert(
       fc.asyncProperty(routed, maybeQuery, body, contentType, fc.nat(1_000), filePath, async ([who, [method, pattern], ws], q, payload, type, pick, path) => {
         // Token ids to revoke: the other account's, random uuids, garbage; never the caller's own.
         const foreignIds = who.tenant === null ? [...A.tokens, ...B.tokens].map((x) => x.id) : other(who.tenant).tokens.map((x) => x.id);
         const ids = [...foreignIds, '00000000-0000-4000-8000-000000000000', 'not-a-uuid', enc(path)];
-        const target = pattern.replace('{ws}', ws).replace('{path}', path.replace(/^\//, '')).replace('{id}', ids[pick % ids.length]) + (q === '' ? '' : `?${q}`);
+        const target =
+          pattern
+            .replace('{ws}', ws)
+            .replace('{path}', path.replace(/^\//, ''))
+            .replace('{id}', ids[pick % ids.length]) + (q === '' ? '' : `?${q}`);
         const req: Req = { method, target, credential: who.credential, contentType: type, body: method === 'GET' || method === 'DELETE' ? undefined : payload };
         checkAnswer(await send(req), req, who.tenant, 'json');
       }),
@@ -326,7 +465,10 @@ describe('fuzz', () => {
     const method = fc.constantFrom('GET', 'GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS');
     const segment = (mutating: boolean) =>
       fc.oneof(
-        { weight: 3, arbitrary: fc.constantFrom('v1', 'workspaces', 'files', 'tokens', 'audit', 'ls', 'find', 'cat', 'grep', 'healthz', 'readyz', 'secret.txt') },
+        {
+          weight: 3,
+          arbitrary: fc.constantFrom('v1', 'workspaces', 'files', 'tokens', 'audit', 'ls', 'find', 'cat', 'grep', 'healthz', 'readyz', 'secret.txt'),
+        },
         { weight: 2, arbitrary: mutating ? fc.constantFrom('scratch-a', 'scratch-b', 'nowhere') : fc.constantFrom('common', 'alpha', 'beta') },
         { weight: 3, arbitrary: piece },
       );
@@ -344,7 +486,12 @@ describe('fuzz', () => {
       fc.asyncProperty(req, async ({ method: m, prefix, segments, q, payload, who }) => {
         // A mutating request with a tenant's credential never names that tenant's own data workspaces.
         fc.pre(m === 'GET' || who.tenant === null || !segments.some((s) => s === 'common' || s === who.tenant!.own));
-        const r: Req = { method: m, target: `${prefix}${segments.join('/')}${q === '' ? '' : `?${q}`}`, credential: who.credential, body: m === 'GET' ? undefined : payload };
+        const r: Req = {
+          method: m,
+          target: `${prefix}${segments.join('/')}${q === '' ? '' : `?${q}`}`,
+          credential: who.credential,
+          body: m === 'GET' ? undefined : payload,
+        };
         checkAnswer(await send(r), r, who.tenant, 'any');
       }),
       params(120),
@@ -352,7 +499,14 @@ describe('fuzz', () => {
   });
 
   it('HEAD on known paths: answered without a body, as HTTP requires', async () => {
-    const target = fc.constantFrom('/healthz', '/readyz', '/v1/workspaces', '/v1/workspaces/common/files', '/v1/workspaces/common/ls', '/v1/workspaces/common/cat?path=/secret.txt');
+    const target = fc.constantFrom(
+      '/healthz',
+      '/readyz',
+      '/v1/workspaces',
+      '/v1/workspaces/common/files',
+      '/v1/workspaces/common/ls',
+      '/v1/workspaces/common/cat?path=/secret.txt',
+    );
     await fc.assert(
       fc.asyncProperty(caller, target, async (who, path) => {
         const req: Req = { method: 'HEAD', target: path, credential: who.credential };

@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluateQuery, lookupCandidates, pathHash, scanCandidates, selectCandidates, union, type CandidateOptions, type PathShare } from '../engine/grep-candidates.js';
+import {
+  evaluateQuery,
+  lookupCandidates,
+  pathHash,
+  scanCandidates,
+  selectCandidates,
+  union,
+  type CandidateOptions,
+  type PathShare,
+} from '../engine/grep-candidates.js';
 import { GrepFilter } from '../engine/grep-filter.js';
 import { evalQuery, type Query } from '../engine/regex/query.js';
 import { regexQuery } from './helpers/regex.js';
@@ -127,11 +136,7 @@ describe('evaluateQuery', () => {
     ['AND with none', () => and(['alp'], [NONE])],
     ['AND with an OR containing all', () => and(['ome'], [or(['gam'], [ALL])])],
     ['OR with a sub-query that is all', () => or(['ome'], [and([], [ALL])])],
-    [
-      'AND whose only rare conjunct is a sub-query; "fil" and "ill" are skipped',
-      () => and(['fil', 'ill'], [or(['alp', 'gam'])]),
-      () => or(['alp', 'gam']),
-    ],
+    ['AND whose only rare conjunct is a sub-query; "fil" and "ill" are skipped', () => and(['fil', 'ill'], [or(['alp', 'gam'])]), () => or(['alp', 'gam'])],
   ];
   it.each(cases)('%s', (_, make, wider) => {
     const q = make();
@@ -252,8 +257,14 @@ describe('union', () => {
     [[], []],
     [[[]], []],
     [[[1, 3]], [1, 3]],
-    [[[1, 3], [2, 3], []], [1, 2, 3]],
-    [[[5], [1], [3], [1, 5, 9]], [1, 3, 5, 9]],
+    [
+      [[1, 3], [2, 3], []],
+      [1, 2, 3],
+    ],
+    [
+      [[5], [1], [3], [1, 5, 9]],
+      [1, 3, 5, 9],
+    ],
   ];
   it.each(cases)('%j', (lists, expected) => {
     expect([...union(lists.map((l) => Uint32Array.from(l)))]).toEqual(expected);
@@ -292,7 +303,8 @@ describe('selectCandidates', () => {
       if (!wanted.has(meta.id) || !path.startsWith(prefix) || !o.filter.test(path) || !o.visibility.canSee(meta.claims)) continue;
       if (o.pathShare !== undefined && pathHash(path) % o.pathShare.count !== o.pathShare.index) continue;
       const range = o.pathRange;
-      if (range !== undefined && ((range.from !== null && comparePaths(path, range.from) < 0) || (range.to !== null && comparePaths(path, range.to) >= 0))) continue;
+      if (range !== undefined && ((range.from !== null && comparePaths(path, range.from) < 0) || (range.to !== null && comparePaths(path, range.to) >= 0)))
+        continue;
       out.push(path);
     }
     return out;

@@ -256,7 +256,17 @@ describe('workspace names that cannot exist: 404 on every route', () => {
     ['GET', '/v1/workspaces/{ws}/ls', undefined, 'text'],
   ];
   const cases = routes.flatMap(([method, pattern, body, kind]) =>
-    BAD_WORKSPACES.map((ws): Refusal => ({ name: `${method} ${pattern} ws=${ws.slice(0, 30)}`, method, target: pattern.replace('{ws}', ws), status: [404], kind, message: /no such workspace/, body })),
+    BAD_WORKSPACES.map(
+      (ws): Refusal => ({
+        name: `${method} ${pattern} ws=${ws.slice(0, 30)}`,
+        method,
+        target: pattern.replace('{ws}', ws),
+        status: [404],
+        kind,
+        message: /no such workspace/,
+        body,
+      }),
+    ),
   );
   it.each(cases)('$name', expectRefused);
 });
@@ -354,7 +364,9 @@ describe('integer parameters of the read tools: 400 naming the parameter', () =>
     ['grep?pattern=a&offset=', 'offset'],
   ];
   const cases = PARAMS.flatMap(([prefix, name]) =>
-    NUMBERS.map(([label, value]) => text(`${prefix.split('?')[0]} ${name} ${label}`, `/v1/workspaces/ws/${prefix}${value}`, 400, new RegExp(`invalid ${escapeRe(name)}`))),
+    NUMBERS.map(([label, value]) =>
+      text(`${prefix.split('?')[0]} ${name} ${label}`, `/v1/workspaces/ws/${prefix}${value}`, 400, new RegExp(`invalid ${escapeRe(name)}`)),
+    ),
   );
   it.each(cases)('$name', expectRefused);
 
@@ -375,7 +387,9 @@ describe('listing and audit limit and cursor: 400 naming the parameter', () => {
     ['/v1/workspaces/ws/audit?cursor=', 'cursor'],
   ];
   const cases = numeric.flatMap(([prefix, name]) =>
-    NUMBERS.map(([label, value]) => json(`${prefix.split('/')[4].split('?')[0]} ${name} ${label}`, 'GET', `${prefix}${value}`, 400, new RegExp(`invalid ${name}`))),
+    NUMBERS.map(([label, value]) =>
+      json(`${prefix.split('/')[4].split('?')[0]} ${name} ${label}`, 'GET', `${prefix}${value}`, 400, new RegExp(`invalid ${name}`)),
+    ),
   );
   it.each(cases)('$name', expectRefused);
 
@@ -462,7 +476,21 @@ describe('read-tool parameters', () => {
 
 describe('grep regular expressions', () => {
   // Inputs that make backtracking engines explode: RE2 answers them in linear time (200), within the bound.
-  const LINEAR = ['(a*)*', '(a*)*$', '(a|a)*b', '(a|aa)*c', '(x+x+)+y', '(.*a){25}', '(a+)+$', '^(a|a?)+$', '(?:a|b|ab)*c', '.*.*.*.*.*.*=', '[\\s\\S]*!', '(|)*', '()*'];
+  const LINEAR = [
+    '(a*)*',
+    '(a*)*$',
+    '(a|a)*b',
+    '(a|aa)*c',
+    '(x+x+)+y',
+    '(.*a){25}',
+    '(a+)+$',
+    '^(a|a?)+$',
+    '(?:a|b|ab)*c',
+    '.*.*.*.*.*.*=',
+    '[\\s\\S]*!',
+    '(|)*',
+    '()*',
+  ];
   // Valid RE2 whose meaning is literal or trivial.
   const ACCEPTED = [']', '{', 'a{0}', 'a{1000}', '\\p{L}+', '(?i)ALPHA', '$^', '(?<n>a)', `${'('.repeat(200)}a${')'.repeat(200)}`];
   // Not RE2 (backreferences, lookaround, possessive and atomic groups, bad repetition, unbalanced brackets): 400 naming the pattern.
@@ -706,7 +734,8 @@ describe('POST /v1/workspaces/{ws}/tokens bodies: 400 or 413, no token minted', 
 });
 
 describe('PUT visibility and parameters: 400 naming visibility, nothing stored', () => {
-  const up = (name: string, query: string, message = /visibility/): Refusal => json(name, 'PUT', `/v1/workspaces/ws/files/v.txt?${query}`, 400, message, { body: 'x' });
+  const up = (name: string, query: string, message = /visibility/): Refusal =>
+    json(name, 'PUT', `/v1/workspaces/ws/files/v.txt?${query}`, 400, message, { body: 'x' });
   it.each([
     up('empty', 'visibility='),
     up('a bare word', 'visibility=team'),
@@ -773,13 +802,27 @@ describe('Authorization headers', () => {
   });
 
   it('the same credential twice: either answer is sane, nothing else', async () => {
-    const r = await send({ method: 'GET', target: '/v1/workspaces', auth: null, headers: [['authorization', `Bearer ${t.key}`], ['authorization', `Bearer ${t.key}`]] });
+    const r = await send({
+      method: 'GET',
+      target: '/v1/workspaces',
+      auth: null,
+      headers: [
+        ['authorization', `Bearer ${t.key}`],
+        ['authorization', `Bearer ${t.key}`],
+      ],
+    });
     expect([200, 400, 401]).toContain(r.status);
   });
 
   it('a garbage credential, then a valid one: 401', async () => {
     await expectRefused(
-      json('', 'GET', '/v1/workspaces', 401, /credential/, { auth: null, headers: [['authorization', 'Bearer junk'], ['authorization', `Bearer ${t.key}`]] }),
+      json('', 'GET', '/v1/workspaces', 401, /credential/, {
+        auth: null,
+        headers: [
+          ['authorization', 'Bearer junk'],
+          ['authorization', `Bearer ${t.key}`],
+        ],
+      }),
     );
   });
 
@@ -788,7 +831,15 @@ describe('Authorization headers', () => {
       [t.key, otherKey],
       [otherKey, t.key],
     ]) {
-      const r = await send({ method: 'GET', target: '/v1/workspaces', auth: null, headers: [['authorization', `Bearer ${first}`], ['authorization', `Bearer ${second}`]] });
+      const r = await send({
+        method: 'GET',
+        target: '/v1/workspaces',
+        auth: null,
+        headers: [
+          ['authorization', `Bearer ${first}`],
+          ['authorization', `Bearer ${second}`],
+        ],
+      });
       expect([400, 401], `answered ${r.status}: ${r.text.slice(0, 120)}`).toContain(r.status);
       expect(JSON.parse(r.text)).toEqual({ error: expect.any(String) });
     }
@@ -832,7 +883,11 @@ describe('methods and routes that do not exist: 404 (or 405) in JSON, nothing ch
     ['GET', '/v1/workspaces/ws/%6Cs'],
     ['GET', '/v2/workspaces'],
   ])('%s %s', async (method, target) => {
-    await expectRefused(json(`${method} ${target}`, method, target, [404, 405], /no such route|not allowed/, { body: method === 'GET' || method === 'DELETE' ? undefined : '{}' }));
+    await expectRefused(
+      json(`${method} ${target}`, method, target, [404, 405], /no such route|not allowed/, {
+        body: method === 'GET' || method === 'DELETE' ? undefined : '{}',
+      }),
+    );
   });
 });
 
@@ -941,7 +996,10 @@ describe('slow clients', () => {
   it('uploads trickling one byte every 200 ms do not hold up other requests', async () => {
     const BYTES = 15; // 3 s per upload
     const trickles = Array.from({ length: 10 }, (_, i) => {
-      const head = requestBytes('PUT', `/v1/workspaces/ws/files/slow/trickle-${i}.txt`, [['authorization', `Bearer ${t.key}`], ['content-length', String(BYTES)]]);
+      const head = requestBytes('PUT', `/v1/workspaces/ws/files/slow/trickle-${i}.txt`, [
+        ['authorization', `Bearer ${t.key}`],
+        ['content-length', String(BYTES)],
+      ]);
       const pieces = [head, ...Array.from({ length: BYTES }, () => Buffer.from('z'))];
       return exchange(pieces, { pieceDelayMs: 200, timeoutMs: 15_000 });
     });
@@ -961,7 +1019,12 @@ describe('slow clients', () => {
 
   it('request heads trickling one byte every 200 ms do not hold up other requests', async () => {
     const head = requestBytes('GET', '/v1/workspaces/ws/ls', [['authorization', `Bearer ${t.key}`]]);
-    const slow = Array.from({ length: 10 }, () => exchange([...head].map((b) => Buffer.from([b])), { pieceDelayMs: 200, timeoutMs: 4_000 }));
+    const slow = Array.from({ length: 10 }, () =>
+      exchange(
+        [...head].map((b) => Buffer.from([b])),
+        { pieceDelayMs: 200, timeoutMs: 4_000 },
+      ),
+    );
     await sleep(300);
     for (let round = 0; round < 5; round++) {
       const [health, list] = await Promise.all([timed('/healthz', null), timed('/v1/workspaces')]);
@@ -978,12 +1041,15 @@ describe('slow clients', () => {
 // ---------------------------------------------------------------------------
 
 describe('HTTP framing', () => {
-  it.each(['/healthz', '/v1/workspaces', '/v1/workspaces/ws/ls'])('HEAD %s: a head without a body (RFC 9110 9.3.2), so the connection stays in step', async (path) => {
-    const r = await send({ method: 'HEAD', target: path });
-    expect(r.outcome).toBe('answered');
-    expect(r.status).toBeLessThan(500);
-    expect(r.bodyBytes, `HEAD ${path} sent a body: ${r.raw.toString('latin1').split('\r\n\r\n')[1]}`).toBe(0);
-  });
+  it.each(['/healthz', '/v1/workspaces', '/v1/workspaces/ws/ls'])(
+    'HEAD %s: a head without a body (RFC 9110 9.3.2), so the connection stays in step',
+    async (path) => {
+      const r = await send({ method: 'HEAD', target: path });
+      expect(r.outcome).toBe('answered');
+      expect(r.status).toBeLessThan(500);
+      expect(r.bodyBytes, `HEAD ${path} sent a body: ${r.raw.toString('latin1').split('\r\n\r\n')[1]}`).toBe(0);
+    },
+  );
 
   // Known limitation of the native uWebSockets.js build (README, "Known limitations"): it does
   // not answer a request pipelined behind a HEAD. `it.fails` keeps the check and flags its fix;
@@ -1005,21 +1071,30 @@ describe('HTTP framing', () => {
   // Known limitation of the native build (README): a request head over 4 KiB that arrives in
   // several TCP segments is dropped.
   nativeLimit.each([
-    ['an 8 KB grep pattern', () => requestBytes('GET', `/v1/workspaces/ws/grep?output_mode=count&pattern=${'b'.repeat(8_000)}`, [['authorization', `Bearer ${t.key}`]]), [200]],
+    [
+      'an 8 KB grep pattern',
+      () => requestBytes('GET', `/v1/workspaces/ws/grep?output_mode=count&pattern=${'b'.repeat(8_000)}`, [['authorization', `Bearer ${t.key}`]]),
+      [200],
+    ],
     ['a 10 KB Authorization header', () => requestBytes('GET', '/v1/workspaces', [['authorization', `Bearer ${'A'.repeat(10_240)}`]]), [401]],
-  ] as Array<[string, () => Buffer, number[]]>)('a request head with %s, arriving in 1 KB pieces as from a real network, is answered', async (_label, bytes, statuses) => {
-    const all = bytes();
-    const pieces: Buffer[] = [];
-    for (let i = 0; i < all.length; i += 1024) pieces.push(all.subarray(i, i + 1024));
-    const r = await exchange(pieces, { pieceDelayMs: 5 });
-    expect(r.outcome, `${r.outcome} after ${Math.round(r.ms)} ms`).toBe('answered');
-    expect(statuses).toContain(r.status);
-  });
+  ] as Array<[string, () => Buffer, number[]]>)(
+    'a request head with %s, arriving in 1 KB pieces as from a real network, is answered',
+    async (_label, bytes, statuses) => {
+      const all = bytes();
+      const pieces: Buffer[] = [];
+      for (let i = 0; i < all.length; i += 1024) pieces.push(all.subarray(i, i + 1024));
+      const r = await exchange(pieces, { pieceDelayMs: 5 });
+      expect(r.outcome, `${r.outcome} after ${Math.round(r.ms)} ms`).toBe('answered');
+      expect(statuses).toContain(r.status);
+    },
+  );
 
   it('Content-Length of 5 GB on an upload: refused at once (413, or closed by the HTTP layer, which takes no body over 4 GiB), nothing stored', async () => {
     const before = await state();
     const r = await exchange([
-      Buffer.from(`PUT /v1/workspaces/ws/files/huge.bin HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer ${t.key}\r\ncontent-length: 5000000000\r\n\r\nabc`),
+      Buffer.from(
+        `PUT /v1/workspaces/ws/files/huge.bin HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer ${t.key}\r\ncontent-length: 5000000000\r\n\r\nabc`,
+      ),
     ]);
     expect(r.outcome).not.toBe('timeout');
     if (r.outcome === 'answered') {
@@ -1040,18 +1115,37 @@ describe('HTTP framing', () => {
     ['a control character in the request line', () => `GET /v1/workspaces/ws/cat?path=a\x01b HTTP/1.1\r\nhost: x\r\n${A()}\r\n`],
     ['a space in the request target', () => `GET /v1/workspaces/ws/cat?path=a b HTTP/1.1\r\nhost: x\r\n${A()}\r\n`],
     ['NUL in a header value', () => `GET /v1/workspaces HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer ${t.key}\x00\r\n\r\n`],
-    ['whitespace between a header name and the colon', () => `GET /v1/workspaces HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization : Bearer ${t.key}\r\n\r\n`],
+    [
+      'whitespace between a header name and the colon',
+      () => `GET /v1/workspaces HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization : Bearer ${t.key}\r\n\r\n`,
+    ],
     ['200 headers', () => `GET /v1/workspaces HTTP/1.1\r\nhost: x\r\n${A()}${Array.from({ length: 200 }, (_, i) => `x-h${i}: v\r\n`).join('')}\r\n`],
     ['no Host header', () => `GET /v1/workspaces HTTP/1.1\r\n${A()}\r\n`],
     ['a negative Content-Length', () => `POST /v1/workspaces HTTP/1.1\r\nhost: x\r\n${A()}content-length: -1\r\n\r\n{"name":"neg-cl"}`],
     ['a non-numeric Content-Length', () => `POST /v1/workspaces HTTP/1.1\r\nhost: x\r\n${A()}content-length: abc\r\n\r\n{"name":"abc-cl"}`],
-    ['two different Content-Lengths', () => `POST /v1/workspaces HTTP/1.1\r\nhost: x\r\n${A()}content-length: 19\r\ncontent-length: 5\r\n\r\n{"name":"dup-cl-x"}`],
-    ['Transfer-Encoding and Content-Length', () => `POST /v1/workspaces HTTP/1.1\r\nhost: x\r\n${A()}content-length: 4\r\ntransfer-encoding: chunked\r\n\r\n12\r\n{"name":"te-cl-x"}\r\n0\r\n\r\n`],
-    ['a malformed chunk size', () => `POST /v1/workspaces HTTP/1.1\r\nhost: x\r\n${A()}transfer-encoding: chunked\r\n\r\nzz\r\n{"name":"bad-chunk"}\r\n0\r\n\r\n`],
+    [
+      'two different Content-Lengths',
+      () => `POST /v1/workspaces HTTP/1.1\r\nhost: x\r\n${A()}content-length: 19\r\ncontent-length: 5\r\n\r\n{"name":"dup-cl-x"}`,
+    ],
+    [
+      'Transfer-Encoding and Content-Length',
+      () => `POST /v1/workspaces HTTP/1.1\r\nhost: x\r\n${A()}content-length: 4\r\ntransfer-encoding: chunked\r\n\r\n12\r\n{"name":"te-cl-x"}\r\n0\r\n\r\n`,
+    ],
+    [
+      'a malformed chunk size',
+      () => `POST /v1/workspaces HTTP/1.1\r\nhost: x\r\n${A()}transfer-encoding: chunked\r\n\r\nzz\r\n{"name":"bad-chunk"}\r\n0\r\n\r\n`,
+    ],
   ];
   // Requests the HTTP layer neither answers nor closes at once: it closes them at its 10 s idle
   // timeout. Still bounded, and never acted on (README, "Known limitations").
-  const IDLE_CLOSED = new Set(['CONNECT', 'a control character in the request line', 'a space in the request target', 'NUL in a header value', 'whitespace between a header name and the colon', '200 headers']);
+  const IDLE_CLOSED = new Set([
+    'CONNECT',
+    'a control character in the request line',
+    'a space in the request target',
+    'NUL in a header value',
+    'whitespace between a header name and the colon',
+    '200 headers',
+  ]);
   it.concurrent.each(MALFORMED)('%s: refused (4xx or closed) within the bound', async (label, request) => {
     const r = await exchange([Buffer.from(request(), 'latin1')], { timeoutMs: IDLE_CLOSED.has(label) ? 15_000 : BOUND_MS });
     expect(r.outcome, `${r.outcome} after ${Math.round(r.ms)} ms; ${r.raw.toString('latin1').slice(0, 80)}`).not.toBe('timeout');

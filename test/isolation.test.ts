@@ -147,7 +147,7 @@ describe('management routes on the other account', () => {
     }
   });
 
-  it('cannot delete the other account\'s file through its own workspace of the same name', async () => {
+  it("cannot delete the other account's file through its own workspace of the same name", async () => {
     for (const [caller, target] of pairs()) {
       const before = await ownView(target);
       const path = `/v1/workspaces/shared/files/only-in-${target.label}.txt`;
@@ -158,7 +158,7 @@ describe('management routes on the other account', () => {
     }
   });
 
-  it('revoking the other account\'s tokens answers 404 and they keep working', async () => {
+  it("revoking the other account's tokens answers 404 and they keep working", async () => {
     for (const [caller, target] of pairs()) {
       for (const { id } of [target.sharedToken, target.onlyToken]) {
         for (const form of [id, id.toUpperCase(), encodeURIComponent(id)]) {
@@ -219,7 +219,7 @@ describe('read tools across accounts', () => {
     `/v1/workspaces/${ws}/grep?pattern=.&-i&output_mode=content&-C=5`,
   ];
 
-  it('the other account\'s workspace answers 404 to the key and to every token, and shows nothing', async () => {
+  it("the other account's workspace answers 404 to the key and to every token, and shows nothing", async () => {
     for (const [caller, target] of pairs()) {
       for (const credential of [caller.key, caller.sharedToken.token, caller.onlyToken.token]) {
         for (const path of reads(target.only, target)) {
@@ -232,7 +232,7 @@ describe('read tools across accounts', () => {
     }
   });
 
-  it('a workspace of the same name reads as the caller\'s own, with every credential, never the other\'s', async () => {
+  it("a workspace of the same name reads as the caller's own, with every credential, never the other's", async () => {
     for (const [caller, target] of pairs()) {
       for (const credential of [caller.key, caller.sharedToken.token]) {
         for (const path of reads('shared', target)) {
@@ -245,14 +245,19 @@ describe('read tools across accounts', () => {
         const common = await call('GET', '/v1/workspaces/shared/cat?path=/common/readme.txt', credential);
         expect(common.text).toContain(`content of ${caller.label}`);
         const grep = await call('GET', '/v1/workspaces/shared/grep?pattern=ACCOUNT_._SECRET&output_mode=count', credential);
-        expect(grep.text.trim().split('\n').sort()).toEqual(['/common/readme.txt:1', `/dir/${caller.marker.toLowerCase()}.md:1`, `/only-in-${caller.label}.txt:1`, '/secret.txt:1']);
+        expect(grep.text.trim().split('\n').sort()).toEqual([
+          '/common/readme.txt:1',
+          `/dir/${caller.marker.toLowerCase()}.md:1`,
+          `/only-in-${caller.label}.txt:1`,
+          '/secret.txt:1',
+        ]);
         const foreignPath = await call('GET', `/v1/workspaces/shared/cat?path=/only-in-${target.label}.txt`, credential);
         expect([foreignPath.status, foreignPath.text]).toEqual([404, `no such file: /only-in-${target.label}.txt\n`]);
       }
     }
   });
 
-  it('a token answers 404 on its own account\'s workspaces it is not pinned to', async () => {
+  it("a token answers 404 on its own account's workspaces it is not pinned to", async () => {
     for (const [caller] of pairs()) {
       for (const path of reads('shared', caller)) {
         const r = await call('GET', path, caller.onlyToken.token);
@@ -265,7 +270,7 @@ describe('read tools across accounts', () => {
     }
   });
 
-  it('the management listing of the same-name workspace shows only the caller\'s files', async () => {
+  it("the management listing of the same-name workspace shows only the caller's files", async () => {
     for (const [caller, target] of pairs()) {
       const files = await listAll(t, 'shared', caller.key);
       expect(files.map((f) => f.path).sort()).toEqual(Object.keys(filesOf(caller).shared).sort());
@@ -276,7 +281,7 @@ describe('read tools across accounts', () => {
 });
 
 describe('audit export across accounts', () => {
-  it('shows only the caller\'s own events: never the other account\'s actors, parameters or data', async () => {
+  it("shows only the caller's own events: never the other account's actors, parameters or data", async () => {
     // Reads with parameters that name their account, on the same-name workspace.
     for (const x of [A, B]) {
       for (const credential of [x.key, x.sharedToken.token]) {
@@ -302,7 +307,7 @@ describe('audit export across accounts', () => {
 });
 
 describe('same names, separate workspaces', () => {
-  it('creating the other account\'s workspace name makes an empty one of the caller\'s own; deleting it leaves the other\'s', async () => {
+  it("creating the other account's workspace name makes an empty one of the caller's own; deleting it leaves the other's", async () => {
     for (const [caller, target] of pairs()) {
       const before = await ownView(target);
       expect((await call('POST', '/v1/workspaces', caller.key, { name: target.only })).status).toBe(201);
@@ -317,7 +322,7 @@ describe('same names, separate workspaces', () => {
     }
   });
 
-  it('deleting one account\'s workspace leaves the other\'s namesake whole, and only the deleter\'s tokens stop', async () => {
+  it("deleting one account's workspace leaves the other's namesake whole, and only the deleter's tokens stop", async () => {
     const bBefore = await ownView(B);
     expect((await call('DELETE', '/v1/workspaces/shared', A.key)).status).toBe(204);
     expect((await call('GET', '/v1/workspaces/shared/ls', A.sharedToken.token)).status).toBe(401);
@@ -368,7 +373,8 @@ describe('interleaved tenants under concurrency, with aborted requests', () => {
       for (let i = 0; i < 6; i++) files[`/f${i}-${marker.toLowerCase()}.txt`] = `${marker} file ${i} of ${label}\n`.repeat(i + 1);
       const h = { authorization: `Bearer ${key}` };
       expect((await fetch(`${base}/v1/workspaces`, { method: 'POST', headers: h, body: JSON.stringify({ name: 'tenant' }) })).status).toBe(201);
-      for (const [path, body] of Object.entries(files)) expect((await fetch(`${base}/v1/workspaces/tenant/files${path}`, { method: 'PUT', headers: h, body })).status).toBe(202);
+      for (const [path, body] of Object.entries(files))
+        expect((await fetch(`${base}/v1/workspaces/tenant/files${path}`, { method: 'PUT', headers: h, body })).status).toBe(202);
       for (let i = 0; i < 200; i++) {
         const listing = (await (await fetch(`${base}/v1/workspaces/tenant/files`, { headers: h })).json()) as { files: Array<{ status: string }> };
         if (listing.files.every((f) => f.status === 'ready')) break;
@@ -430,7 +436,7 @@ describe('interleaved tenants under concurrency, with aborted requests', () => {
     });
   }
 
-  it('no answer of one tenant ever carries the other\'s data, and each equals the answer the request gets alone', async () => {
+  it("no answer of one tenant ever carries the other's data, and each equals the answer the request gets alone", async () => {
     const [a, b] = tenants;
     const plan = { a: requestsOf(a), b: requestsOf(b) };
     // The answer of each stable request when it runs alone.
@@ -483,11 +489,21 @@ describe('interleaved tenants under concurrency, with aborted requests', () => {
       const h = { authorization: `Bearer ${x.key}` };
       const ws = (await (await fetch(`${base}/v1/workspaces`, { headers: h })).json()) as { workspaces: Array<{ name: string }> };
       expect(ws.workspaces.map((w) => w.name)).toEqual(['tenant']);
-      const listing = (await (await fetch(`${base}/v1/workspaces/tenant/files?limit=1000`, { headers: h })).json()) as { files: Array<{ path: string; status: string }> };
-      expect(listing.files.map((f) => [f.path, f.status])).toEqual(Object.keys(x.files).sort().map((p) => [p, 'ready']));
+      const listing = (await (await fetch(`${base}/v1/workspaces/tenant/files?limit=1000`, { headers: h })).json()) as {
+        files: Array<{ path: string; status: string }>;
+      };
+      expect(listing.files.map((f) => [f.path, f.status])).toEqual(
+        Object.keys(x.files)
+          .sort()
+          .map((p) => [p, 'ready']),
+      );
       for (const [path, body] of Object.entries(x.files)) {
         const r = await fetch(`${base}/v1/workspaces/tenant/cat?path=${encodeURIComponent(path)}`, { headers: { authorization: `Bearer ${x.token}` } });
-        const expected = body.split('\n').slice(0, -1).map((line, i) => `${String(i + 1).padStart(6)}\t${line}\n`).join('');
+        const expected = body
+          .split('\n')
+          .slice(0, -1)
+          .map((line, i) => `${String(i + 1).padStart(6)}\t${line}\n`)
+          .join('');
         expect(await r.text()).toBe(expected);
       }
       const audit = await (await fetch(`${base}/v1/workspaces/tenant/audit?limit=1000`, { headers: h })).text();

@@ -88,15 +88,10 @@ function referenceLines(pattern: string, text: string, flags = 'm'): number[] {
 function agreesOnRandomTexts(tokens: string[], patterns: string[], maxLength: number): void {
   const matchers = patterns.map((p) => matcher(p));
   fc.assert(
-    fc.property(
-      fc.array(fc.constantFrom(...tokens), { maxLength }),
-      fc.integer({ min: 0, max: patterns.length - 1 }),
-      fc.boolean(),
-      (toks, k, rebind) => {
-        const text = toks.join('');
-        expect(matcherLines(matchers[k], text, rebind)).toEqual(referenceLines(patterns[k], text));
-      },
-    ),
+    fc.property(fc.array(fc.constantFrom(...tokens), { maxLength }), fc.integer({ min: 0, max: patterns.length - 1 }), fc.boolean(), (toks, k, rebind) => {
+      const text = toks.join('');
+      expect(matcherLines(matchers[k], text, rebind)).toEqual(referenceLines(patterns[k], text));
+    }),
     { numRuns: 1500 },
   );
 }
@@ -191,7 +186,16 @@ const FOLD_TEXTS: string[] = [
   'SCHED_CLOCK y\nx_probe(a)\nPROBE(b) sched_clock\nnone\nSched_Clock\n',
   Array.from({ length: 300 }, (_, i) => (i % 23 === 0 ? `  Sched_Clock_${i} = x;` : i % 7 === 0 ? `SCHED_ ${i} FOO_ bar_Set` : `filler line ${i}`)).join('\n'),
 ];
-const FOLD_PATTERNS: string[] = ['\\w+_probe\\(struct', '\\bclock_set', 'sched_clock', '^sched_\\w+$', 'foo|bar_set', '\\bsched_clock_\\d+', 'static int \\w+\\(', 'sched_clock|probe\\('];
+const FOLD_PATTERNS: string[] = [
+  '\\w+_probe\\(struct',
+  '\\bclock_set',
+  'sched_clock',
+  '^sched_\\w+$',
+  'foo|bar_set',
+  '\\bsched_clock_\\d+',
+  'static int \\w+\\(',
+  'sched_clock|probe\\(',
+];
 
 describe('LineMatcher under -i reports the lines RE2 matches one by one', () => {
   const cases = FOLD_PATTERNS.flatMap((p) => FOLD_TEXTS.map((t, i) => [p, i, t] as const));
@@ -204,7 +208,41 @@ describe('LineMatcher under -i reports the lines RE2 matches one by one', () => 
   });
 
   it('holds for random texts', () => {
-    const tokens = ['sched', 'SCHED', 'Sch', 'ed', '_', 'clo', 'CLO', 'c', 'K', 'k', KELVIN, 's', 'S', LONG_S, 'et', 'ET', '_set', 'foo', 'FoO', ' ', '\n', '\r', '1', '(', 'probe', 'PROBE', 'struct', 'tatic', 'TaTiC', ' int', ' INT', 'sched_clock', 'probe('];
+    const tokens = [
+      'sched',
+      'SCHED',
+      'Sch',
+      'ed',
+      '_',
+      'clo',
+      'CLO',
+      'c',
+      'K',
+      'k',
+      KELVIN,
+      's',
+      'S',
+      LONG_S,
+      'et',
+      'ET',
+      '_set',
+      'foo',
+      'FoO',
+      ' ',
+      '\n',
+      '\r',
+      '1',
+      '(',
+      'probe',
+      'PROBE',
+      'struct',
+      'tatic',
+      'TaTiC',
+      ' int',
+      ' INT',
+      'sched_clock',
+      'probe(',
+    ];
     const matchers = FOLD_PATTERNS.map((p) => matcher(p, { caseInsensitive: true }));
     fc.assert(
       fc.property(fc.array(fc.constantFrom(...tokens), { maxLength: 300 }), fc.integer({ min: 0, max: FOLD_PATTERNS.length - 1 }), (toks, k) => {
@@ -255,6 +293,10 @@ describe('LineMatcher with literal alternatives reports the lines RE2 matches on
   });
 
   it('holds for random texts', () => {
-    agreesOnRandomTexts(['foo', 'bar', 'foobar', 'ab', 'abc', 'bcd', 'é', ' ', '\r', '\n', '\n', 'x'], ['foo|foobar', 'abc|bcd|cd', 'bar\\r|é|xx', 'foobarfoo|obarf', 'ab'], 400);
+    agreesOnRandomTexts(
+      ['foo', 'bar', 'foobar', 'ab', 'abc', 'bcd', 'é', ' ', '\r', '\n', '\n', 'x'],
+      ['foo|foobar', 'abc|bcd|cd', 'bar\\r|é|xx', 'foobarfoo|obarf', 'ab'],
+      400,
+    );
   });
 });

@@ -9,7 +9,12 @@ import { settled, startTestService, type TestService } from './helpers/service.j
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A GET from a chosen local address (127.0.0.x), with optional extra headers. */
-function getFrom(base: string, path: string, localAddress: string, headers: Record<string, string>): Promise<{ status: number; retryAfter: string | undefined; body: string }> {
+function getFrom(
+  base: string,
+  path: string,
+  localAddress: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; retryAfter: string | undefined; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(base + path, { localAddress, headers }, (res) => {
       let body = '';
@@ -117,7 +122,8 @@ describe('failed authentication lock', () => {
     const t = await startTestService({ VFS_AUTH_FAILURES: '2', VFS_AUTH_FAILURE_WINDOW_SECONDS: '30', VFS_TRUST_PROXY: 'true' }, { realLimits: true });
     try {
       const good = { authorization: `Bearer ${t.key}` };
-      for (let i = 0; i < 2; i++) expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', { ...bad, 'x-forwarded-for': 'spoofed, 192.0.2.7' })).status).toBe(401);
+      for (let i = 0; i < 2; i++)
+        expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', { ...bad, 'x-forwarded-for': 'spoofed, 192.0.2.7' })).status).toBe(401);
       expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', { ...good, 'x-forwarded-for': '192.0.2.7' })).status).toBe(429);
       expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', { ...good, 'x-forwarded-for': '192.0.2.8' })).status).toBe(200);
     } finally {

@@ -50,7 +50,9 @@ describe('outputs', () => {
   });
 
   it('cat numbers lines like cat -n and footers a cut', async () => {
-    expect((await read('/v1/workspaces/docs/cat?path=/src/main.ts&offset=2&limit=1')).text).toMatch(/^ {5}2\t {2}console\.log\("hello"\);\n\[.*offset=3.*\]\n$/);
+    expect((await read('/v1/workspaces/docs/cat?path=/src/main.ts&offset=2&limit=1')).text).toMatch(
+      /^ {5}2\t {2}console\.log\("hello"\);\n\[.*offset=3.*\]\n$/,
+    );
     const long = await read('/v1/workspaces/docs/cat?path=notes/long.txt');
     const lines = long.text.trimEnd().split('\n');
     expect(lines).toHaveLength(2001);
@@ -126,7 +128,11 @@ describe('400 for bad parameters, naming them', () => {
     expect(r.status).toBe(400);
     expect(r.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     const named = query === '' || query === 'path=/' ? (tool === 'cat' ? 'path' : 'pattern') : /^([^=&]+)/.exec(query.split('&').at(-1)!)![1];
-    const expectedName = query.startsWith('pattern=a&pattern=b') ? 'pattern' : query.includes('/a/../b') || query.includes('%00') || query.includes('//') ? 'path' : named;
+    const expectedName = query.startsWith('pattern=a&pattern=b')
+      ? 'pattern'
+      : query.includes('/a/../b') || query.includes('%00') || query.includes('//')
+        ? 'path'
+        : named;
     expect(r.text).toContain(expectedName);
   });
 
@@ -206,7 +212,10 @@ describe('visibility', () => {
     it(`token ${name}: ls, find, grep and cat show exactly its files`, async () => {
       const key = secrets[name];
       const expected = visible[name];
-      const ls = (await read('/v1/workspaces/vis/ls', key)).text.trim().split('\n').map((l) => l.split('\t')[0]);
+      const ls = (await read('/v1/workspaces/vis/ls', key)).text
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t')[0]);
       expect(ls.sort()).toEqual(expected);
       const find = (await read('/v1/workspaces/vis/find?pattern=*.txt', key)).text.trim().split('\n');
       expect(find.sort()).toEqual(expected.map((p) => '/' + p));
@@ -330,10 +339,14 @@ describe('sorted-mode greps split across threads', () => {
     // the merge, or after.
     for (const ms of [0, 2, 5, 10, 20, 40]) {
       await new Promise<void>((resolve, reject) => {
-        const req = request(`${split.url}/v1/workspaces/big/grep?pattern=me%20%5B0-9%5D&output_mode=count`, { headers: { authorization: `Bearer ${split.key}` } }, (res) => {
-          res.resume();
-          res.on('end', resolve);
-        });
+        const req = request(
+          `${split.url}/v1/workspaces/big/grep?pattern=me%20%5B0-9%5D&output_mode=count`,
+          { headers: { authorization: `Bearer ${split.key}` } },
+          (res) => {
+            res.resume();
+            res.on('end', resolve);
+          },
+        );
         req.on('error', (e) => (e.message.includes('socket hang up') || e.message.includes('aborted') ? resolve() : reject(e)));
         req.end();
         setTimeout(() => {
@@ -352,7 +365,9 @@ describe('sorted-mode greps split across threads', () => {
   it('many at once all answer (no share waits on a thread another holds)', async () => {
     await matchFiles(split, 'many', 20, 2000, 40);
     const answers = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => split.call('GET', `/v1/workspaces/many/grep?pattern=me%20${i}&output_mode=${i % 2 === 0 ? 'count' : 'files_with_matches'}`)),
+      Array.from({ length: 8 }, (_, i) =>
+        split.call('GET', `/v1/workspaces/many/grep?pattern=me%20${i}&output_mode=${i % 2 === 0 ? 'count' : 'files_with_matches'}`),
+      ),
     );
     for (const r of answers) expect([r.status, r.text.split('\n').length - 1]).toEqual([200, 20]);
   }, 30_000);
@@ -366,7 +381,10 @@ describe('grep split across threads', () => {
     // Never split: the lead keeps the whole search, and formats the sorted modes itself.
     const whole = await startTestService({ VFS_READ_THREADS: '2' });
     try {
-      const files = Array.from({ length: 60 }, (_, i) => [`d${i % 4}/f${i}.txt`, Array.from({ length: 30 }, (_, j) => `${j % 7 === 0 ? 'ab' : 'x'}${i * j} ${j}`).join('\n') + '\n'] as const);
+      const files = Array.from(
+        { length: 60 },
+        (_, i) => [`d${i % 4}/f${i}.txt`, Array.from({ length: 30 }, (_, j) => `${j % 7 === 0 ? 'ab' : 'x'}${i * j} ${j}`).join('\n') + '\n'] as const,
+      );
       for (const svc of [t, t2, t3, whole]) {
         expect((await svc.call('POST', '/v1/workspaces', { body: { name: 'scan' } })).status).toBe(201);
         await Promise.all(files.map(([path, body]) => put(svc, 'scan', path, body)));

@@ -24,13 +24,48 @@ interface Facts {
 
 const TABLE: [string, PatternOptions, Facts][] = [
   // literals: the query, the strings, the alternatives and the prefix
-  ['foo|bar\\(', {}, { query: '("foo"|"ar(" "bar")', required: ['bar(', 'foo'], canMatchNewline: false, re2: 'foo|bar\\(', literalAlternatives: ['foo', 'bar('], literalPrefix: '' }],
+  [
+    'foo|bar\\(',
+    {},
+    {
+      query: '("foo"|"ar(" "bar")',
+      required: ['bar(', 'foo'],
+      canMatchNewline: false,
+      re2: 'foo|bar\\(',
+      literalAlternatives: ['foo', 'bar('],
+      literalPrefix: '',
+    },
+  ],
   ['(foo|bar)', {}, { query: '("bar"|"foo")', required: ['bar', 'foo'], canMatchNewline: false, re2: '(foo|bar)', literalAlternatives: ['foo', 'bar'] }],
-  ['\\x41bc|\\Qa.b\\E', {}, { query: '("Abc"|"a.b")', required: ['Abc', 'a.b'], canMatchNewline: false, re2: '\\x41bc|\\Qa.b\\E', literalAlternatives: ['Abc', 'a.b'] }],
+  [
+    '\\x41bc|\\Qa.b\\E',
+    {},
+    { query: '("Abc"|"a.b")', required: ['Abc', 'a.b'], canMatchNewline: false, re2: '\\x41bc|\\Qa.b\\E', literalAlternatives: ['Abc', 'a.b'] },
+  ],
   ['a|', {}, { query: '+', required: null, canMatchNewline: false, re2: 'a|', literalAlternatives: null }],
   ['(abc)d+', {}, { query: '"abc" "bcd"', required: ['abc'], canMatchNewline: false, re2: '(abc)d+', literalAlternatives: null, literalPrefix: 'abc' }],
-  ['EXPORT_SYMBOL\\(\\w+\\)', {}, { query: '"BOL" "EXP" "MBO" "OL(" "ORT" "POR" "RT_" "SYM" "T_S" "XPO" "YMB" "_SY"', required: ['EXPORT_SYMBOL('], canMatchNewline: false, re2: 'EXPORT_SYMBOL\\(\\w+\\)', literalPrefix: 'EXPORT_SYMBOL(' }],
-  ['static int \\w+_probe\\(struct', {}, { query: '" in" "(st" "_pr" "ati" "be(" "c i" "e(s" "ic " "int" "nt " "obe" "pro" "rob" "ruc" "sta" "str" "tat" "tic" "tru" "uct"', required: ['_probe(struct'], canMatchNewline: false, re2: 'static int \\w+_probe\\(struct', literalPrefix: 'static int ' }],
+  [
+    'EXPORT_SYMBOL\\(\\w+\\)',
+    {},
+    {
+      query: '"BOL" "EXP" "MBO" "OL(" "ORT" "POR" "RT_" "SYM" "T_S" "XPO" "YMB" "_SY"',
+      required: ['EXPORT_SYMBOL('],
+      canMatchNewline: false,
+      re2: 'EXPORT_SYMBOL\\(\\w+\\)',
+      literalPrefix: 'EXPORT_SYMBOL(',
+    },
+  ],
+  [
+    'static int \\w+_probe\\(struct',
+    {},
+    {
+      query: '" in" "(st" "_pr" "ati" "be(" "c i" "e(s" "ic " "int" "nt " "obe" "pro" "rob" "ruc" "sta" "str" "tat" "tic" "tru" "uct"',
+      required: ['_probe(struct'],
+      canMatchNewline: false,
+      re2: 'static int \\w+_probe\\(struct',
+      literalPrefix: 'static int ',
+    },
+  ],
   ['^foo', {}, { query: '"foo"', required: ['foo'], canMatchNewline: false, re2: '^foo', literalAlternatives: null, literalPrefix: '' }],
   // the line rule: \n leaves every class, and the rewrite is what RE2 runs
   ['[^a-z]', {}, { query: '+', required: null, canMatchNewline: false, re2: '[^\\na-z]' }],
@@ -54,10 +89,47 @@ const TABLE: [string, PatternOptions, Facts][] = [
   ['foo\\z', {}, { query: '"foo"', required: ['foo'], canMatchNewline: false, re2: 'foo$', literalPrefix: 'foo' }],
   ['(?-m)^a$', {}, { query: '+', required: null, canMatchNewline: false, re2: '^a$' }],
   // case: a pattern that folds throughout is searched as -i
-  ['(?i)Hello', {}, { query: '("HEL"|"HEl"|"HeL"|"Hel"|"hEL"|"hEl"|"heL"|"hel") ("ELL"|"ELl"|"ElL"|"Ell"|"eLL"|"eLl"|"elL"|"ell") ("LLO"|"LLo"|"LlO"|"Llo"|"lLO"|"lLo"|"llO"|"llo")', required: null, canMatchNewline: false, re2: '(?i)Hello', caseInsensitive: true }],
-  ['(?i)abc(?-i)DEF', {}, { query: '"DEF" ("BCD" "CDE"|"BcD" "cDE"|"CDE" "bCD"|"bcD" "cDE") ("ABC"|"ABc"|"AbC"|"Abc"|"aBC"|"aBc"|"abC"|"abc")', required: ['DEF'], canMatchNewline: false, re2: '(?i)abc(?-i)DEF', caseInsensitive: true }],
-  ['(?i:ab)cd', {}, { query: '("ABc" "Bcd"|"Abc" "bcd"|"Bcd" "aBc"|"abc" "bcd")', required: null, canMatchNewline: false, re2: '(?i:ab)cd', caseInsensitive: false }],
-  ['\\w+_probe\\(', { caseInsensitive: true }, { query: '("_PR"|"_Pr"|"_pR"|"_pr") ("PRO"|"PRo"|"PrO"|"Pro"|"pRO"|"pRo"|"prO"|"pro") ("ROB"|"ROb"|"RoB"|"Rob"|"rOB"|"rOb"|"roB"|"rob") ("OBE"|"OBe"|"ObE"|"Obe"|"oBE"|"oBe"|"obE"|"obe") ("BE("|"Be("|"bE("|"be(")', required: ['_probe('], canMatchNewline: false, re2: '\\w+_probe\\(', literalAlternatives: null, caseInsensitive: true }],
+  [
+    '(?i)Hello',
+    {},
+    {
+      query:
+        '("HEL"|"HEl"|"HeL"|"Hel"|"hEL"|"hEl"|"heL"|"hel") ("ELL"|"ELl"|"ElL"|"Ell"|"eLL"|"eLl"|"elL"|"ell") ("LLO"|"LLo"|"LlO"|"Llo"|"lLO"|"lLo"|"llO"|"llo")',
+      required: null,
+      canMatchNewline: false,
+      re2: '(?i)Hello',
+      caseInsensitive: true,
+    },
+  ],
+  [
+    '(?i)abc(?-i)DEF',
+    {},
+    {
+      query: '"DEF" ("BCD" "CDE"|"BcD" "cDE"|"CDE" "bCD"|"bcD" "cDE") ("ABC"|"ABc"|"AbC"|"Abc"|"aBC"|"aBc"|"abC"|"abc")',
+      required: ['DEF'],
+      canMatchNewline: false,
+      re2: '(?i)abc(?-i)DEF',
+      caseInsensitive: true,
+    },
+  ],
+  [
+    '(?i:ab)cd',
+    {},
+    { query: '("ABc" "Bcd"|"Abc" "bcd"|"Bcd" "aBc"|"abc" "bcd")', required: null, canMatchNewline: false, re2: '(?i:ab)cd', caseInsensitive: false },
+  ],
+  [
+    '\\w+_probe\\(',
+    { caseInsensitive: true },
+    {
+      query:
+        '("_PR"|"_Pr"|"_pR"|"_pr") ("PRO"|"PRo"|"PrO"|"Pro"|"pRO"|"pRo"|"prO"|"pro") ("ROB"|"ROb"|"RoB"|"Rob"|"rOB"|"rOb"|"roB"|"rob") ("OBE"|"OBe"|"ObE"|"Obe"|"oBE"|"oBe"|"obE"|"obe") ("BE("|"Be("|"bE("|"be(")',
+      required: ['_probe('],
+      canMatchNewline: false,
+      re2: '\\w+_probe\\(',
+      literalAlternatives: null,
+      caseInsensitive: true,
+    },
+  ],
   ['[^a-z]', { caseInsensitive: true }, { query: '+', required: null, canMatchNewline: false, re2: '[^\\na-z]' }],
   // what still meets a newline: \C, and anything in multiline mode
   ['a\\Cb', {}, { query: '+', required: null, canMatchNewline: true, re2: 'a\\Cb' }],
@@ -85,7 +157,25 @@ describe('pattern facts table', () => {
 });
 
 describe('the line rule refuses what names the line break', () => {
-  const refused = ['\\n', '[\\n]', 'a\\nb', '[\\n]|b', 'b|\\n', '\\x0a', '\\x{a}', '\\012', '\\n?', '(\\n)?a', '(?i)\\n', '(?s)\\n', '[\\x0a]', '[\\n\\n]', '[\\n-\\n]', '[^\\x00-\\x09\\x0b-\\x{10ffff}]', 'foo\nbar'];
+  const refused = [
+    '\\n',
+    '[\\n]',
+    'a\\nb',
+    '[\\n]|b',
+    'b|\\n',
+    '\\x0a',
+    '\\x{a}',
+    '\\012',
+    '\\n?',
+    '(\\n)?a',
+    '(?i)\\n',
+    '(?s)\\n',
+    '[\\x0a]',
+    '[\\n\\n]',
+    '[\\n-\\n]',
+    '[^\\x00-\\x09\\x0b-\\x{10ffff}]',
+    'foo\nbar',
+  ];
   it.each(refused)('%j', (pattern) => {
     for (const caseInsensitive of [false, true]) {
       let error: unknown;
@@ -108,7 +198,46 @@ describe('the line rule refuses what names the line break', () => {
 
 // Patterns from pieces that exercise every node the printer writes: classes with groups,
 // negations and folding, flags turned on and off, assertions, laziness, repetitions.
-const PIECES = ['a', 'B', 'k', 'é', '日', '\\.', '\\x{212a}', '.', '\\s', '\\S', '\\d', '\\D', '\\w', '\\W', '\\b', '\\B', '^', '$', '\\A', '\\z', '[a-c]', '[^a-c]', '[\\s\\d]', '[^\\W_]', '[[:alpha:]]', '[[:^space:]]', '\\pL', '\\PL', '[\\pN-]', '\\p{Greek}', '(?i)', '(?-i)', '(?s)', '(?U)', '(?-m)', '\\n', '[\\t-\\r]', '\\Q*+\\E'];
+const PIECES = [
+  'a',
+  'B',
+  'k',
+  'é',
+  '日',
+  '\\.',
+  '\\x{212a}',
+  '.',
+  '\\s',
+  '\\S',
+  '\\d',
+  '\\D',
+  '\\w',
+  '\\W',
+  '\\b',
+  '\\B',
+  '^',
+  '$',
+  '\\A',
+  '\\z',
+  '[a-c]',
+  '[^a-c]',
+  '[\\s\\d]',
+  '[^\\W_]',
+  '[[:alpha:]]',
+  '[[:^space:]]',
+  '\\pL',
+  '\\PL',
+  '[\\pN-]',
+  '\\p{Greek}',
+  '(?i)',
+  '(?-i)',
+  '(?s)',
+  '(?U)',
+  '(?-m)',
+  '\\n',
+  '[\\t-\\r]',
+  '\\Q*+\\E',
+];
 const QUANTIFIERS = ['', '', '*', '+', '?', '{2}', '{1,3}', '*?', '+?'];
 
 const patternArb = fc
@@ -131,7 +260,11 @@ const patternArb = fc
     }
   });
 
-const textArb = fc.array(fc.constantFrom('a', 'B', 'b', 'c', 'K', 'k', '\u212a', 'é', 'É', '日', 'α', 'Ω', ' ', '\t', '\n', '\r', '.', '_', '1', '-', '*', '+', 'x'), { maxLength: 40 }).map((t) => t.join(''));
+const textArb = fc
+  .array(fc.constantFrom('a', 'B', 'b', 'c', 'K', 'k', '\u212a', 'é', 'É', '日', 'α', 'Ω', ' ', '\t', '\n', '\r', '.', '_', '1', '-', '*', '+', 'x'), {
+    maxLength: 40,
+  })
+  .map((t) => t.join(''));
 
 describe('the printer', () => {
   it('writes a tree RE2 reads as the pattern itself (every match, same place and length)', () => {
@@ -139,7 +272,12 @@ describe('the printer', () => {
       fc.property(patternArb, textArb, fc.boolean(), fc.boolean(), (pattern, text, caseInsensitive, multiline) => {
         const flags = 'gm' + (caseInsensitive ? 'i' : '') + (multiline ? 's' : '');
         const printed = printRegex(parseRegex(pattern), { caseInsensitive, dotMatchesNewline: multiline });
-        const matches = (source: string) => [...Buffer.from(text).toString().matchAll(new RE2(source, flags) as unknown as RegExp)].map((m) => [m.index, m[0]]);
+        const matches = (source: string) =>
+          [
+            ...Buffer.from(text)
+              .toString()
+              .matchAll(new RE2(source, flags) as unknown as RegExp),
+          ].map((m) => [m.index, m[0]]);
         expect(matches(printed)).toEqual(matches(pattern));
       }),
       { numRuns: 3000 },

@@ -161,10 +161,7 @@ describe('regexQuery table', () => {
     ['\\Qa/b\\E', '"\\\\/b" "a\\\\/"'], // node-re2 turns / into \/ even inside \Q…\E
     // Unicode literals are byte trigrams of their UTF-8.
     ['naïve', '"aï" "na\\xc3" "\\xafve" "ïv"'],
-    [
-      '日本語',
-      '"\\x97\\xa5\\xe6" "\\x9c\\xac\\xe8" "\\xa5\\xe6\\x9c" "\\xac\\xe8\\xaa" "日" "本" "語"',
-    ],
+    ['日本語', '"\\x97\\xa5\\xe6" "\\x9c\\xac\\xe8" "\\xa5\\xe6\\x9c" "\\xac\\xe8\\xaa" "日" "本" "語"'],
     // Newlines are never required.
     ['abc\\ndef', '"abc" "def"'],
     ['abc\\ndef', '"abc" "def"', { multiline: true }],
@@ -174,14 +171,8 @@ describe('regexQuery table', () => {
     ['(?i)ab~', '("AB~"|"Ab~"|"aB~"|"ab~")'],
     ['(?i)abc', '("ABC"|"ABc"|"AbC"|"Abc"|"aBC"|"aBc"|"abC"|"abc")'],
     ['abc', '("ABC"|"ABc"|"AbC"|"Abc"|"aBC"|"aBc"|"abC"|"abc")', { caseInsensitive: true }],
-    [
-      '(?i)abc|def',
-      '("ABC"|"ABc"|"AbC"|"Abc"|"DEF"|"DEf"|"DeF"|"Def"|"aBC"|"aBc"|"abC"|"abc"|"dEF"|"dEf"|"deF"|"def")',
-    ],
-    [
-      '(?i)abcd',
-      '("ABC"|"ABc"|"AbC"|"Abc"|"aBC"|"aBc"|"abC"|"abc") ("BCD"|"BCd"|"BcD"|"Bcd"|"bCD"|"bCd"|"bcD"|"bcd")',
-    ],
+    ['(?i)abc|def', '("ABC"|"ABc"|"AbC"|"Abc"|"DEF"|"DEf"|"DeF"|"Def"|"aBC"|"aBc"|"abC"|"abc"|"dEF"|"dEf"|"deF"|"def")'],
+    ['(?i)abcd', '("ABC"|"ABc"|"AbC"|"Abc"|"aBC"|"aBc"|"abC"|"abc") ("BCD"|"BCd"|"BcD"|"Bcd"|"bCD"|"bCd"|"bcD"|"bcd")'],
     ['(?i:ab)c', '("ABc"|"Abc"|"aBc"|"abc")'],
     ['(?i)ab(?-i)c', '("ABc"|"Abc"|"aBc"|"abc")'],
     ['(?i)[a-c]~~', '("A~~"|"B~~"|"C~~"|"a~~"|"b~~"|"c~~")'],
@@ -557,7 +548,7 @@ interface Piece {
   sample: (rng: Rng, multiline: boolean) => string;
 }
 
-const pick = <T,>(rng: Rng, xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)];
+const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)];
 
 /** Characters the random texts and patterns are made of: case pairs, folds, multi-byte. */
 const ALPHABET = ['a', 'b', 'c', 'A', 'B', 'k', 'K', KELVIN, 's', 'S', 'ſ', 'é', 'É', '日', '本', ' ', '-', '.', '0', '1', '\n'];
@@ -637,8 +628,16 @@ const { piece } = fc.letrec<{ piece: Piece }>((tie) => ({
       .tuple(
         tie('piece'),
         fc.constantFrom<[string, number, number]>(
-          ['*', 0, 3], ['+', 1, 3], ['?', 0, 1], ['{2}', 2, 2], ['{1,3}', 1, 3], ['{0,2}', 0, 2],
-          ['{2,}', 2, 4], ['*?', 0, 2], ['+?', 1, 2], ['{3}', 3, 3],
+          ['*', 0, 3],
+          ['+', 1, 3],
+          ['?', 0, 1],
+          ['{2}', 2, 2],
+          ['{1,3}', 1, 3],
+          ['{0,2}', 0, 2],
+          ['{2,}', 2, 4],
+          ['*?', 0, 2],
+          ['+?', 1, 2],
+          ['{3}', 3, 3],
         ),
       )
       .map(
@@ -698,9 +697,50 @@ describe('superset guarantee, randomised', () => {
 
   it('holds for token soup patterns against random texts', () => {
     const tokens = [
-      '(', ')', '(?:', '(?i)', '(?i:', '(?-i)', '|', '*', '+', '?', '{2}', '{1,2}', '{', '}', '[',
-      ']', '[^', '^', '$', '-', '\\', 'a', 'b', 'k', 's', 'é', '日', '.', '\\d', '\\w', '\\s', '\\b',
-      '\\Q', '\\E', '\\x61', '\\n', ':', 'ab', 'abc', 'bca', '[[:alpha:]]', '\\pL', '\\x{65e5}', '\\u0061',
+      '(',
+      ')',
+      '(?:',
+      '(?i)',
+      '(?i:',
+      '(?-i)',
+      '|',
+      '*',
+      '+',
+      '?',
+      '{2}',
+      '{1,2}',
+      '{',
+      '}',
+      '[',
+      ']',
+      '[^',
+      '^',
+      '$',
+      '-',
+      '\\',
+      'a',
+      'b',
+      'k',
+      's',
+      'é',
+      '日',
+      '.',
+      '\\d',
+      '\\w',
+      '\\s',
+      '\\b',
+      '\\Q',
+      '\\E',
+      '\\x61',
+      '\\n',
+      ':',
+      'ab',
+      'abc',
+      'bca',
+      '[[:alpha:]]',
+      '\\pL',
+      '\\x{65e5}',
+      '\\u0061',
     ];
     let matched = 0;
     fc.assert(

@@ -66,8 +66,14 @@ describe('StringFinder', () => {
     const token = fc.constantFrom('a', 'b', 'ab', 'ba', 'c', '\n', '\r\n', 'é', '日');
     fc.assert(
       fc.property(
-        fc.array(fc.array(token, { minLength: 1, maxLength: 6 }).map((t) => t.join('')), { minLength: 1, maxLength: 5 }),
-        fc.array(fc.array(token, { maxLength: 300 }).map((t) => t.join('')), { minLength: 1, maxLength: 4 }),
+        fc.array(
+          fc.array(token, { minLength: 1, maxLength: 6 }).map((t) => t.join('')),
+          { minLength: 1, maxLength: 5 },
+        ),
+        fc.array(
+          fc.array(token, { maxLength: 300 }).map((t) => t.join('')),
+          { minLength: 1, maxLength: 4 },
+        ),
         (strings, texts) => {
           const needles = buffers(strings);
           const finder = new StringFinder(needles);
@@ -107,7 +113,10 @@ describe('LiteralSet', () => {
     const token = fc.constantFrom('a', 'b', 'c', 'ab', '\n', 'é');
     fc.assert(
       fc.property(
-        fc.array(fc.array(token, { minLength: 2, maxLength: 8 }).map((t) => t.join('')), { minLength: 1, maxLength: 6 }),
+        fc.array(
+          fc.array(token, { minLength: 2, maxLength: 8 }).map((t) => t.join('')),
+          { minLength: 1, maxLength: 6 },
+        ),
         fc.array(token, { maxLength: 400 }).map((t) => t.join('')),
         (strings, t) => {
           const needles = buffers(strings).filter((s) => s.byteLength >= 2);

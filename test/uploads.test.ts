@@ -127,8 +127,7 @@ describe('limits', () => {
     await new Promise((r) => setTimeout(r, 200));
   });
 
-  const up = (path: string, bytes: number) =>
-    t.call('PUT', `/v1/workspaces/small/files/${path}`, { key, body: Buffer.alloc(bytes, 0x61) });
+  const up = (path: string, bytes: number) => t.call('PUT', `/v1/workspaces/small/files/${path}`, { key, body: Buffer.alloc(bytes, 0x61) });
 
   it('accepts a file of exactly the per-file limit, refuses one byte over with 413 and keeps nothing', async () => {
     const before = await blobFiles();
@@ -280,12 +279,19 @@ describe('delete', () => {
       closeShardReader(dir);
     }
     const grep = await t.call('GET', '/v1/workspaces/merged/grep?pattern=merge%20candidate');
-    expect(grep.text.split('\n').filter((l) => l !== '').sort()).toEqual(['/m0.txt', '/m1.txt', '/m2.txt']);
+    expect(
+      grep.text
+        .split('\n')
+        .filter((l) => l !== '')
+        .sort(),
+    ).toEqual(['/m0.txt', '/m1.txt', '/m2.txt']);
   });
 
   it('a file deleted while it ingests stays deleted: no document comes back into the shard', async () => {
     for (let round = 0; round < 30; round++) {
-      const uploads = Array.from({ length: 1 + (round % 4) }, (_, i) => put(t, 'ws', `racing/r${round}-${i}.txt`, `racemarker${round}x${i} `.repeat(50 + i * 400)));
+      const uploads = Array.from({ length: 1 + (round % 4) }, (_, i) =>
+        put(t, 'ws', `racing/r${round}-${i}.txt`, `racemarker${round}x${i} `.repeat(50 + i * 400)),
+      );
       for (const r of await Promise.all(uploads)) expect(r.status).toBe(202);
       await new Promise((r) => setTimeout(r, (round * 7) % 25));
       for (let i = 0; i < 1 + (round % 4); i++) expect((await t.call('DELETE', `/v1/workspaces/ws/files/racing/r${round}-${i}.txt`)).status).toBe(204);

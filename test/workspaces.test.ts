@@ -102,9 +102,7 @@ describe('workspace lifecycle', () => {
   it('keeps the quota under concurrent creation', async () => {
     const key = await t.newAccount('quota-race');
     await setAccountLimits(t.service.db, 'quota-race', { limits: { maxWorkspaces: 3 } });
-    const replies = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => t.call('POST', '/v1/workspaces', { key, body: { name: `r${i}` } })),
-    );
+    const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => t.call('POST', '/v1/workspaces', { key, body: { name: `r${i}` } })));
     expect(replies.filter((r) => r.status === 201)).toHaveLength(3);
     expect(replies.filter((r) => r.status === 403)).toHaveLength(7);
   });

@@ -223,4 +223,3 @@ function literalPrefix(tree: Regex): string {
   }
   return node.k === 'lit' ? out + String.fromCodePoint(node.cp) : out;
 }
-

@@ -66,7 +66,6 @@ export function requiredStrings(node: Lowered, budget: Budget): string[] | null 
   }
 }
 
-
 function betterRequired(a: string[], b: string[]): boolean {
   const m = minLen(a);
   const n = minLen(b);
@@ -75,15 +74,14 @@ function betterRequired(a: string[], b: string[]): boolean {
 
 /** Drops the strings that contain another string of the set: a text holding one holds the other. */
 function withoutCovered(budget: Budget, set: string[]): string[] {
-  return set.filter((s) =>
-    !set.some((o) => {
-      budget.spend(s.length);
-      return o !== s && o.length <= s.length && s.includes(o);
-    }),
+  return set.filter(
+    (s) =>
+      !set.some((o) => {
+        budget.spend(s.length);
+        return o !== s && o.length <= s.length && s.includes(o);
+      }),
   );
 }
-
-
 
 /**
  * What finds, under `-i`, the strings every match contains one of (caseInsensitiveRequired), in

@@ -102,10 +102,7 @@ function sufE(x: Info): string[] {
 
 function exactInfo(alg: QueryAlgebra, strings: string[]): Info {
   const exact = clean(alg.budget, strings);
-  return simplify(alg, 
-    { canEmpty: exact.includes(''), exact, prefix: [], suffix: [], match: ALL },
-    false,
-  );
+  return simplify(alg, { canEmpty: exact.includes(''), exact, prefix: [], suffix: [], match: ALL }, false);
 }
 
 /** The same language described without an exact set, its trigrams moved into match. */
@@ -125,7 +122,8 @@ function concat(alg: QueryAlgebra, x: Info, y: Info): Info {
   alg.budget.spend(1);
   let match = alg.and(x.match, y.match);
   if (x.exact !== null && y.exact !== null) {
-    return simplify(alg, 
+    return simplify(
+      alg,
       {
         canEmpty: x.canEmpty && y.canEmpty,
         exact: cross(alg.budget, [...x.exact], [...y.exact]),
@@ -153,16 +151,14 @@ function concat(alg: QueryAlgebra, x: Info, y: Info): Info {
   ) {
     match = alg.andTrigrams(match, cross(alg.budget, [...x.suffix], [...y.prefix]));
   }
-  return simplify(alg, 
-    { canEmpty: x.canEmpty && y.canEmpty, exact: null, prefix, suffix, match },
-    false,
-  );
+  return simplify(alg, { canEmpty: x.canEmpty && y.canEmpty, exact: null, prefix, suffix, match }, false);
 }
 
 function alternate(alg: QueryAlgebra, x: Info, y: Info): Info {
   alg.budget.spend(1);
   if (x.exact !== null && y.exact !== null) {
-    return simplify(alg, 
+    return simplify(
+      alg,
       {
         canEmpty: x.canEmpty || y.canEmpty,
         exact: clean(alg.budget, [...x.exact, ...y.exact]),
@@ -176,7 +172,8 @@ function alternate(alg: QueryAlgebra, x: Info, y: Info): Info {
   // Move an exact side's trigrams into its match first, or the OR below would lose them.
   const a = withoutExact(alg, x);
   const b = withoutExact(alg, y);
-  return simplify(alg, 
+  return simplify(
+    alg,
     {
       canEmpty: a.canEmpty || b.canEmpty,
       exact: null,
@@ -192,10 +189,7 @@ function alternate(alg: QueryAlgebra, x: Info, y: Info): Info {
 function plus(alg: QueryAlgebra, x: Info): Info {
   if (x.exact === null) return x;
   const strings = nonEmpty([...x.exact]);
-  return simplify(alg, 
-    { canEmpty: x.canEmpty, exact: null, prefix: strings, suffix: strings, match: x.match },
-    false,
-  );
+  return simplify(alg, { canEmpty: x.canEmpty, exact: null, prefix: strings, suffix: strings, match: x.match }, false);
 }
 
 /** x{min,max} (max -1: unbounded) given the Info of x. */
@@ -243,17 +237,13 @@ function simplify(alg: QueryAlgebra, info: Info, force: boolean): Info {
 function shorten(alg: QueryAlgebra, set: string[], isSuffix: boolean): string[] {
   let t = clean(alg.budget, set);
   for (let n = 3; n === 3 || t.length > MAX_SET; n--) {
-    t = clean(alg.budget, 
+    t = clean(
+      alg.budget,
       t.map((s) => (s.length < n ? s : isSuffix ? s.slice(s.length - n + 1) : s.slice(0, n - 1))),
     );
   }
   // "ab" covers every string that "abc" covers: keep only the shortest cover.
-  return t.filter(
-    (s) =>
-      !t.some(
-        (o) => o.length < s.length && (isSuffix ? s.endsWith(o) : s.startsWith(o)),
-      ),
-  );
+  return t.filter((s) => !t.some((o) => o.length < s.length && (isSuffix ? s.endsWith(o) : s.startsWith(o))));
 }
 
 function analyze(alg: QueryAlgebra, node: Lowered): Info {
@@ -317,7 +307,14 @@ export function foldedRequiredQuads(alg: QueryAlgebra, set: readonly string[]): 
       quads.add(QUAD_KEY_BASE + foldQuad(quad));
     }
     if (quads.size === 0) return ALL; // this string, hence the set, constrains nothing
-    q = alg.or(q, mk('and', [...quads].sort((a, b) => a - b), []));
+    q = alg.or(
+      q,
+      mk(
+        'and',
+        [...quads].sort((a, b) => a - b),
+        [],
+      ),
+    );
   }
   return q;
 }

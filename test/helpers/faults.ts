@@ -318,7 +318,13 @@ export async function checkUploads(svc: FaultService, ws: string, run: UploadRun
   const c = cleanedBy(svc.current!.stderr());
   run.cleaned.tempFiles += c.tempFiles;
   run.cleaned.blobs += c.blobs;
-  const expected = new Set(files.map((f) => createHash('sha256').update(uploadBody(f.path, run.sent.get(f.path) ?? -1)).digest('hex')));
+  const expected = new Set(
+    files.map((f) =>
+      createHash('sha256')
+        .update(uploadBody(f.path, run.sent.get(f.path) ?? -1))
+        .digest('hex'),
+    ),
+  );
   const onDisk = new Set<string>();
   const blobsRoot = join(svc.dataDir, 'blobs');
   for (const account of await readdir(blobsRoot)) {

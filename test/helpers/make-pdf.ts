@@ -63,23 +63,15 @@ export function makeXObjectBombPdf(depth: number, fanout: number, word = 'bomb')
   const bodies = [
     '<< /Type /Catalog /Pages 2 0 R >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R ' +
-      `/Resources << /Font << /F1 4 0 R >> /XObject << /X0 ${formObj(0)} 0 R >> >> >>`,
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R ' + `/Resources << /Font << /F1 4 0 R >> /XObject << /X0 ${formObj(0)} 0 R >> >> >>`,
     '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>',
     stream('', '/X0 Do'),
   ];
   for (let i = 0; i < depth; i++) {
     const last = i === depth - 1;
     const draw = last ? '' : `${'/N Do '.repeat(fanout)}`;
-    const resources = last
-      ? '<< /Font << /F1 4 0 R >> >>'
-      : `<< /Font << /F1 4 0 R >> /XObject << /N ${formObj(i + 1)} 0 R >> >>`;
-    bodies.push(
-      stream(
-        `/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources ${resources}`,
-        `BT /F1 10 Tf 72 700 Td (${word}${i}) Tj ET ${draw}`,
-      ),
-    );
+    const resources = last ? '<< /Font << /F1 4 0 R >> >>' : `<< /Font << /F1 4 0 R >> /XObject << /N ${formObj(i + 1)} 0 R >> >>`;
+    bodies.push(stream(`/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources ${resources}`, `BT /F1 10 Tf 72 700 Td (${word}${i}) Tj ET ${draw}`));
   }
   return assemblePdf(bodies);
 }
