@@ -121,7 +121,7 @@ describe('400 for bad parameters, naming them', () => {
     ['grep', 'pattern=a&pattern=b'],
     ['grep', 'pattern=a&color=always'],
     ['grep', 'pattern=a%5Cnb'],
-    ['grep', 'pattern=%5B%5Cn%5D&-i=true'],
+    ['grep', '-i=true&pattern=%5B%5Cn%5D'],
   ];
   it.each(cases)('%s?%s', async (tool, query) => {
     const r = await read(`/v1/workspaces/docs/${tool}?${query}`);
