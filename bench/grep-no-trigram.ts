@@ -38,6 +38,7 @@ import { link, mkdir, readdir, stat } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { rgPattern } from '../test/helpers/rg-pattern.js';
 import { call, startBenchService, uploadAll, waitReady, walk } from './lib.js';
 
 /** The patterns, each with what it stands for. None holds a literal of three bytes. */
@@ -73,38 +74,6 @@ const PATTERNS: ReadonlyArray<readonly [pattern: string, kind: string]> = [
   ['\\W{4}', 'any text'],
   [';\\s*$', 'any text'],
 ];
-
-// RE2's ASCII classes spelled as Unicode-mode classes for rg (a `(?-u:\D)` would match single
-// bytes of multi-byte characters); RE2's `\s` is [\t\n\f\r ].
-const RG_CLASSES: Record<string, string> = {
-  d: '[0-9]',
-  D: '[^0-9]',
-  w: '[0-9A-Za-z_]',
-  W: '[^0-9A-Za-z_]',
-  s: '[\\t\\n\\f\\r ]',
-  S: '[^\\t\\n\\f\\r ]',
-  b: '(?-u:\\b)',
-  B: '(?-u:\\B)',
-};
-
-/** RE2's ASCII `\w \d \s \b` (and negations) as rg spells them, outside classes (none of PATTERNS uses them inside one). */
-function rgPattern(pattern: string): string {
-  let out = '';
-  let inClass = false;
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i];
-    if (ch === '\\') {
-      const next = pattern[i + 1];
-      out += !inClass && Object.hasOwn(RG_CLASSES, next) ? RG_CLASSES[next] : ch + next;
-      i++;
-      continue;
-    }
-    if (ch === '[') inClass = true;
-    else if (ch === ']') inClass = false;
-    out += ch;
-  }
-  return out;
-}
 
 interface Options {
   corpus: string;
