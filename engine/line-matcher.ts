@@ -37,7 +37,7 @@
  * allocates one subarray per RE2 call.
  */
 
-import type RE2 from 're2';
+import RE2 from 're2';
 import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
 import { foldsWithinAscii } from './regex/fold.js';
 import type { CompiledPattern, PatternFacts } from './regex/pattern.js';
@@ -45,6 +45,14 @@ import { caseInsensitiveRequired } from './regex/required.js';
 import { FoldedRunFinder, RegExpFinder, StringFinder, type Finder } from './string-finder.js';
 
 const NEWLINE = 0x0a;
+
+/**
+ * Path 3 takes the next matching lines as one run (`nextRun`) once this many hits in a row each
+ * fell on the line after the one before, and again only after as many more once a run failed or
+ * came out shorter: a run that ends at once
+ * costs one RE2 call more than `search` would have made. Measure with bench/grep-no-trigram.ts.
+ */
+const RUN_STREAK = 4;
 
 /**
  * Path 2 hands RE2 the lines from a required string's line to the end of the line this many
@@ -81,6 +89,11 @@ export class LineMatcher {
   private pos = 0;
   private end = 0; // where searching stops: the text length, or 0 past the last line
   private windowEnd = 0; // path 2: the end of the current window of lines
+  /** Path 3: runs of matching lines, sticky (see `nextRun`); null for the other paths. */
+  private readonly runs: RE2 | null;
+  /** The last line reported in this text, and how many hits in a row were on consecutive lines. */
+  private lastLine = -1;
+  private streak = 0;
 
   /** A matcher for a compiled pattern (compilePattern, engine/regex/pattern.ts); it owns the pattern's RE2 object. */
   constructor(pattern: CompiledPattern) {
@@ -92,6 +105,7 @@ export class LineMatcher {
     this.literal = alternatives !== null;
     this.finder = alternatives === null ? prefilter(facts) : new StringFinder(alternatives);
     this.prefiltered = this.finder !== null && !this.literal;
+    this.runs = this.finder === null && facts.lineRuns !== null ? new RE2(facts.lineRuns, facts.re2Flags.replace('g', 'y')) : null;
   }
 
   /** Starts scanning `text` (one document's text) whose line starts are `starts`. */
@@ -100,6 +114,8 @@ export class LineMatcher {
     this.starts = starts;
     this.pos = 0;
     this.windowEnd = 0;
+    this.lastLine = -1;
+    this.streak = 0;
     this.end = starts.length === 0 ? 0 : text.byteLength;
     this.finder?.begin(text);
   }
@@ -113,7 +129,11 @@ export class LineMatcher {
   /** Advances to the next matching line(s); false when the document has no more. */
   next(): boolean {
     if (this.multiline) return this.nextMultiline();
-    if (this.finder === null) return this.search(0, this.end);
+    if (this.finder === null) {
+      // RUN_STREAK hits in a row on consecutive lines: the lines are dense, take the next as a run.
+      if (this.streak >= RUN_STREAK && this.runs !== null && this.nextRun(this.runs)) return true;
+      return this.search(0, this.end);
+    }
     if (this.literal) return this.nextLiteral(this.finder);
     // Path 2: a window of whole lines from the line of the next required string. A line holding
     // none has no match (so an empty line never matches here and may end a window unsearched).
@@ -205,7 +225,34 @@ export class LineMatcher {
   private hit(line: number, len: number): true {
     this.first = line;
     this.last = line;
+    this.streak = line === this.lastLine + 1 ? this.streak + 1 : 0;
+    this.lastLine = line;
     this.pos = line + 1 < this.starts.length ? this.starts[line + 1] : len;
+    return true;
+  }
+
+  /**
+   * Path 3 where hits are dense: from the line after the last hit (where `pos` stands), the run
+   * of consecutive lines that each hold a match, in one RE2 call, where `search` makes one call
+   * a line. It is `^(?:[^\n]*?(?:P)[^\n]*(?:\n|\z))+` (the facts' `lineRuns`), anchored at
+   * `pos`: each repetition is one line holding a match of P, which cannot meet `\n`. Reports the
+   * run; false when that line holds no match (`search` goes on from it).
+   */
+  private nextRun(runs: RE2): boolean {
+    const from = this.pos;
+    if (from >= this.end) return false;
+    runs.lastIndex = from;
+    // A failed or short run starts the count again: where runs are short, one call a line is cheaper.
+    if (!runs.test(this.text) || runs.lastIndex <= from) {
+      this.streak = 0;
+      return false;
+    }
+    const end = runs.lastIndex;
+    this.first = this.lastLine + 1;
+    this.last = lineIndexAt(this.starts, end - 1);
+    if (this.last - this.first + 1 < RUN_STREAK) this.streak = 0;
+    this.lastLine = this.last;
+    this.pos = end;
     return true;
   }
 

@@ -46,6 +46,12 @@ export interface PatternFacts {
   readonly re2Flags: string;
   /** True when the regex RE2 runs may match a string holding `\n`. */
   readonly canMatchNewline: boolean;
+  /**
+   * Outside multiline mode, when no match can meet `\n`: a pattern (flags `re2Flags` without
+   * `g`) that matches, from a line's start, the longest run of consecutive lines that each hold a
+   * match, `\n`s included; null otherwise. The line matcher counts dense hits with it.
+   */
+  readonly lineRuns: string | null;
   /** True when the regex RE2 runs reads the text's own edges (`\A`, `\z`, `(?-m)^`). */
   readonly readsTextEdges: boolean;
   /**
@@ -87,6 +93,7 @@ export function analyzePattern(pattern: string, options: PatternOptions = {}): P
       re2Source: pattern,
       re2Flags,
       canMatchNewline: true,
+      lineRuns: null,
       readsTextEdges: true,
       literalAlternatives: null,
       literalPrefix: '',
@@ -102,6 +109,7 @@ export function analyzePattern(pattern: string, options: PatternOptions = {}): P
       throw error;
     }
   }
+  const newline = canMatchNewline(runs, multiline);
   return {
     source: pattern,
     tree,
@@ -109,7 +117,8 @@ export function analyzePattern(pattern: string, options: PatternOptions = {}): P
     multiline,
     re2Source: runs === tree ? pattern : printRegex(runs, { caseInsensitive, dotMatchesNewline: multiline }),
     re2Flags,
-    canMatchNewline: canMatchNewline(runs, multiline),
+    canMatchNewline: newline,
+    lineRuns: multiline || newline ? null : `^(?:[^\\n]*?(?:${printRegex(runs, { caseInsensitive, dotMatchesNewline: false })})[^\\n]*(?:\\n|\\z))+`,
     readsTextEdges: readsTextEdges(runs),
     literalAlternatives: caseInsensitive || multiline ? null : literalAlternatives(runs),
     literalPrefix: literalPrefix(runs),
