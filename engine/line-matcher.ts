@@ -48,8 +48,8 @@ const NEWLINE = 0x0a;
 
 /**
  * Path 3 takes the next matching lines as one run (`nextRun`) once this many hits in a row each
- * fell on the line after the one before, and again only after as many more once a run failed or
- * came out shorter: a run that ends at once
+ * fell on the line after the one before (or after a line that broke a run), and again only after
+ * as many more once two runs in a row failed at once: a run that ends at once
  * costs one RE2 call more than `search` would have made. Measure with bench/grep-no-trigram.ts.
  */
 const RUN_STREAK = 4;
@@ -94,6 +94,10 @@ export class LineMatcher {
   /** The last line reported in this text, and how many hits in a row were on consecutive lines. */
   private lastLine = -1;
   private streak = 0;
+  /** The line at which the last run failed (a hit just after it still counts as consecutive). */
+  private broken = -2;
+  /** Runs in a row that failed at once. */
+  private misses = 0;
 
   /** A matcher for a compiled pattern (compilePattern, engine/regex/pattern.ts); it owns the pattern's RE2 object. */
   constructor(pattern: CompiledPattern) {
@@ -116,6 +120,8 @@ export class LineMatcher {
     this.windowEnd = 0;
     this.lastLine = -1;
     this.streak = 0;
+    this.broken = -2;
+    this.misses = 0;
     this.end = starts.length === 0 ? 0 : text.byteLength;
     this.finder?.begin(text);
   }
@@ -225,7 +231,7 @@ export class LineMatcher {
   private hit(line: number, len: number): true {
     this.first = line;
     this.last = line;
-    this.streak = line === this.lastLine + 1 ? this.streak + 1 : 0;
+    this.streak = line === this.lastLine + 1 || line === this.broken + 1 ? this.streak + 1 : 0;
     this.lastLine = line;
     this.pos = line + 1 < this.starts.length ? this.starts[line + 1] : len;
     return true;
@@ -242,15 +248,20 @@ export class LineMatcher {
     const from = this.pos;
     if (from >= this.end) return false;
     runs.lastIndex = from;
-    // A failed or short run starts the count again: where runs are short, one call a line is cheaper.
     if (!runs.test(this.text) || runs.lastIndex <= from) {
-      this.streak = 0;
+      // The line at `from` breaks the run. A hit on the next line goes on with the run; a second
+      // run in a row that fails at once (lines that alternate) starts the count again.
+      this.broken = this.lastLine + 1;
+      if (++this.misses >= 2) {
+        this.streak = 0;
+        this.misses = 0;
+      }
       return false;
     }
     const end = runs.lastIndex;
     this.first = this.lastLine + 1;
     this.last = lineIndexAt(this.starts, end - 1);
-    if (this.last - this.first + 1 < RUN_STREAK) this.streak = 0;
+    this.misses = 0;
     this.lastLine = this.last;
     this.pos = end;
     return true;
