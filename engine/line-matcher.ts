@@ -109,7 +109,7 @@ export class LineMatcher {
     this.literal = alternatives !== null;
     this.finder = alternatives === null ? prefilter(facts) : new StringFinder(alternatives);
     this.prefiltered = this.finder !== null && !this.literal;
-    this.runs = this.finder === null && facts.lineRuns !== null ? new RE2(facts.lineRuns, facts.re2Flags.replace('g', 'y')) : null;
+    this.runs = this.finder === null && facts.lineRuns !== null ? runsRegex(facts.lineRuns, facts.re2Flags) : null;
   }
 
   /** Starts scanning `text` (one document's text) whose line starts are `starts`. */
@@ -310,4 +310,13 @@ function prefilter(facts: PatternFacts): Finder | null {
   const head = Buffer.from(prefix);
   if (required.length === 1 && head.subarray(0, required[0].length).equals(required[0])) return null;
   return new StringFinder(required);
+}
+
+/** The sticky regex of `lineRuns`, or null where RE2 refuses it (a pattern near RE2's size limit): `search` then serves alone. */
+function runsRegex(source: string, flags: string): RE2 | null {
+  try {
+    return new RE2(source, flags.replace('g', 'y'));
+  } catch {
+    return null;
+  }
 }

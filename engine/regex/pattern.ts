@@ -100,28 +100,28 @@ export function analyzePattern(pattern: string, options: PatternOptions = {}): P
       required: null,
     };
   }
-  let runs = tree;
+  let searched = tree; // the tree RE2 runs
   if (!multiline) {
     try {
-      runs = applyLineRule(tree);
+      searched = applyLineRule(tree);
     } catch (error) {
       if (error instanceof LineBreakInPattern) throw invalidParameter('pattern', error.message);
       throw error;
     }
   }
-  const newline = canMatchNewline(runs, multiline);
+  const newline = canMatchNewline(searched, multiline);
   return {
     source: pattern,
     tree,
     caseInsensitive,
     multiline,
-    re2Source: runs === tree ? pattern : printRegex(runs, { caseInsensitive, dotMatchesNewline: multiline }),
+    re2Source: searched === tree ? pattern : printRegex(searched, { caseInsensitive, dotMatchesNewline: multiline }),
     re2Flags,
     canMatchNewline: newline,
-    lineRuns: multiline || newline ? null : `^(?:[^\\n]*?(?:${printRegex(runs, { caseInsensitive, dotMatchesNewline: false })})[^\\n]*(?:\\n|\\z))+`,
-    readsTextEdges: readsTextEdges(runs),
-    literalAlternatives: caseInsensitive || multiline ? null : literalAlternatives(runs),
-    literalPrefix: literalPrefix(runs),
+    lineRuns: multiline || newline ? null : `^(?:[^\\n]*?(?:${printRegex(searched, { caseInsensitive, dotMatchesNewline: false })})[^\\n]*(?:\\n|\\z))+`,
+    readsTextEdges: readsTextEdges(searched),
+    literalAlternatives: caseInsensitive || multiline ? null : literalAlternatives(searched),
+    literalPrefix: literalPrefix(searched),
     required: safely(() => requiredStrings(lower(tree, false, new Budget()), new Budget()), null),
   };
 }
