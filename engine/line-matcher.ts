@@ -49,8 +49,8 @@ const NEWLINE = 0x0a;
 /**
  * Path 3 takes the next matching lines as one run (`nextRun`) once this many hits in a row each
  * fell on the line after the one before (or after a line that broke a run), and again only after
- * as many more once two runs in a row failed at once: a run that ends at once
- * costs one RE2 call more than `search` would have made. Measure with bench/grep-no-trigram.ts.
+ * as many more once two runs in a row failed at once: a run that ends at once costs one RE2 call
+ * more than `search` would have made. Measure with bench/grep-no-trigram.ts.
  */
 const RUN_STREAK = 4;
 

@@ -110,15 +110,18 @@ export function analyzePattern(pattern: string, options: PatternOptions = {}): P
     }
   }
   const newline = canMatchNewline(searched, multiline);
+  // Outside multiline mode the rewritten tree, printed once: what RE2 runs when the rule changed
+  // the tree, and the heart of the run pattern.
+  const printed = multiline ? null : printRegex(searched, { caseInsensitive, dotMatchesNewline: false });
   return {
     source: pattern,
     tree,
     caseInsensitive,
     multiline,
-    re2Source: searched === tree ? pattern : printRegex(searched, { caseInsensitive, dotMatchesNewline: multiline }),
+    re2Source: printed === null || searched === tree ? pattern : printed,
     re2Flags,
     canMatchNewline: newline,
-    lineRuns: multiline || newline ? null : `^(?:[^\\n]*?(?:${printRegex(searched, { caseInsensitive, dotMatchesNewline: false })})[^\\n]*(?:\\n|\\z))+`,
+    lineRuns: printed === null || newline ? null : `^(?:[^\\n]*?(?:${printed})[^\\n]*(?:\\n|\\z))+`,
     readsTextEdges: readsTextEdges(searched),
     literalAlternatives: caseInsensitive || multiline ? null : literalAlternatives(searched),
     literalPrefix: literalPrefix(searched),
@@ -199,9 +202,9 @@ function foldsThroughout(tree: Regex): boolean {
   return visit(tree) && folded;
 }
 
-/** A literal node read case-sensitively, or null. */
-function plainLiteral(node: Regex, caseInsensitive: boolean): number | null {
-  return node.k === 'lit' && (node.fold ?? caseInsensitive) === false ? node.cp : null;
+/** The code point of a literal node read case-sensitively (outside `-i`), or null. */
+function plainLiteral(node: Regex): number | null {
+  return node.k === 'lit' && node.fold !== true ? node.cp : null;
 }
 
 function literalAlternatives(tree: Regex): Buffer[] | null {
@@ -211,7 +214,7 @@ function literalAlternatives(tree: Regex): Buffer[] | null {
     const items = branch.k === 'cat' ? branch.subs : [branch];
     let text = '';
     for (const item of items) {
-      const cp = plainLiteral(item, false);
+      const cp = plainLiteral(item);
       if (cp === null || cp === NEWLINE) return null;
       text += utf8(cp);
     }
