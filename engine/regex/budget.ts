@@ -4,7 +4,7 @@
  */
 
 /** Units of work (nodes, bytes of set strings, query operations) before an analysis gives up. */
-export const WORK_BUDGET = 400_000;
+const WORK_BUDGET = 400_000;
 
 /** Thrown when a budget runs out; the caller falls back to an answer that is never narrower. */
 export class GiveUp extends Error {}

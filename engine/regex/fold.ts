@@ -13,7 +13,7 @@
  * older tables do not; the last entries are folds that JavaScript's case mappings do not
  * express at all.
  */
-export const FOLD_EXCEPTIONS_SRC =
+const FOLD_EXCEPTIONS_SRC =
   '49 69,131,4b 6b 212a,53 73 17f,b5 39c 3bc,c5 e5 212b,df 1e9e,19b,a7dc,1c4 1c5 1c6,' +
   '1c7 1c8 1c9,1ca 1cb 1cc,1f1 1f2 1f3,264,a7cb,345 399 3b9 1fbe,392 3b2 3d0,395 3b5 3f5,' +
   '398 3b8 3d1 3f4,39a 3ba 3f0,3a0 3c0 3d6,3a1 3c1 3f1,3a3 3c2 3c3,3a6 3c6 3d5,3a9 3c9 2126,' +

@@ -41,7 +41,7 @@ function groupHoldsNewline(group: ClassGroup): boolean {
 }
 
 /** Whether a class (read under any case flag) holds `\n`. */
-export function classHoldsNewline(cls: CharClass): boolean {
+function classHoldsNewline(cls: CharClass): boolean {
   const inItems = rangesHold(cls.ranges, NEWLINE) || cls.groups.some(groupHoldsNewline);
   return inItems !== cls.negated;
 }

@@ -12,7 +12,7 @@ import { foldOrbit } from './fold.js';
 import type { CharClass, Regex } from './syntax.js';
 
 /** Classes with more code points are "any character" (a bigger set would be cut down anyway). */
-export const MAX_CLASS = 20;
+const MAX_CLASS = 20;
 
 /** A node of the lowered tree. */
 export type Lowered =

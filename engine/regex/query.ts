@@ -44,7 +44,7 @@ export const ALL: Query = Object.freeze({ op: 'all' as const });
 export const NONE: Query = Object.freeze({ op: 'none' as const });
 
 /** An AND keeps at most this many trigrams (an evenly spread sample). */
-export const MAX_AND_TRIGRAMS = 64;
+const MAX_AND_TRIGRAMS = 64;
 /** An AND keeps at most this many sub-queries. */
 const MAX_AND_SUBS = 64;
 /** `implies` gives up (answers "no") after visiting this many query nodes. */

@@ -68,7 +68,7 @@ export type Regex =
 export class RegexSyntaxError extends Error {}
 
 /** Longer patterns (UTF-16 code units) are not parsed. */
-export const MAX_PATTERN_LENGTH = 65_536;
+const MAX_PATTERN_LENGTH = 65_536;
 /** Deeper group nesting is not parsed. */
 const MAX_NESTING = 1000;
 
