@@ -89,8 +89,14 @@ export class LineMatcher {
   private pos = 0;
   private end = 0; // where searching stops: the text length, or 0 past the last line
   private windowEnd = 0; // path 2: the end of the current window of lines
-  /** Path 3: runs of matching lines, sticky (see `nextRun`); null for the other paths. */
-  private readonly runs: RE2 | null;
+  /**
+   * Path 3: the pattern of runs of matching lines (see `nextRun`), and its sticky regex, compiled
+   * the first time hits are dense (a Unicode class can take milliseconds); null for the other
+   * paths, or once RE2 refused it.
+   */
+  private runsSource: string | null;
+  private runs: RE2 | null = null;
+  private readonly runsFlags: string;
   /** The last line reported in this text, and how many hits in a row were on consecutive lines. */
   private lastLine = -1;
   private streak = 0;
@@ -109,7 +115,8 @@ export class LineMatcher {
     this.literal = alternatives !== null;
     this.finder = alternatives === null ? prefilter(facts) : new StringFinder(alternatives);
     this.prefiltered = this.finder !== null && !this.literal;
-    this.runs = this.finder === null && facts.lineRuns !== null ? runsRegex(facts.lineRuns, facts.re2Flags) : null;
+    this.runsSource = this.finder === null ? facts.lineRuns : null;
+    this.runsFlags = facts.re2Flags.replace('g', 'y');
   }
 
   /** Starts scanning `text` (one document's text) whose line starts are `starts`. */
@@ -137,7 +144,7 @@ export class LineMatcher {
     if (this.multiline) return this.nextMultiline();
     if (this.finder === null) {
       // RUN_STREAK hits in a row on consecutive lines: the lines are dense, take the next as a run.
-      if (this.streak >= RUN_STREAK && this.runs !== null && this.nextRun(this.runs)) return true;
+      if (this.streak >= RUN_STREAK && this.runsSource !== null && this.nextRun()) return true;
       return this.search(0, this.end);
     }
     if (this.literal) return this.nextLiteral(this.finder);
@@ -244,9 +251,19 @@ export class LineMatcher {
    * `pos`: each repetition is one line holding a match of P, which cannot meet `\n`. Reports the
    * run; false when that line holds no match (`search` goes on from it).
    */
-  private nextRun(runs: RE2): boolean {
+  private nextRun(): boolean {
     const from = this.pos;
     if (from >= this.end) return false;
+    if (this.runs === null) {
+      try {
+        this.runs = new RE2(this.runsSource!, this.runsFlags);
+      } catch {
+        // A pattern near RE2's size limit: `search` serves alone.
+        this.runsSource = null;
+        return false;
+      }
+    }
+    const runs = this.runs;
     runs.lastIndex = from;
     if (!runs.test(this.text) || runs.lastIndex <= from) {
       // The line at `from` breaks the run. A hit on the next line goes on with the run; a second
@@ -310,13 +327,4 @@ function prefilter(facts: PatternFacts): Finder | null {
   const head = Buffer.from(prefix);
   if (required.length === 1 && head.subarray(0, required[0].length).equals(required[0])) return null;
   return new StringFinder(required);
-}
-
-/** The sticky regex of `lineRuns`, or null where RE2 refuses it (a pattern near RE2's size limit): `search` then serves alone. */
-function runsRegex(source: string, flags: string): RE2 | null {
-  try {
-    return new RE2(source, flags.replace('g', 'y'));
-  } catch {
-    return null;
-  }
 }
