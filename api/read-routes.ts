@@ -43,7 +43,8 @@ const MAX_PATTERN_BYTES = 16 * 1024;
 const MAX_GLOB_CHARS = 4096;
 const MAX_AUDIT_VALUE = 1024;
 
-type Tool = 'ls' | 'find' | 'cat' | 'grep';
+/** The four read tools. */
+export type Tool = 'ls' | 'find' | 'cat' | 'grep';
 
 /** Validates a tool's query string into the engine's request; a parameter not given is left undefined, for the engine's default. */
 const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | null, deps: ReadRouteDeps) => unknown> = {
@@ -83,6 +84,14 @@ const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | nul
   },
 };
 
+/**
+ * A tool's parameters, validated into the engine's request for `principal` (INVALID_PARAMETER
+ * naming the first bad one). The HTTP routes and the MCP tools both read parameters here.
+ */
+export function parseReadRequest(tool: Tool, query: URLSearchParams, principal: Principal, deps: ReadRouteDeps): unknown {
+  return PARSERS[tool](query, principal.kind === 'token' ? principal.claims : null, deps);
+}
+
 /** Registers the four read tools. */
 export function registerReadRoutes(app: TemplatedApp, deps: ReadRouteDeps): void {
   for (const tool of Object.keys(PARSERS) as Tool[]) {
@@ -94,7 +103,7 @@ export function registerReadRoutes(app: TemplatedApp, deps: ReadRouteDeps): void
 }
 
 /** An authenticated caller admitted to read a workspace: what its audit event records. */
-interface Caller {
+export interface Caller {
   principal: Principal;
   workspaceId: string;
 }
@@ -102,8 +111,14 @@ interface Caller {
 /** Serves one read tool call: admit, parse, run, stream, and audit before the answer completes. */
 async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Promise<void> {
   const started = performance.now();
-  const caller = await admit(ctx, deps);
-  if (caller === null) return;
+  let caller: Caller;
+  try {
+    caller = await admitCaller(ctx, deps, true);
+  } catch (error) {
+    // Not audited: no authenticated caller, or no workspace to record against.
+    sendTextError(ctx, error, deps.log);
+    return;
+  }
   const { principal, workspaceId } = caller;
   const audit = (resultCount: number | null): Promise<void> =>
     deps.audit.append({
@@ -119,7 +134,7 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
 
   let request: unknown;
   try {
-    request = PARSERS[tool](ctx.query, principal.kind === 'token' ? principal.claims : null, deps);
+    request = parseReadRequest(tool, ctx.query, principal, deps);
   } catch (error) {
     await answerAfter(ctx, toVfsError(error, deps.log, ctx), () => audit(null), deps.log);
     return;
@@ -136,7 +151,7 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
     // Cancelled because the client went away; still recorded.
     await audit(null).catch((error: unknown) => deps.log('audit append failed', error));
   } else {
-    const error = await callError(ctx, tool, outcome, stream.started, caller, request, deps);
+    const error = await readCallError(`${ctx.method} ${ctx.url}`, tool, outcome, stream.started, caller, request, deps);
     await stream.failAfter(error, () => audit(null), deps.log);
   }
 }
@@ -144,10 +159,10 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
 /**
  * The error a call that did not end answers: its failure, or STOPPING when it was cancelled
  * while the client waits (the pool is closing, as the service stops). The cause of an INTERNAL
- * error, and any failure once the output has `started`, is logged.
+ * error (with `where`, the request), and any failure once the output has `started`, is logged.
  */
-async function callError(
-  ctx: RequestContext,
+export async function readCallError(
+  where: string,
   tool: Tool,
   outcome: Failure | Cancelled,
   started: boolean,
@@ -161,30 +176,24 @@ async function callError(
     deps.log(`${tool} failed mid-stream: ${detail ?? error.message}`, null);
     return error;
   }
-  if (detail !== undefined) deps.log(`${ctx.method} ${ctx.url} failed`, detail);
+  if (detail !== undefined) deps.log(`${where} failed`, detail);
   if (tool === 'cat' && error.code === 'NO_SUCH_FILE')
     return (await notReadyError(deps, caller.principal, caller.workspaceId, (request as CatRequest).path)) ?? error;
   return error;
 }
 
 /**
- * The caller, once authenticated, its workspace found and its read admitted; null when it was
- * not, and the error answered (not audited: no authenticated caller, or no workspace to record
- * against).
+ * The caller, once authenticated and its workspace (route parameter 0) found, and with `read`
+ * its read admitted under the rate limits; throws the error to answer otherwise.
  */
-async function admit(ctx: RequestContext, deps: ReadRouteDeps): Promise<Caller | null> {
-  try {
-    const principal = await deps.guard.principal(ctx);
-    const name = workspaceParam(ctx.params[0]);
-    const workspaceId = await deps.lookups.workspaceId(principal.accountId, name);
-    // SECURITY: a token is pinned to one workspace; any other answers as if it did not exist.
-    if (principal.kind === 'token' && principal.workspaceId !== workspaceId) throw new VfsError('NO_SUCH_WORKSPACE', { name });
-    await deps.guard.admitRead(principal);
-    return { principal, workspaceId };
-  } catch (error) {
-    sendTextError(ctx, error, deps.log);
-    return null;
-  }
+export async function admitCaller(ctx: RequestContext, deps: ReadRouteDeps, read: boolean): Promise<Caller> {
+  const principal = await deps.guard.principal(ctx);
+  const name = workspaceParam(ctx.params[0]);
+  const workspaceId = await deps.lookups.workspaceId(principal.accountId, name);
+  // SECURITY: a token is pinned to one workspace; any other answers as if it did not exist.
+  if (principal.kind === 'token' && principal.workspaceId !== workspaceId) throw new VfsError('NO_SUCH_WORKSPACE', { name });
+  if (read) await deps.guard.admitRead(principal);
+  return { principal, workspaceId };
 }
 
 /**
@@ -226,7 +235,7 @@ function nonEmpty(q: URLSearchParams, name: string): string | undefined {
  * surrogate pair: jsonb refuses half of one too, and the whole batch of events
  * with it (so every request of every tenant in that batch would answer 503).
  */
-function auditParams(q: URLSearchParams): Record<string, string> {
+export function auditParams(q: URLSearchParams): Record<string, string> {
   const clean = (text: string): string => {
     let end = Math.min(text.length, MAX_AUDIT_VALUE);
     if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;

@@ -10,6 +10,7 @@ import { sendJson, sendText, snapshot } from './http.js';
 import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
 import { InFlight } from './in-flight.js';
 import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
+import { type McpRouteDeps, registerMcpRoutes } from './mcp-routes.js';
 import { type ReadRouteDeps, registerReadRoutes } from './read-routes.js';
 import { sendJsonError } from './respond.js';
 import { type HttpChoice, loadUws } from './uws.js';
@@ -22,7 +23,7 @@ import { type HttpChoice, loadUws } from './uws.js';
 const EXCLUSIVE_PORT = 1;
 
 /** What the server needs from the rest of the service. */
-export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps {
+export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps, McpRouteDeps {
   db: Database;
 }
 
@@ -60,6 +61,7 @@ export async function startServer(deps: ServerDeps, host: string, port: number, 
   registerManagementRoutes(app, deps);
   registerFileRoutes(app, deps);
   registerReadRoutes(app, deps);
+  registerMcpRoutes(app, deps);
 
   app.any('/*', (res, req) => {
     const ctx = snapshot(res, req, 0);

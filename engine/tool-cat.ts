@@ -4,6 +4,7 @@
  * MAX_CAT_BYTES of output. Lines over MAX_LINE_CHARS characters are cut with a marker. When
  * lines remain after the last one printed, a footer line starting with `[` gives the offset to
  * continue from. Only the printed lines are decoded: the stored line starts locate them.
+ * With `lineNumbers: false` (an MCP resource, api/mcp-tools.ts) the lines are printed bare.
  */
 
 import { VfsError } from '../core/errors.js';
@@ -22,6 +23,8 @@ export interface CatRequest {
   offset?: number;
   /** Maximum number of lines to print; default DEFAULT_CAT_LIMIT. */
   limit?: number;
+  /** False prints the lines bare, without numbers (an MCP resource); default true. */
+  lineNumbers?: boolean;
 }
 
 const TAB = 0x09;
@@ -36,6 +39,7 @@ export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer
   const path = requestFilePath(request.path);
   const offset = request.offset ?? 1;
   const limit = request.limit ?? DEFAULT_CAT_LIMIT;
+  const width = request.lineNumbers === false ? 0 : 6; // of the line number; 0: none
   const snapshot = reader.snapshot();
   try {
     const meta = snapshot.docByPath(path);
@@ -67,7 +71,7 @@ export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer
         const bytes = lineEndOf(text, starts, runEnd - 1) - starts[runEnd - 1];
         // No more bytes than the character limit, so no cut: copy the bytes, decode nothing.
         if (bytes > MAX_LINE_CHARS) break;
-        const entry = Math.max(6, digitsOf(runEnd)) + 1 + bytes + 1;
+        const entry = (width === 0 ? 0 : Math.max(width, digitsOf(runEnd)) + 1) + bytes + 1;
         if (out.total + runBytes > 0 && out.total + runBytes + entry > MAX_CAT_BYTES) {
           full = true;
           break;
@@ -76,12 +80,12 @@ export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer
         runEnd++;
       }
       if (runEnd > line) {
-        out.writeNumberedLines(text, starts, line - 1, runEnd - line, 6, TAB);
+        out.writeNumberedLines(text, starts, line - 1, runEnd - line, width, TAB);
         line = runEnd;
         continue;
       }
       if (full) break;
-      const entry = `${String(line).padStart(6)}\t${formatLine(text, starts[line - 1], lineEndOf(text, starts, line - 1))}\n`;
+      const entry = `${width === 0 ? '' : `${String(line).padStart(width)}\t`}${formatLine(text, starts[line - 1], lineEndOf(text, starts, line - 1))}\n`;
       if (out.total > 0 && out.total + Buffer.byteLength(entry) > MAX_CAT_BYTES) break;
       out.write(entry);
       line++;

@@ -104,7 +104,8 @@ export class ChunkedOutput {
   /**
    * Appends lines `first` to `first + count - 1` of `text` (0-based; `starts` holds each line's
    * first byte, and `text` ends the last line), each as its 1-based number left-padded with
-   * spaces to `width`, the byte `sep`, the line and `\n`. The lines' bytes are copied in one
+   * spaces to `width`, the byte `sep`, the line and `\n` (width 0: the line and `\n` alone,
+   * no number and no `sep`). The lines' bytes are copied in one
    * piece and then moved apart for the numbers: a native copy per line costs more than the
    * bytes of a typical line. True when a chunk is ready.
    */
@@ -114,7 +115,7 @@ export class ChunkedOutput {
     const to = next < starts.length ? starts[next] : text.length;
     const addNewline = to === from || text[to - 1] !== 0x0a ? 1 : 0;
     let numbers = 0;
-    for (let n = first + 1; n <= next; n++) numbers += Math.max(width, digitsOf(n)) + 1;
+    if (width > 0) for (let n = first + 1; n <= next; n++) numbers += Math.max(width, digitsOf(n)) + 1;
     const bytes = numbers + (to - from) + addNewline;
     this.reserve(bytes);
     const buf = this.buf;
@@ -124,8 +125,10 @@ export class ChunkedOutput {
     buf.set(text.subarray(from, to), src);
     let at = this.used;
     for (let line = first; line < next; line++) {
-      at = putNumber(buf, at, line + 1, width);
-      buf[at++] = sep;
+      if (width > 0) {
+        at = putNumber(buf, at, line + 1, width);
+        buf[at++] = sep;
+      }
       const length = (line + 1 < next ? starts[line + 1] : to) - starts[line];
       buf.copyWithin(at, src, src + length);
       at += length;

@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { MIN_MCP_MAX_CHARS } from '../api/mcp-tools.js';
 import type { HttpChoice } from '../api/uws.js';
 import { credentialKind } from '../core/credentials.js';
 
@@ -44,6 +45,17 @@ const schema = z
     VFS_BLOB_SWEEP_SECONDS: z.coerce.number().int().min(0).max(604_800).default(3600),
     VFS_SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(30),
     VFS_HTTP: z.enum(['auto', 'node']).default('auto'),
+    VFS_MCP_MAX_CHARS: z.coerce.number().int().min(MIN_MCP_MAX_CHARS).max(10_000_000).default(40_000),
+    VFS_MCP_ALLOWED_ORIGINS: z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((o) => o.trim())
+          .filter((o) => o !== ''),
+      )
+      .refine((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), 'a comma-separated list of origins such as https://app.example.com'),
   })
   .refine((env) => (env.DATABASE_URL === undefined) === (env.DATABASE_APP_URL === undefined), {
     message: 'DATABASE_URL (owner role) and DATABASE_APP_URL (application role) must be set together',
@@ -107,6 +119,10 @@ export interface Config {
    * here) and the node:http implementation of its API elsewhere; `node` takes the latter always.
    */
   http: HttpChoice;
+  /** The cap on an MCP tool result's characters; past it the result is cut at a line boundary with a footer. */
+  mcpMaxChars: number;
+  /** Origins whose pages may call the MCP endpoint (a request with another Origin header gets 403). */
+  mcpAllowedOrigins: readonly string[];
 }
 
 /** Parses the environment into a frozen Config, or throws naming every bad variable. */
@@ -141,5 +157,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     blobSweepMs: e.VFS_BLOB_SWEEP_SECONDS * 1000,
     shutdownGraceMs: e.VFS_SHUTDOWN_GRACE_SECONDS * 1000,
     http: e.VFS_HTTP,
+    mcpMaxChars: e.VFS_MCP_MAX_CHARS,
+    mcpAllowedOrigins: Object.freeze(e.VFS_MCP_ALLOWED_ORIGINS),
   });
 }

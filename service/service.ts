@@ -226,6 +226,8 @@ async function startParts(
       lookups,
       shardDir,
       grepTimeoutMs: config.grepTimeoutMs,
+      mcpMaxChars: config.mcpMaxChars,
+      mcpAllowedOrigins: config.mcpAllowedOrigins,
       workspaceDeleted: async (workspaceId) => {
         lookups.workspaceDeleted();
         await ingest.drop(workspaceId);
