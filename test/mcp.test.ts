@@ -319,6 +319,20 @@ describe('the HTTP contract', () => {
     expect(call.json.result.content[0].text).toBe((await httpText('ls', { path: '/src' })).text);
   });
 
+  it('serves 2026-07-28 requests that carry their version in _meta and the headers, and refuses a header that disagrees', async () => {
+    const params = { name: 'ls', arguments: { path: '/src' }, _meta: DISCOVER.params._meta };
+    const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'ls', accept: 'application/json' };
+    const ok = await post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params }, headers);
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(ok.json.result.content[0].text).toBe((await httpText('ls', { path: '/src' })).text);
+    const wrong = await post({ jsonrpc: '2.0', id: 8, method: 'tools/call', params }, { ...headers, 'mcp-method': 'tools/list' });
+    expect(wrong.status).toBe(400);
+    const discover = await post(DISCOVER, MODERN);
+    expect(discover.status).toBe(200);
+    expect(discover.json.result.supportedVersions ?? discover.json.result.protocolVersions ?? JSON.stringify(discover.json.result)).toContain('2026-07-28');
+  });
+
   it('answers 202 to a notification', async () => {
     const r = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, V);
     expect(r.status).toBe(202);
@@ -372,6 +386,26 @@ describe('the HTTP contract', () => {
     const big = { ...INIT, params: { ...INIT.params, padding: 'x'.repeat(70_000) } };
     expect((await post(big)).status).toBe(413);
     expect((await post(INIT, {}, t.key, 'nope')).status).toBe(404);
+  });
+});
+
+describe('the failed-authentication lock', () => {
+  it('locks an address after repeated bad credentials, for good ones too, with Retry-After', async () => {
+    const locked = await startTestService({ VFS_AUTH_FAILURES: '3' }, { realLimits: true });
+    try {
+      const call = (key: string) =>
+        locked.call('POST', '/v1/workspaces/x/mcp', {
+          key,
+          body: JSON.stringify(INIT),
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        });
+      for (let i = 0; i < 3; i++) expect((await call('svc_at_wrong')).status).toBe(401);
+      const r = await call(locked.key);
+      expect(r.status).toBe(429);
+      expect(r.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+    } finally {
+      await locked.stop();
+    }
   });
 });
 
