@@ -45,18 +45,14 @@ const SERVER_INFO = { name: 'agent-vfs', version: '1.0.0' };
 /** One admitted request, handed to the server factory through the SDK's pass-through `authInfo`. */
 interface McpExchange {
   caller: Caller;
-  workspace: string;
   ctx: RequestContext;
 }
 
+type AuthInfo = { token: string; clientId: string; scopes: string[]; extra: { exchange: McpExchange } };
+
 /** Registers the endpoint. */
 export function registerMcpRoutes(app: TemplatedApp, deps: McpRouteDeps): void {
-  const factory = (context: McpRequestContext): Server => serverFor(context.authInfo?.extra?.exchange as McpExchange, deps);
-  const modern = createMcpHandler(factory, {
-    legacy: 'reject',
-    maxRequestBodySize: deps.maxJsonBytes,
-    onerror: (error) => deps.log('mcp request rejected', error),
-  });
+  const endpoint = new McpEndpoint(deps);
   app.post(ROUTE, (res, req) => {
     const ctx = snapshot(res, req, 1);
     const headers = new Headers();
@@ -66,7 +62,7 @@ export function registerMcpRoutes(app: TemplatedApp, deps: McpRouteDeps): void {
     // The body is read from the start: uWS delivers it only to a reader attached before any await.
     const body = readBody(ctx, deps.maxJsonBytes);
     body.catch(() => {});
-    void serve(ctx, headers, body, deps, modern.fetch, factory);
+    void endpoint.serve(ctx, headers, body);
   });
   app.any(ROUTE, (res, req) => {
     const ctx = snapshot(res, req, 1);
@@ -74,79 +70,87 @@ export function registerMcpRoutes(app: TemplatedApp, deps: McpRouteDeps): void {
   });
 }
 
-type Fetch = (request: Request, options?: { authInfo?: AuthInfo; parsedBody?: unknown }) => Promise<Response>;
-type AuthInfo = { token: string; clientId: string; scopes: string[]; extra: { exchange: McpExchange } };
+/** The endpoint: our checks, then the SDK's handler for the request's protocol generation. */
+class McpEndpoint {
+  /** The SDK server of one request, for its caller. */
+  private readonly factory: (context: McpRequestContext) => Server;
+  /** The SDK's handler of 2026-07-28 requests. */
+  private readonly modern: ReturnType<typeof createMcpHandler>;
 
-async function serve(
-  ctx: RequestContext,
-  headers: Headers,
-  body: Promise<Buffer>,
-  deps: McpRouteDeps,
-  modern: Fetch,
-  factory: (c: McpRequestContext) => Server,
-): Promise<void> {
-  let message: unknown;
-  let exchange: McpExchange;
-  try {
-    // SECURITY: a page of another site must not reach the endpoint through a browser (DNS rebinding).
-    const origin = headers.get('origin');
-    if (origin !== null && !deps.mcpAllowedOrigins.includes(origin)) throw new VfsError('ORIGIN_FORBIDDEN', { origin: origin.slice(0, 200) });
-    const caller = await admitCaller(ctx, deps, false);
-    const raw = await body;
+  constructor(private readonly deps: McpRouteDeps) {
+    this.factory = (context) => serverFor(context.authInfo?.extra?.exchange as McpExchange, deps);
+    this.modern = createMcpHandler(this.factory, {
+      legacy: 'reject',
+      maxRequestBodySize: deps.maxJsonBytes,
+      onerror: (error) => deps.log('mcp request rejected', error),
+    });
+  }
+
+  async serve(ctx: RequestContext, headers: Headers, body: Promise<Buffer>): Promise<void> {
+    const deps = this.deps;
+    let message: unknown;
+    let caller: Caller;
     try {
-      message = JSON.parse(raw.toString('utf8'));
-    } catch {
-      answerJsonRpc(ctx, 400, -32700, 'Parse error: the body is not JSON');
+      // SECURITY: a page of another site must not reach the endpoint through a browser (DNS rebinding).
+      const origin = headers.get('origin');
+      if (origin !== null && !deps.mcpAllowedOrigins.includes(origin)) throw new VfsError('ORIGIN_FORBIDDEN', { origin: origin.slice(0, 200) });
+      caller = await admitCaller(ctx, deps, false);
+      const raw = await body;
+      try {
+        message = JSON.parse(raw.toString('utf8'));
+      } catch {
+        answerJsonRpc(ctx, 400, -32700, 'Parse error: the body is not JSON');
+        return;
+      }
+      if (Array.isArray(message)) {
+        answerJsonRpc(ctx, 400, -32600, 'Invalid Request: JSON-RPC batches are not supported; send one message per request');
+        return;
+      }
+      // Reads count against the rate limits like the HTTP tools; the handshake, listings and ping do not.
+      const method = (message as { method?: unknown } | null)?.method;
+      if (method === 'tools/call' || method === 'resources/read') await deps.guard.admitRead(caller.principal);
+    } catch (error) {
+      answerError(ctx, toVfsError(error, deps.log, ctx));
       return;
     }
-    if (Array.isArray(message)) {
-      answerJsonRpc(ctx, 400, -32600, 'Invalid Request: JSON-RPC batches are not supported; send one message per request');
+    // Answers are JSON: a client that accepts only JSON is served too (the SDK's transport wants
+    // both types named, for the SSE it may choose and never does here).
+    const accept = headers.get('accept') ?? '';
+    if (/application\/json|\*\/\*/.test(accept) && !accept.includes('text/event-stream')) headers.set('accept', 'application/json, text/event-stream');
+    const authInfo: AuthInfo = { token: '', clientId: caller.principal.actorId, scopes: [], extra: { exchange: { caller, ctx } } };
+    // The SDK takes the body parsed (`parsedBody`) and never reads the request's own.
+    const request = new Request(`http://localhost${ctx.url}`, { method: 'POST', headers });
+    let response: Response;
+    try {
+      response = (await isLegacyRequest(request, message, { maxRequestBodySize: deps.maxJsonBytes }))
+        ? await this.serveLegacy(request, message, authInfo)
+        : await this.modern.fetch(request, { authInfo, parsedBody: message });
+    } catch (error) {
+      answerError(ctx, toVfsError(error, deps.log, ctx));
       return;
     }
-    // Reads count against the rate limits like the HTTP tools; the handshake, listings and ping do not.
-    const method = (message as { method?: unknown } | null)?.method;
-    if (method === 'tools/call' || method === 'resources/read') await deps.guard.admitRead(caller.principal);
-    exchange = { caller, workspace: decodeURIComponent(ctx.params[0]), ctx };
-  } catch (error) {
-    answerError(ctx, toVfsError(error, deps.log, ctx));
-    return;
+    const out: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      if (name !== 'content-type' && name !== 'content-length' && name !== 'connection') out[name] = value;
+    });
+    send(ctx, response.status, response.headers.get('content-type'), Buffer.from(await response.arrayBuffer()), out);
   }
-  // Answers are JSON: a client that accepts only JSON is served too (the SDK's transport wants
-  // both types named, for the SSE it may choose and never does here).
-  const accept = headers.get('accept') ?? '';
-  if (/application\/json|\*\/\*/.test(accept) && !accept.includes('text/event-stream')) headers.set('accept', 'application/json, text/event-stream');
-  const authInfo: AuthInfo = { token: '', clientId: exchange.caller.principal.actorId, scopes: [], extra: { exchange } };
-  // The SDK takes the body parsed (`parsedBody`) and never reads the request's own.
-  const request = new Request(`http://localhost${ctx.url}`, { method: 'POST', headers });
-  let response: Response;
-  try {
-    response = (await isLegacyRequest(request, message, { maxRequestBodySize: deps.maxJsonBytes }))
-      ? await serveLegacy(request, message, authInfo, factory)
-      : await modern(request, { authInfo, parsedBody: message });
-  } catch (error) {
-    answerError(ctx, toVfsError(error, deps.log, ctx));
-    return;
-  }
-  const out: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    if (name !== 'content-type' && name !== 'content-length' && name !== 'connection') out[name] = value;
-  });
-  send(ctx, response.status, response.headers.get('content-type'), Buffer.from(await response.arrayBuffer()), out);
-}
 
-/** A 2025-era request, on the SDK's stateless transport with JSON answers (no SSE). */
-async function serveLegacy(request: Request, message: unknown, authInfo: AuthInfo, factory: (c: McpRequestContext) => Server): Promise<Response> {
-  const server = factory({ era: 'legacy', authInfo, requestInfo: request });
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  await server.connect(transport);
-  // Not closed afterwards: a JSON answer comes once every handler of the request has finished,
-  // so the pair holds nothing but memory, and closing builds an error with its stack (25 µs).
-  return transport.handleRequest(request, { authInfo, parsedBody: message });
+  /** A 2025-era request, on the SDK's stateless transport with JSON answers (no SSE). */
+  private async serveLegacy(request: Request, message: unknown, authInfo: AuthInfo): Promise<Response> {
+    const server = this.factory({ era: 'legacy', authInfo, requestInfo: request });
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    // Not closed afterwards: a JSON answer comes once every handler of the request has finished,
+    // so the pair holds nothing but memory, and closing builds an error with its stack (25 µs).
+    return transport.handleRequest(request, { authInfo, parsedBody: message });
+  }
 }
 
 /** An SDK server for one request of `exchange`'s caller: the four tools and the workspace's files as resources. */
 function serverFor(exchange: McpExchange, deps: McpRouteDeps): Server {
-  const { caller, workspace, ctx } = exchange;
+  const { caller, ctx } = exchange;
+  const workspace = caller.workspace;
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: {}, resources: {} },
     instructions: instructions(workspace, deps.mcpMaxChars),

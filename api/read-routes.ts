@@ -106,6 +106,8 @@ export function registerReadRoutes(app: TemplatedApp, deps: ReadRouteDeps): void
 export interface Caller {
   principal: Principal;
   workspaceId: string;
+  /** The workspace's name, as the route gave it. */
+  workspace: string;
 }
 
 /** Serves one read tool call: admit, parse, run, stream, and audit before the answer completes. */
@@ -193,7 +195,7 @@ export async function admitCaller(ctx: RequestContext, deps: ReadRouteDeps, read
   // SECURITY: a token is pinned to one workspace; any other answers as if it did not exist.
   if (principal.kind === 'token' && principal.workspaceId !== workspaceId) throw new VfsError('NO_SUCH_WORKSPACE', { name });
   if (read) await deps.guard.admitRead(principal);
-  return { principal, workspaceId };
+  return { principal, workspaceId, workspace: name };
 }
 
 /**
