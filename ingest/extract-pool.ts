@@ -156,16 +156,26 @@ export class ExtractPool {
       return result;
     } catch (err) {
       const stop = controller.signal.aborted ? (controller.signal.reason as StopReason) : null;
+      // A cap is tried once more (capped): a busy machine or another file's memory may have
+      // pushed an innocent file over it, while a file built to hang or exhaust the extractor
+      // then ends in error after two runs.
       if (stop?.kind === 'timeout') {
-        return { ok: false, error: `extraction exceeded the ${formatSeconds(this.#options.timeoutMs)} s time limit`, retryable: false };
+        return { ok: false, error: `extraction exceeded the ${formatSeconds(this.#options.timeoutMs)} s time limit`, retryable: true, capped: true };
       }
       if (stop?.kind === 'memory') {
-        // Process memory is shared: when other files ran too, this one may be
-        // innocent, so let the queue try it again.
         return {
           ok: false,
           error: `extraction exceeded the memory limit (process memory grew by more than ${this.#options.maxRssGrowthMb} MiB)`,
-          retryable: !stop.alone,
+          retryable: true,
+          capped: true,
+        };
+      }
+      if ((err as NodeJS.ErrnoException | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+        return {
+          ok: false,
+          error: `extraction exceeded the memory limit (a worker's heap is capped at ${this.#options.maxMemoryMb} MiB)`,
+          retryable: true,
+          capped: true,
         };
       }
       if (stop?.kind === 'no-start') {

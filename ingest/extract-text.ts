@@ -41,7 +41,7 @@ const sig = (offset: number, magic: string | number[], name: string, strong: boo
 const SIGNATURES: readonly Signature[] = [
   sig(0, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG image', true),
   sig(0, [0xff, 0xd8, 0xff], 'a JPEG image', true),
-  sig(0, 'PK\x03\x04', 'a ZIP archive (or a document built on ZIP: docx, xlsx, odt, jar)', true),
+  sig(0, 'PK\x03\x04', 'a ZIP archive (not one of the documents read from ZIP: Word, PowerPoint, Excel, OpenDocument, EPUB)', true),
   sig(0, 'PK\x05\x06', 'an empty ZIP archive', true),
   sig(0, 'PK\x07\x08', 'a ZIP archive', true),
   sig(0, [0x1f, 0x8b], 'a gzip-compressed file', true),

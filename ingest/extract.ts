@@ -1,6 +1,7 @@
 /**
  * Extraction dispatch: decides from the bytes (not from the declared
- * Content-Type alone) whether an upload is a PDF or text, and hands it to the
+ * Content-Type alone) whether an upload is a zip-based document (Office,
+ * OpenDocument, EPUB: extract-office.ts), a PDF or text, and hands it to the
  * matching extractor. Pure apart from loading pdfjs; it runs inside the
  * extraction worker (see extract-pool.ts), which reads the blob itself.
  *
@@ -10,6 +11,7 @@
  * (Content-Type application/pdf or a `.pdf` path) or when the bytes are not
  * text; a text file that merely mentions `%PDF-` near its start stays text.
  */
+import { extractOffice } from './extract-office.js';
 import { extractPdf } from './extract-pdf.js';
 import { extractText } from './extract-text.js';
 
@@ -17,8 +19,15 @@ import { extractText } from './extract-text.js';
 // type-only, so the worker never loads the pool (or piscina) through this file.
 export type { ExtractPool, ExtractPoolOptions } from './extract-pool.js';
 
-/** The outcome of extracting one upload: UTF-8 text to index, or an error sentence for the file's `errorDetail`. */
-export type ExtractResult = { ok: true; text: Buffer /* UTF-8 */; kind: 'text' | 'pdf' } | { ok: false; error: string; retryable: boolean };
+/**
+ * The outcome of extracting one upload: UTF-8 text to index, or an error sentence for the file's
+ * `errorDetail`. `retryable` failures are tried again, up to the ingest's attempts; `capped` ones
+ * (the file hit the time or memory cap, as a file built to hang or exhaust the extractor does)
+ * at most once more.
+ */
+export type ExtractResult =
+  | { ok: true; text: Buffer /* UTF-8 */; kind: 'text' | 'pdf' | 'document' }
+  | { ok: false; error: string; retryable: boolean; capped?: true };
 
 /** How far into the file a `%PDF-` header is looked for. */
 const PDF_HEADER_WINDOW = 1024;
@@ -35,8 +44,19 @@ function declaredPdf(contentType: string, path: string): boolean {
   return mime === 'application/pdf' || mime === 'application/x-pdf' || path.toLowerCase().endsWith('.pdf');
 }
 
+/** A local file header or an empty archive's end record: the first bytes of every zip. */
+function isZip(bytes: Uint8Array): boolean {
+  return bytes.length >= 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && ((bytes[2] === 3 && bytes[3] === 4) || (bytes[2] === 5 && bytes[3] === 6));
+}
+
 /** Extracts the text of one upload from its bytes, declared Content-Type and path. */
 export async function extractBuffer(bytes: Buffer, contentType: string, path: string): Promise<ExtractResult> {
+  // Office, OpenDocument and EPUB files are zips, told apart by their entries; another zip is
+  // refused below as an archive.
+  if (isZip(bytes)) {
+    const document = extractOffice(bytes);
+    if (document !== null) return document;
+  }
   const header = findPdfHeader(bytes);
   if (header === 0) return extractPdf(bytes);
   if (header > 0) {

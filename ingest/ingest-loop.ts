@@ -26,6 +26,9 @@ export interface IngestOptions {
 
 const DEFAULTS: Required<IngestOptions> = { batchSize: 128, leaseSeconds: 120, maxAttempts: 5, pollMs: 1000 };
 
+/** Attempts of a file that hit the extraction's time or memory cap (ExtractResult `capped`): one retry. */
+const CAPPED_ATTEMPTS = 2;
+
 interface Extracted {
   job: Job;
   file: JobFile;
@@ -184,8 +187,9 @@ export class IngestLoop {
             version: file.blobSha256,
           });
           outcomes.push({ job, kind: 'ready' });
-        } else if (result.retryable && job.attempts < this.options.maxAttempts) {
-          outcomes.push({ job, kind: 'retry', detail: result.error, delaySeconds: Math.min(60, 2 ** job.attempts) });
+        } else if (result.retryable && job.attempts < (result.capped === true ? CAPPED_ATTEMPTS : this.options.maxAttempts)) {
+          // A capped file is tried again at once, so that one built to hang ends within about two caps.
+          outcomes.push({ job, kind: 'retry', detail: result.error, delaySeconds: result.capped === true ? 0 : Math.min(60, 2 ** job.attempts) });
         } else if (result.retryable) {
           // A file that kills its worker every time: bounded by maxAttempts.
           outcomes.push({ job, kind: 'error', detail: `ingest gave up after ${job.attempts} attempts: ${result.error}` });

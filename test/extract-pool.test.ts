@@ -41,7 +41,7 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function expectText(result: ExtractResult, expected: string, kind: 'text' | 'pdf'): void {
+function expectText(result: ExtractResult, expected: string, kind: 'text' | 'pdf' | 'document'): void {
   if (!result.ok) throw new Error(`expected text, got error: ${result.error}`);
   expect(result.kind).toBe(kind);
   expect(Buffer.isBuffer(result.text)).toBe(true);
@@ -85,7 +85,8 @@ describe('ExtractPool', () => {
       expect(await pool.extract(hangBlob, 'application/pdf', '/hang.pdf')).toEqual({
         ok: false,
         error: 'extraction exceeded the 1.5 s time limit',
-        retryable: false,
+        retryable: true,
+        capped: true,
       });
       expect(performance.now() - started).toBeLessThan(1500 + 1000);
       // The next file runs on a fresh thread (the only one allowed).
@@ -97,14 +98,15 @@ describe('ExtractPool', () => {
     }
   });
 
-  it('reports a worker that runs out of heap as a retryable crash and keeps serving', async () => {
+  it('reports a worker that runs out of heap as the memory cap (retried once) and keeps serving', async () => {
     const pool = new ExtractPool({ threads: 1, maxMemoryMb: 128, timeoutMs: 15_000 });
     try {
-      const result = await pool.extract(heapBombBlob, 'application/pdf', '/bomb.pdf');
-      expect(result.ok).toBe(false);
-      if (result.ok) return;
-      expect(result.error).toMatch(/^extraction worker crashed: .*memory/);
-      expect(result.retryable).toBe(true);
+      expect(await pool.extract(heapBombBlob, 'application/pdf', '/bomb.pdf')).toEqual({
+        ok: false,
+        error: "extraction exceeded the memory limit (a worker's heap is capped at 128 MiB)",
+        retryable: true,
+        capped: true,
+      });
       expectText(await pool.extract(pdfBlob, 'application/pdf', '/after.pdf'), PDF_TEXT, 'pdf');
     } finally {
       await pool.close();
@@ -118,7 +120,8 @@ describe('ExtractPool', () => {
       expect(await pool.extract(deflateBombBlob, 'application/pdf', '/bomb.pdf')).toEqual({
         ok: false,
         error: 'extraction exceeded the memory limit (process memory grew by more than 256 MiB)',
-        retryable: false,
+        retryable: true,
+        capped: true,
       });
       expect(performance.now() - started).toBeLessThan(10_000);
       expectText(await pool.extract(textBlob, 'text/plain', '/after.txt'), 'line one\r\nline two\n', 'text');

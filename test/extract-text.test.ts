@@ -149,7 +149,7 @@ const cases: TextCase[] = [
     name: 'ZIP under text/plain',
     bytes: zip,
     contentType: 'text/plain; charset=utf-8',
-    error: 'not a text file: looks like a ZIP archive (or a document built on ZIP: docx, xlsx, odt, jar)',
+    error: 'ZIP archive refused: not a readable ZIP archive (invalid zip data); the file may be truncated',
   },
   { name: 'gzip under text/plain', bytes: gzip, contentType: 'text/plain', error: 'not a text file: looks like a gzip-compressed file' },
   { name: 'JPEG under text/plain', bytes: jpeg, contentType: 'text/plain', error: 'not a text file: looks like a JPEG image' },

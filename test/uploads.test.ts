@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setAccountLimits } from '../db/accounts.js';
 import { closeShardReader, openShardReader, type ShardState } from '../engine/index.js';
+import { makeDocx, makeEpub, makeOdf, makePptx, makeXlsx } from './helpers/make-documents.js';
 import { makePdf, makeXObjectBombPdf } from './helpers/make-pdf.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
 
@@ -114,6 +115,34 @@ describe('PDFs and binary content', () => {
     expect((await put(t, 'ws', 'versioned.txt', 'version three\n')).status).toBe(202);
     await settled(t, 'ws');
     expect((await cat('ws', 'versioned.txt')).text).toBe('     1\tversion three\n');
+  });
+});
+
+describe('Office, OpenDocument and EPUB documents', () => {
+  it('become ready as text with their markers, keep their content type, and are searched; a hostile one ends in error while they flow', async () => {
+    expect((await t.call('POST', '/v1/workspaces', { body: { name: 'docs' } })).status).toBe(201);
+    const docx = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+    const uploads: Array<[string, Buffer, string]> = [
+      ['report.docx', await makeDocx(), docx],
+      ['deck.pptx', await makePptx(), 'application/vnd.openxmlformats-officedocument.presentationml.presentation'],
+      ['book.xlsx', await makeXlsx(), 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'],
+      ['notes.odt', makeOdf('odt', '<office:text><text:p>Quarterly notes</text:p></office:text>'), 'application/vnd.oasis.opendocument.text'],
+      ['story.epub', makeEpub(['<p>Quarterly story</p>']), 'application/epub+zip'],
+      ['laughs.docx', Buffer.from(makeOdf('odt', '<!DOCTYPE x [<!ENTITY a "b">]>')), docx],
+    ];
+    for (const [path, bytes, type] of uploads) expect((await put(t, 'docs', path, bytes, { 'content-type': type })).status).toBe(202);
+    const files = new Map((await settled(t, 'docs')).map((f) => [f.path, f]));
+    for (const [path, , type] of uploads.slice(0, 5))
+      expect(files.get(`/${path}`), path).toMatchObject({ status: 'ready', contentType: type, errorDetail: null });
+    expect(files.get('/laughs.docx')).toMatchObject({ status: 'error', contentType: docx });
+    expect(files.get('/laughs.docx')!.errorDetail).toMatch(/^OpenDocument text document refused: its XML is malformed/);
+    expect((await cat('docs', 'deck.pptx', '&limit=3')).text).toBe(
+      '     1\t--- slide 1 ---\n     2\tWelcome to the launch\n     3\t--- slide 2 ---\n[... 5 more lines (the file has 8); continue with offset=4]\n',
+    );
+    const grep = await t.call('GET', `/v1/workspaces/docs/grep?pattern=${encodeURIComponent('Quarterly|^--- sheet')}&output_mode=content`);
+    expect(grep.text).toBe(
+      '/book.xlsx:1:--- sheet Sales ---\n/book.xlsx:6:--- sheet Notes 2026 ---\n/notes.odt:1:Quarterly notes\n/report.docx:1:Quarterly report\n/story.epub:2:Quarterly story\n',
+    );
   });
 });
 
