@@ -24,6 +24,7 @@
 import { convert } from 'html-to-text';
 import { SaxesParser, type SaxesTagPlain } from 'saxes';
 import type { ExtractResult } from './extract.js';
+import { CONTROL_CHARS } from './extract-pdf.js';
 import { ArchiveError, ZipReader, type ZipLimits } from './zip-reader.js';
 
 /** Text produced at most; the rest is replaced by a truncation marker. */
@@ -564,7 +565,7 @@ class TextOut {
   /** Ends the current line (an empty line when nothing was added since the last one). */
   newline(): void {
     if (this.full) return;
-    const clean = this.line.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '').trimEnd();
+    const clean = this.line.replace(CONTROL_CHARS, '').trimEnd();
     this.line = '';
     this.bytes += Buffer.byteLength(clean) + 1;
     if (this.bytes > MAX_TEXT_BYTES) {

@@ -87,7 +87,7 @@ interface TextRun {
 // C0 controls except TAB, plus DEL and C1 controls: never useful in extracted
 // text, and NUL would make the text look binary to every grep.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters removed
-const CONTROL_CHARS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+export const CONTROL_CHARS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
 const LINE_BREAKS = /[\r\n\u2028\u2029]+/g;
 
 function clean(s: string): string {

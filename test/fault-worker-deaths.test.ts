@@ -24,10 +24,6 @@ async function put(path: string, body: string | Buffer, type = 'text/plain'): Pr
   expect([path, res.status]).toEqual([path, 202]);
 }
 
-async function statusOf(path: string): Promise<string | undefined> {
-  return (await listFiles(svc!, 'ws')).find((f) => f.path === path)?.status;
-}
-
 describe('extraction workers that die', () => {
   it('a file that hits the heap or the time cap is tried once more and ends in error within 2.5 caps, while other files flow', {
     timeout: 120_000,
