@@ -91,9 +91,10 @@ const EXTRACTORS: Record<Format, (zip: ZipReader, out: TextOut) => void> = {
   Word: (zip, out) => walkXml(required(zip, 'word/document.xml'), wordHandler(out)),
   PowerPoint: (zip, out) => {
     const slides = relatedParts(zip, 'ppt/presentation.xml', 'p:sldId', 'ppt/');
+    const parts = readAll(zip, slides);
     slides.forEach((slide, i) => {
       out.marker(`--- slide ${i + 1} ---`);
-      walkXml(required(zip, slide), paragraphHandler(out, 'a:p', 'a:t', 'a:br', 'a:tab', 'a:pPr'));
+      walkXml(parts.get(slide)!, paragraphHandler(out, 'a:p', 'a:t', 'a:br', 'a:tab', 'a:pPr'));
     });
   },
   Excel: (zip, out) => {
@@ -104,21 +105,33 @@ const EXTRACTORS: Record<Format, (zip: ZipReader, out: TextOut) => void> = {
         if (tag.name === 'sheet') names.push(tag.attributes.name ?? '');
       },
     });
-    relatedParts(zip, 'xl/workbook.xml', 'sheet', 'xl/').forEach((sheet, i) => {
+    const sheets = relatedParts(zip, 'xl/workbook.xml', 'sheet', 'xl/');
+    const parts = readAll(zip, sheets);
+    sheets.forEach((sheet, i) => {
       out.marker(`--- sheet ${names[i] ?? i + 1} ---`);
-      walkXml(required(zip, sheet), excelSheetHandler(out, shared));
+      walkXml(parts.get(sheet)!, excelSheetHandler(out, shared));
     });
   },
   'OpenDocument text': (zip, out) => walkXml(required(zip, 'content.xml'), odfHandler(out)),
   'OpenDocument presentation': (zip, out) => walkXml(required(zip, 'content.xml'), odfHandler(out)),
   'OpenDocument spreadsheet': (zip, out) => walkXml(required(zip, 'content.xml'), odfHandler(out)),
   EPUB: (zip, out) => {
-    epubChapters(zip).forEach((chapter, i) => {
+    const chapters = epubChapters(zip);
+    const parts = readAll(zip, chapters);
+    chapters.forEach((chapter, i) => {
       out.marker(`--- chapter ${i + 1} ---`);
-      out.block(htmlText(required(zip, chapter)));
+      out.block(htmlText(parts.get(chapter)!));
     });
   },
 };
+
+/** Parts as text, read in one pass over the archive (a pass per part would cost the whole archive each). */
+function readAll(zip: ZipReader, names: readonly string[]): Map<string, string> {
+  const parts = new Map<string, string>();
+  for (const [name, bytes] of zip.read(names)) parts.set(name, bytes.toString('utf8'));
+  for (const name of names) if (!parts.has(name)) throw new ArchiveError(`it lacks its part ${JSON.stringify(name)}`);
+  return parts;
+}
 
 function required(zip: ZipReader, name: string): string {
   const text = zip.text(name);

@@ -12,6 +12,11 @@ type Presentation = import('pptxgenjs').default;
 const loaded = pptxgenjs as unknown as { default: { default?: new () => Presentation } & (new () => Presentation) };
 const PptxGenJS: new () => Presentation = loaded.default.default ?? loaded.default;
 
+/** A new, empty presentation (pptxgenjs). */
+export function newPresentation(): Presentation {
+  return new PptxGenJS();
+}
+
 /** A Word document: a heading, paragraphs (a tab, a line break), a 2×2 table, Unicode. */
 export async function makeDocx(): Promise<Buffer> {
   const doc = new Document({
@@ -38,7 +43,7 @@ export async function makeDocx(): Promise<Buffer> {
 
 /** A presentation of three slides; the second has two text boxes. */
 export async function makePptx(): Promise<Buffer> {
-  const pptx = new PptxGenJS();
+  const pptx = newPresentation();
   pptx.addSlide().addText('Welcome to the launch', { x: 1, y: 1, w: 8, h: 1 });
   const second = pptx.addSlide();
   second.addText('Agenda', { x: 1, y: 0.5, w: 8, h: 1 });
