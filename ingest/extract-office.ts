@@ -57,11 +57,46 @@ function formatOf(zip: ZipReader): Format | null {
   return null;
 }
 
+/** The part whose absence says a zip is not the format its name or type claims. */
+const MAIN_PART: Record<Format, string> = {
+  Word: 'word/document.xml',
+  PowerPoint: 'ppt/presentation.xml',
+  Excel: 'xl/workbook.xml',
+  'OpenDocument text': 'content.xml',
+  'OpenDocument presentation': 'content.xml',
+  'OpenDocument spreadsheet': 'content.xml',
+  EPUB: 'META-INF/container.xml',
+};
+
+const EXTENSIONS: Record<string, Format> = {
+  docx: 'Word',
+  pptx: 'PowerPoint',
+  xlsx: 'Excel',
+  odt: 'OpenDocument text',
+  odp: 'OpenDocument presentation',
+  ods: 'OpenDocument spreadsheet',
+  epub: 'EPUB',
+};
+
+/** The format an upload's path or Content-Type claims, if one read here: only a hint, for messages. */
+export function claimedFormat(contentType: string, path: string): Format | null {
+  const mime = contentType.split(';')[0].trim().toLowerCase();
+  if (Object.hasOwn(ODF_TYPES, mime)) return ODF_TYPES[mime];
+  if (mime === 'application/epub+zip') return 'EPUB';
+  if (mime.includes('wordprocessingml')) return 'Word';
+  if (mime.includes('presentationml')) return 'PowerPoint';
+  if (mime.includes('spreadsheetml')) return 'Excel';
+  const dot = path.lastIndexOf('.');
+  const extension = dot === -1 ? '' : path.slice(dot + 1).toLowerCase();
+  return Object.hasOwn(EXTENSIONS, extension) ? EXTENSIONS[extension] : null;
+}
+
 /**
- * Extracts a zip-based document, or returns null when the archive is no format read here (the
- * caller then refuses it as a ZIP archive).
+ * Extracts a zip-based document, or returns null when the archive is no format read here and
+ * the upload claims none (the caller then refuses it as a ZIP archive). The entries decide the
+ * format; `claimed` (claimedFormat) only names what is missing when they match none.
  */
-export function extractOffice(bytes: Uint8Array, limits?: ZipLimits): ExtractResult | null {
+export function extractOffice(bytes: Uint8Array, claimed: Format | null = null, limits?: ZipLimits): ExtractResult | null {
   let zip: ZipReader;
   try {
     zip = new ZipReader(bytes, limits);
@@ -71,7 +106,10 @@ export function extractOffice(bytes: Uint8Array, limits?: ZipLimits): ExtractRes
   let format: Format | null = null;
   try {
     format = formatOf(zip);
-    if (format === null) return null;
+    if (format === null) {
+      if (claimed === null) return null;
+      return failed(new ArchiveError(`it lacks its part ${JSON.stringify(MAIN_PART[claimed])}`), claimed);
+    }
     const out = new TextOut();
     EXTRACTORS[format](zip, out);
     return { ok: true, text: out.finish(), kind: 'document' };

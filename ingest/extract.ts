@@ -11,7 +11,7 @@
  * (Content-Type application/pdf or a `.pdf` path) or when the bytes are not
  * text; a text file that merely mentions `%PDF-` near its start stays text.
  */
-import { extractOffice } from './extract-office.js';
+import { claimedFormat, extractOffice } from './extract-office.js';
 import { extractPdf } from './extract-pdf.js';
 import { extractText } from './extract-text.js';
 
@@ -54,7 +54,7 @@ export async function extractBuffer(bytes: Buffer, contentType: string, path: st
   // Office, OpenDocument and EPUB files are zips, told apart by their entries; another zip is
   // refused below as an archive.
   if (isZip(bytes)) {
-    const document = extractOffice(bytes);
+    const document = extractOffice(bytes, claimedFormat(contentType, path));
     if (document !== null) return document;
   }
   const header = findPdfHeader(bytes);

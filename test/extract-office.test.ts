@@ -127,6 +127,10 @@ describe('formats', () => {
     const other = zipFiles({ 'a.txt': strToU8('hello') });
     expect(extractOffice(other)).toBeNull();
     expect(await errorOf(other, 'a.zip')).toMatch(/^not a text file: looks like a ZIP archive/);
+    // A name or type that claims a document only names the part that is missing.
+    expect(await errorOf(other, 'a.docx')).toBe('Word document refused: it lacks its part "word/document.xml"');
+    const odt = await extractBuffer(other, 'application/vnd.oasis.opendocument.text', 'notes');
+    expect(odt).toEqual({ ok: false, error: 'OpenDocument text document refused: it lacks its part "content.xml"', retryable: false });
   });
 });
 

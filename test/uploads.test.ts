@@ -8,7 +8,8 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setAccountLimits } from '../db/accounts.js';
 import { closeShardReader, openShardReader, type ShardState } from '../engine/index.js';
-import { makeDocx, makeEpub, makeOdf, makePptx, makeXlsx } from './helpers/make-documents.js';
+import { strToU8 } from 'fflate';
+import { makeDocx, makeEpub, makeOdf, makePptx, makeXlsx, zipFiles } from './helpers/make-documents.js';
 import { makePdf, makeXObjectBombPdf } from './helpers/make-pdf.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
 
@@ -118,6 +119,12 @@ describe('PDFs and binary content', () => {
   });
 });
 
+/** Ten entities of ten of the one before, nine deep: a billion `lol`s if anything expanded them. */
+const BILLION_LAUGHS =
+  '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">' +
+  Array.from({ length: 8 }, (_, i) => `<!ENTITY lol${i + 2} "${`&lol${i === 0 ? '' : i + 1};`.repeat(10)}">`).join('') +
+  ']><w:document><w:body><w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>';
+
 describe('Office, OpenDocument and EPUB documents', () => {
   it('become ready as text with their markers, keep their content type, and are searched; a hostile one ends in error while they flow', async () => {
     expect((await t.call('POST', '/v1/workspaces', { body: { name: 'docs' } })).status).toBe(201);
@@ -128,14 +135,26 @@ describe('Office, OpenDocument and EPUB documents', () => {
       ['book.xlsx', await makeXlsx(), 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'],
       ['notes.odt', makeOdf('odt', '<office:text><text:p>Quarterly notes</text:p></office:text>'), 'application/vnd.oasis.opendocument.text'],
       ['story.epub', makeEpub(['<p>Quarterly story</p>']), 'application/epub+zip'],
-      ['laughs.docx', Buffer.from(makeOdf('odt', '<!DOCTYPE x [<!ENTITY a "b">]>')), docx],
+      ['laughs.docx', zipFiles({ 'word/document.xml': strToU8(BILLION_LAUGHS) }), docx],
+      ['deep.odt', makeOdf('odt', `<office:text>${'<text:span>'.repeat(5000)}${'</text:span>'.repeat(5000)}</office:text>`), 'application/octet-stream'],
+      ['bomb.docx', zipFiles({ 'word/document.xml': new Uint8Array(64 * 1024 * 1024) }), docx],
+      ['cut.pptx', (await makePptx()).subarray(0, 5000), 'application/octet-stream'],
     ];
     for (const [path, bytes, type] of uploads) expect((await put(t, 'docs', path, bytes, { 'content-type': type })).status).toBe(202);
     const files = new Map((await settled(t, 'docs')).map((f) => [f.path, f]));
     for (const [path, , type] of uploads.slice(0, 5))
       expect(files.get(`/${path}`), path).toMatchObject({ status: 'ready', contentType: type, errorDetail: null });
     expect(files.get('/laughs.docx')).toMatchObject({ status: 'error', contentType: docx });
-    expect(files.get('/laughs.docx')!.errorDetail).toMatch(/^OpenDocument text document refused: its XML is malformed/);
+    expect(files.get('/laughs.docx')!.errorDetail).toBe('Word document refused: its XML declares a document type, which is refused (no entities are expanded)');
+    expect(files.get('/deep.odt')).toMatchObject({
+      status: 'error',
+      errorDetail: 'OpenDocument text document refused: its XML nests elements deeper than 1000',
+    });
+    expect(files.get('/bomb.docx')).toMatchObject({
+      status: 'error',
+      errorDetail: expect.stringMatching(/^ZIP archive refused: entry "word\/document.xml" would inflate \d+ times/),
+    });
+    expect(files.get('/cut.pptx')).toMatchObject({ status: 'error', errorDetail: expect.stringMatching(/refused: .*truncated/) });
     expect((await cat('docs', 'deck.pptx', '&limit=3')).text).toBe(
       '     1\t--- slide 1 ---\n     2\tWelcome to the launch\n     3\t--- slide 2 ---\n[... 5 more lines (the file has 8); continue with offset=4]\n',
     );
