@@ -11,7 +11,7 @@
 import { VfsError } from '../core/errors.js';
 import type { CatRequest } from '../engine/index.js';
 import type { ReadCall } from '../reads/read-protocol.js';
-import { auditParams, type Caller, parseReadRequest, type ReadRouteDeps, readCallError, type Tool } from './read-routes.js';
+import { auditCall, type Caller, parseReadRequest, type ReadRouteDeps, readCallError, type Tool } from './read-routes.js';
 import { isDatabaseUnavailable } from './respond.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -230,18 +230,7 @@ export async function callTool(
 ): Promise<ToolText> {
   const started = performance.now();
   const query = argumentsQuery(args);
-  const { principal, workspaceId } = caller;
-  const audit = (resultCount: number | null): Promise<void> =>
-    deps.audit.append({
-      accountId: principal.accountId,
-      workspaceId,
-      actorType: principal.kind,
-      actorId: principal.actorId,
-      tool,
-      params: auditParams(query),
-      resultCount,
-      latencyMs: Math.round(performance.now() - started),
-    });
+  const audit = auditCall(deps, caller, tool, query, started);
   const answer = async (text: ToolText, resultCount: number | null): Promise<ToolText> => {
     try {
       await audit(resultCount);
@@ -254,7 +243,7 @@ export async function callTool(
 
   let request: unknown;
   try {
-    request = parseReadRequest(tool, query, principal, deps);
+    request = parseReadRequest(tool, query, caller.principal, deps);
   } catch (error) {
     return answer(errorText(error, deps, options.where), null);
   }
@@ -264,7 +253,7 @@ export async function callTool(
   let call: ReadCall | null = null;
   let stopped = false;
   // ls, cat and a small find run inline: their chunks arrive before `run` returns.
-  call = deps.readPool.run(tool, deps.shardDir(workspaceId), request, (data, release) => {
+  call = deps.readPool.run(tool, deps.shardDir(caller.workspaceId), request, (data, release) => {
     release();
     if (!text.push(data) && !stopped) {
       stopped = true;

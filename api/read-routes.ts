@@ -121,18 +121,8 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
     sendTextError(ctx, error, deps.log);
     return;
   }
-  const { principal, workspaceId } = caller;
-  const audit = (resultCount: number | null): Promise<void> =>
-    deps.audit.append({
-      accountId: principal.accountId,
-      workspaceId,
-      actorType: principal.kind,
-      actorId: principal.actorId,
-      tool,
-      params: auditParams(ctx.query),
-      resultCount,
-      latencyMs: Math.round(performance.now() - started),
-    });
+  const principal = caller.principal;
+  const audit = auditCall(deps, caller, tool, ctx.query, started);
 
   let request: unknown;
   try {
@@ -143,7 +133,7 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
   }
 
   const stream = new TextStream(ctx);
-  const call = deps.readPool.run(tool, deps.shardDir(workspaceId), request, stream.write);
+  const call = deps.readPool.run(tool, deps.shardDir(caller.workspaceId), request, stream.write);
   ctx.onAbort.push(() => call.cancel());
   const outcome = await call.outcome;
 
@@ -156,6 +146,30 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
     const error = await readCallError(`${ctx.method} ${ctx.url}`, tool, outcome, stream.started, caller, request, deps);
     await stream.failAfter(error, () => audit(null), deps.log);
   }
+}
+
+/**
+ * What records one call of `tool` by `caller` with parameters `query`: it appends the audit
+ * event with the call's result count (null when it failed) and its latency since `started`.
+ */
+export function auditCall(
+  deps: ReadRouteDeps,
+  caller: Caller,
+  tool: Tool,
+  query: URLSearchParams,
+  started: number,
+): (resultCount: number | null) => Promise<void> {
+  return (resultCount) =>
+    deps.audit.append({
+      accountId: caller.principal.accountId,
+      workspaceId: caller.workspaceId,
+      actorType: caller.principal.kind,
+      actorId: caller.principal.actorId,
+      tool,
+      params: auditParams(query),
+      resultCount,
+      latencyMs: Math.round(performance.now() - started),
+    });
 }
 
 /**

@@ -16,7 +16,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
-import { call, startBenchService, uploadAll, waitReady, walk } from './lib.js';
+import { call, startBenchService, uploadCorpus } from './lib.js';
 
 const [corpus, dataDir, runsArg] = process.argv.slice(2);
 if (corpus === undefined || dataDir === undefined) {
@@ -77,11 +77,7 @@ function matched(pattern: string, ignoreCase: boolean): { files: number; matched
 const fresh = !existsSync(dataDir);
 const service = await startBenchService({ DATA_DIR: dataDir, VFS_READ_THREADS: '2' });
 try {
-  if (fresh) {
-    await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
-    await uploadAll(service, 'bench', await walk(corpus), 48);
-    await waitReady(service, 'bench', 3_600_000);
-  }
+  if (fresh) await uploadCorpus(service, corpus);
   // Steady state: each read thread holds the shard's catalog of file records (a thread builds
   // it once it has read the shard's worth of records, as a full scan does), as it would after
   // a few agent calls.

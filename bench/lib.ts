@@ -186,6 +186,13 @@ export async function uploadAll(
   return { bytes, refused };
 }
 
+/** Uploads every file of `corpus` into a new workspace `bench` and waits until each is ready or in error. */
+export async function uploadCorpus(service: { url: string; key: string }, corpus: string): Promise<void> {
+  await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
+  await uploadAll(service, 'bench', await walk(corpus), 48);
+  await waitReady(service, 'bench', 3_600_000);
+}
+
 /** Waits until no file of the workspace is pending; returns the number of files in `error`. */
 export async function waitReady(service: { url: string; key: string }, workspace: string, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;

@@ -14,7 +14,7 @@
  * what MCP adds (ms, and as a ratio of the HTTP median).
  */
 import { existsSync } from 'node:fs';
-import { call, startBenchService, uploadAll, waitReady, walk } from './lib.js';
+import { call, startBenchService, uploadCorpus } from './lib.js';
 
 const [corpus, dataDir, runsArg] = process.argv.slice(2);
 if (corpus === undefined || dataDir === undefined) {
@@ -47,11 +47,7 @@ const MODERN_META = {
 const fresh = !existsSync(dataDir);
 const service = await startBenchService({ DATA_DIR: dataDir, VFS_READ_THREADS: '2' });
 try {
-  if (fresh) {
-    await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
-    await uploadAll(service, 'bench', await walk(corpus), 48);
-    await waitReady(service, 'bench', 3_600_000);
-  }
+  if (fresh) await uploadCorpus(service, corpus);
   const mcpPath = '/v1/workspaces/bench/mcp';
   const handshake = await call(
     service.url,
