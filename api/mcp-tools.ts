@@ -9,7 +9,7 @@
  * cap the call is cancelled, and a footer starting with `[` gives the next call.
  */
 import { VfsError } from '../core/errors.js';
-import type { CatRequest } from '../engine/index.js';
+import type { CatRequest, GrepRequest } from '../engine/index.js';
 import type { ReadCall } from '../reads/read-protocol.js';
 import { auditCall, type Caller, parseReadRequest, type ReadRouteDeps, readCallError, type Tool } from './read-routes.js';
 import { isDatabaseUnavailable } from './respond.js';
@@ -250,7 +250,7 @@ export async function callTool(
   if (options.resource === true) (request as CatRequest).lineNumbers = false;
 
   const text = new McpText(options.maxChars);
-  let call: ReadCall | null = null;
+  let call: ReadCall | undefined;
   let stopped = false;
   // ls, cat and a small find run inline: their chunks arrive before `run` returns.
   call = deps.readPool.run(tool, deps.shardDir(caller.workspaceId), request, (data, release) => {
@@ -265,7 +265,7 @@ export async function callTool(
   const outcome = await call.outcome;
   if (text.full) {
     const shown = text.shownEntries(tool);
-    return answer({ text: text.cut(cutFooter(tool, args, shown, options)), isError: false }, shown);
+    return answer({ text: text.cut(cutFooter(tool, request, shown, options)), isError: false }, shown);
   }
   if (outcome.kind === 'done') return answer({ text: text.whole(), isError: false }, outcome.resultCount);
   const error = await readCallError(options.where, tool, outcome, false, caller, request, deps);
@@ -280,21 +280,17 @@ function errorText(error: unknown, deps: ReadRouteDeps, where: string): ToolText
   return { text: new VfsError('INTERNAL').message, isError: true };
 }
 
-/** The footer of a result cut at the cap: how many entries it shows and the call that goes on. */
-function cutFooter(tool: Tool, args: Record<string, unknown>, shown: number, options: McpCallOptions & { resource?: boolean }): string {
+/** The footer of a result cut at the cap: how many entries it shows and the call that goes on (from the parsed `request`). */
+function cutFooter(tool: Tool, request: unknown, shown: number, options: McpCallOptions & { resource?: boolean }): string {
   const head = `[output cut at the ${options.maxChars}-character limit`;
-  const int = (name: string): number | undefined => (typeof args[name] === 'number' ? (args[name] as number) : undefined);
   if (tool === 'cat') {
-    const next = (int('offset') ?? 1) + shown;
-    const limit = int('limit');
-    const rest = limit === undefined ? '' : `, limit=${limit - shown}`;
-    if (options.resource === true) return `${head} after ${shown} lines; read on with the cat tool: path=${String(args.path)}, offset=${next}]\n`;
-    return `${head} after ${shown} lines; continue with offset=${next}${rest}]\n`;
+    const { path, offset = 1, limit } = request as CatRequest;
+    if (options.resource === true) return `${head} after ${shown} lines; read on with the cat tool: path=${path}, offset=${offset + shown}]\n`;
+    return `${head} after ${shown} lines; continue with offset=${offset + shown}${limit === undefined ? '' : `, limit=${limit - shown}`}]\n`;
   }
   if (tool === 'grep') {
-    const headLimit = int('head_limit');
-    const rest = headLimit === undefined ? '' : `, head_limit=${headLimit - shown}`;
-    return `${head} after ${shown} entries; continue with offset=${(int('offset') ?? 0) + shown}${rest}]\n`;
+    const { offset = 0, headLimit } = request as GrepRequest;
+    return `${head} after ${shown} entries; continue with offset=${offset + shown}${headLimit === undefined ? '' : `, head_limit=${headLimit - shown}`}]\n`;
   }
   if (tool === 'find') return `${head} after ${shown} paths; narrow the pattern or path to see the rest]\n`;
   return `${head} after ${shown} entries; narrow with find]\n`;

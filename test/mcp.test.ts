@@ -190,6 +190,15 @@ for (const era of ERAS) {
       const next = await callText(client, 'grep', { pattern: 'long notes', output_mode: 'content', offset: shown, head_limit: 3 });
       expect(next.text).toBe((await httpText('grep', { pattern: 'long notes', output_mode: 'content', offset: shown, head_limit: 3 })).text);
 
+      const paged = (await callText(client, 'grep', { pattern: 'long notes', output_mode: 'content', offset: 10, head_limit: '2000' })).text
+        .trimEnd()
+        .split('\n');
+      const pagedShown = paged.length - 1;
+      expect(paged.at(-1)).toBe(
+        `[output cut at the 8192-character limit after ${pagedShown} entries; continue with offset=${10 + pagedShown}, head_limit=${2000 - pagedShown}]`,
+      );
+      expect(paged[0]).toBe(all[10]);
+
       const cat = await callText(client, 'cat', { path: '/notes/long.txt', limit: 500 });
       const catFooter = cat.text.trimEnd().split('\n').at(-1)!;
       const catShown = cat.text.trimEnd().split('\n').length - 1;
