@@ -140,7 +140,8 @@ const EXTRACTORS: Record<Format, (zip: ZipReader, out: TextOut) => void> = {
     const names: string[] = [];
     walkXml(required(zip, 'xl/workbook.xml'), {
       open: (tag) => {
-        if (tag.name === 'sheet') names.push(tag.attributes.name ?? '');
+        // The sheets relatedParts finds: those with a relationship id, in the same order.
+        if (tag.name === 'sheet' && tag.attributes['r:id'] !== undefined) names.push(tag.attributes.name ?? '');
       },
     });
     const sheets = relatedParts(zip, 'xl/workbook.xml', 'sheet', 'xl/');
