@@ -9,6 +9,7 @@ import { VfsError } from '../core/errors.js';
 import type { Authenticator, Principal } from './auth.js';
 import { remoteAddress, type RequestContext } from './http.js';
 import type { Lookups } from './lookups.js';
+import type { Metrics } from './metrics.js';
 import { FailureWindow, RateLimiter } from './rate-limit.js';
 
 /** Settings of the gate. */
@@ -32,6 +33,7 @@ export class Guard {
     private readonly auth: Authenticator,
     private readonly lookups: Lookups,
     private readonly options: GuardOptions,
+    private readonly metrics: Metrics | null = null,
   ) {
     this.failures = new FailureWindow(options.authFailures, options.authFailureWindowMs);
   }
@@ -59,11 +61,17 @@ export class Guard {
     }
     const address = this.address(ctx);
     const locked = this.failures.check(address);
-    if (!locked.ok) throw tooMany('AUTH_LOCKED', { retryAfter: locked.retryAfter }, locked.retryAfter);
+    if (!locked.ok) {
+      this.metrics?.rateLimited.inc({ scope: 'auth_lock' });
+      throw tooMany('AUTH_LOCKED', { retryAfter: locked.retryAfter }, locked.retryAfter);
+    }
     try {
       return await this.auth.authenticate(ctx.authorization);
     } catch (error) {
-      if (error instanceof VfsError && error.code === 'UNAUTHENTICATED') this.failures.fail(address);
+      if (error instanceof VfsError && error.code === 'UNAUTHENTICATED') {
+        this.failures.fail(address);
+        this.metrics?.authFailures.inc();
+      }
       throw error;
     }
   }
@@ -75,14 +83,20 @@ export class Guard {
       { key: `c:${principal.actorId}`, ratePerSecond: limits.readRatePerCredential, burst: limits.readRatePerCredential },
       { key: `a:${principal.accountId}`, ratePerSecond: limits.readRatePerAccount, burst: limits.readRatePerAccount },
     ]);
-    if (!decision.ok) throw tooMany('RATE_LIMITED', { scope: 'credential or account', retryAfter: decision.retryAfter }, decision.retryAfter);
+    if (!decision.ok) {
+      this.metrics?.rateLimited.inc({ scope: 'read' });
+      throw tooMany('RATE_LIMITED', { scope: 'credential or account', retryAfter: decision.retryAfter }, decision.retryAfter);
+    }
   }
 
   /** Admits a management-plane call under the per-credential rate. */
   admitManagement(principal: Principal): void {
     const rate = this.options.managementRate;
     const decision = this.limiter.take([{ key: `m:${principal.actorId}`, ratePerSecond: rate, burst: rate }]);
-    if (!decision.ok) throw tooMany('RATE_LIMITED', { scope: 'credential', retryAfter: decision.retryAfter }, decision.retryAfter);
+    if (!decision.ok) {
+      this.metrics?.rateLimited.inc({ scope: 'management' });
+      throw tooMany('RATE_LIMITED', { scope: 'credential', retryAfter: decision.retryAfter }, decision.retryAfter);
+    }
   }
 }
 

@@ -17,11 +17,16 @@ type Handler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;
 const ROUTE_METHODS = new Set(['get', 'post', 'put', 'del', 'patch', 'options', 'head', 'connect', 'trace', 'any']);
 const READ_TOOL = /\/v1\/workspaces\/[^/]+\/(?:ls|find|cat|grep)$/;
 
+/** Told of every response that ended: its method, route pattern and status (`aborted` when the client went away first). */
+export type RequestObserver = (method: string, route: string, status: string) => void;
+
 /** Counts the requests being served and waits for them at stop. */
 export class InFlight {
   private open = 0;
   private closing = false;
   private readonly idle: Array<() => void> = [];
+
+  constructor(private readonly observe: RequestObserver | null = null) {}
 
   /** Requests being served now. */
   get count(): number {
@@ -36,7 +41,7 @@ export class InFlight {
         if (typeof value !== 'function') return value;
         if (typeof prop === 'string' && ROUTE_METHODS.has(prop)) {
           return (pattern: string, handler: Handler) => {
-            (value as (p: string, h: Handler) => TemplatedApp).call(target, pattern, this.track(handler));
+            (value as (p: string, h: Handler) => TemplatedApp).call(target, pattern, this.track(pattern, handler));
             return proxy;
           };
         }
@@ -59,7 +64,7 @@ export class InFlight {
     return this.open;
   }
 
-  private track(handler: Handler): Handler {
+  private track(pattern: string, handler: Handler): Handler {
     return (res, req) => {
       if (this.closing) {
         refuse(res, req);
@@ -67,12 +72,17 @@ export class InFlight {
       }
       this.open++;
       let done = false;
-      const finish = (): void => {
+      const method = this.observe === null ? '' : req.getMethod().toUpperCase();
+      let status = '200'; // uWS's status when none is written
+      const finish = (aborted = false): void => {
         if (done) return;
         done = true;
+        this.observe?.(method, pattern, aborted ? 'aborted' : status);
         if (--this.open === 0) for (const wake of this.idle.splice(0)) wake();
       };
-      hook(res, finish);
+      hook(res, finish, (line) => {
+        status = line.slice(0, 3);
+      });
       try {
         return handler(res, req);
       } catch (error) {
@@ -86,11 +96,16 @@ export class InFlight {
 /**
  * Makes the response call `finish` once it has ended (`end`, `endWithoutBody`,
  * `close`; the routes use no `tryEnd`) or its client has gone (the abort
- * handler every asynchronous route attaches, as uWS requires).
+ * handler every asynchronous route attaches, as uWS requires), and tell
+ * `onStatus` its status line.
  */
-function hook(res: HttpResponse, finish: () => void): void {
+function hook(res: HttpResponse, finish: (aborted?: boolean) => void, onStatus: (line: string) => void): void {
   const r = res as unknown as Record<string, (...args: unknown[]) => unknown>;
-  const { end, endWithoutBody, close, onAborted } = r;
+  const { end, endWithoutBody, close, onAborted, writeStatus } = r;
+  r.writeStatus = (line) => {
+    onStatus(line as string);
+    return writeStatus.call(res, line);
+  };
   r.end = (...args) => {
     const result = end.apply(res, args);
     finish();
@@ -108,7 +123,7 @@ function hook(res: HttpResponse, finish: () => void): void {
   };
   r.onAborted = (handler) =>
     onAborted.call(res, () => {
-      finish();
+      finish(true);
       (handler as () => void)();
     });
 }

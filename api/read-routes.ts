@@ -16,6 +16,7 @@ import type { Principal } from './auth.js';
 import type { Guard } from './guard.js';
 import { type RequestContext, snapshot } from './http.js';
 import type { Lookups } from './lookups.js';
+import type { Metrics } from './metrics.js';
 import { boolParam, enumParam, intParam, onlyParams, single, workspaceParam } from './params.js';
 import type { ReadPool } from '../reads/read-pool.js';
 import type { Cancelled, Failure } from '../reads/read-protocol.js';
@@ -35,6 +36,8 @@ export interface ReadRouteDeps {
   lookups: Lookups;
   /** Longest a grep may search before it answers with what it found so far. */
   grepTimeoutMs: number;
+  /** Where read latencies are observed; null when metrics are off. */
+  metrics: Metrics | null;
 }
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -150,7 +153,8 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
 
 /**
  * What records one call of `tool` by `caller` with parameters `query`: it appends the audit
- * event with the call's result count (null when it failed) and its latency since `started`.
+ * event with the call's result count (null when it failed) and its latency since `started`,
+ * and observes that latency in the metrics.
  */
 export function auditCall(
   deps: ReadRouteDeps,
@@ -159,8 +163,14 @@ export function auditCall(
   query: URLSearchParams,
   started: number,
 ): (resultCount: number | null) => Promise<void> {
-  return (resultCount) =>
-    deps.audit.append({
+  return (resultCount) => {
+    const seconds = (performance.now() - started) / 1000;
+    if (deps.metrics !== null) {
+      const mode = tool === 'grep' ? (query.get('output_mode') ?? 'files_with_matches') : '';
+      // Only the modes there are: a label per wrong value would grow the metrics without end.
+      deps.metrics.reads.observe({ tool, output_mode: mode === '' || mode === 'content' || mode === 'count' ? mode : 'files_with_matches' }, seconds);
+    }
+    return deps.audit.append({
       accountId: caller.principal.accountId,
       workspaceId: caller.workspaceId,
       actorType: caller.principal.kind,
@@ -168,8 +178,9 @@ export function auditCall(
       tool,
       params: auditParams(query),
       resultCount,
-      latencyMs: Math.round(performance.now() - started),
+      latencyMs: Math.round(seconds * 1000),
     });
+  };
 }
 
 /**

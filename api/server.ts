@@ -41,7 +41,8 @@ export interface RunningServer {
 /** Starts listening on host:port (port 0 picks a free port), on the HTTP implementation `http` picks (see Config). */
 export async function startServer(deps: ServerDeps, host: string, port: number, http: HttpChoice = 'auto'): Promise<RunningServer> {
   const { uws } = loadUws(http);
-  const inFlight = new InFlight();
+  const metrics = deps.metrics;
+  const inFlight = new InFlight(metrics === null ? null : (method, route, status) => metrics.requests.inc({ method, route, status }));
   const app = inFlight.wrap(uws.App());
 
   const healthz = (res: HttpResponse, req: HttpRequest): void => sendText(snapshot(res, req, 0), 200, 'ok');

@@ -90,6 +90,8 @@ export class AuditLog {
     private readonly maxBatch = 1000,
     /** Batches committing at once. */
     private readonly maxInFlight = 1,
+    /** Told of each batch committed: its events and the seconds it took (metrics). */
+    private readonly onCommit: ((events: number, seconds: number) => void) | null = null,
   ) {}
 
   /** Records an event; resolves when it is committed. */
@@ -114,7 +116,9 @@ export class AuditLog {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
         try {
+          const started = performance.now();
           await this.write(batch.map((p) => p.record));
+          this.onCommit?.(batch.length, (performance.now() - started) / 1000);
           for (const p of batch) p.resolve();
         } catch (error) {
           if (batch.length > 1 && refusedForItsData(error)) {

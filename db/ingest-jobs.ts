@@ -153,3 +153,9 @@ export async function lastJobError(tx: Tx, jobId: string): Promise<string | null
   const { rows } = await tx.query<{ last_error: string | null }>('SELECT last_error FROM ingest_jobs WHERE id = $1', [jobId]);
   return rows[0]?.last_error ?? null;
 }
+
+/** Jobs waiting or running across every account, and the age of the oldest in seconds (0 when none): counts only. */
+export async function ingestQueueStats(db: Database): Promise<{ jobs: number; oldestSeconds: number }> {
+  const { rows } = await db.appStatement<{ jobs: string; oldest_seconds: number }>('SELECT * FROM ingest_queue_stats()', []);
+  return { jobs: Number(rows[0].jobs), oldestSeconds: rows[0].oldest_seconds };
+}

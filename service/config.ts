@@ -45,6 +45,7 @@ const schema = z
     VFS_BLOB_SWEEP_SECONDS: z.coerce.number().int().min(0).max(604_800).default(3600),
     VFS_SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(30),
     VFS_HTTP: z.enum(['auto', 'node']).default('auto'),
+    VFS_METRICS_PORT: port.optional(),
     VFS_MCP_MAX_CHARS: z.coerce.number().int().min(MIN_MCP_MAX_CHARS).max(10_000_000).default(40_000),
     VFS_MCP_ALLOWED_ORIGINS: z
       .string()
@@ -119,6 +120,8 @@ export interface Config {
    * here) and the node:http implementation of its API elsewhere; `node` takes the latter always.
    */
   http: HttpChoice;
+  /** Port of the Prometheus metrics server (`GET /metrics`, on HOST); null: no metrics. 0 picks a free one. */
+  metricsPort: number | null;
   /** The cap on an MCP tool result's characters; past it the result is cut at a line boundary with a footer. */
   mcpMaxChars: number;
   /** Origins whose pages may call the MCP endpoint (a request with another Origin header gets 403). */
@@ -157,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     blobSweepMs: e.VFS_BLOB_SWEEP_SECONDS * 1000,
     shutdownGraceMs: e.VFS_SHUTDOWN_GRACE_SECONDS * 1000,
     http: e.VFS_HTTP,
+    metricsPort: e.VFS_METRICS_PORT ?? null,
     mcpMaxChars: e.VFS_MCP_MAX_CHARS,
     mcpAllowedOrigins: Object.freeze(e.VFS_MCP_ALLOWED_ORIGINS),
   });

@@ -15,17 +15,20 @@
  *   thread, the shard check, the databases), and stops the embedded cluster. A start that fails
  *   part way closes what it had made the same way.
  */
+import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type pg from 'pg';
 import { Authenticator } from '../api/auth.js';
 import { ReadPool } from '../reads/read-pool.js';
 import { Guard } from '../api/guard.js';
 import { Lookups } from '../api/lookups.js';
+import { Metrics, type MetricsServer, startMetricsServer } from '../api/metrics.js';
 import { startServer } from '../api/server.js';
 import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
 import { AuditLog } from '../db/audit.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
+import { ingestQueueStats } from '../db/ingest-jobs.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
 import { IngestThread } from '../ingest/ingest-thread.js';
@@ -49,6 +52,8 @@ export interface Service {
   db: Database;
   /** A management key made at this start (first start without VFS_BOOTSTRAP_KEY), else null. */
   createdKey: string | null;
+  /** The metrics URL when VFS_METRICS_PORT is set, else null. */
+  metricsUrl: string | null;
   /** Stops accepting requests, finishes those in flight, closes the databases (and stops the embedded cluster). */
   stop(): Promise<void>;
 }
@@ -174,7 +179,18 @@ async function startParts(
   const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes);
   made.push(() => readPool.close());
   const shardDir = (workspaceId: string): string => `${shards}/${workspaceId}`; // per request: no join()
-  const audit = new AuditLog(db);
+  const metrics = config.metricsPort === null ? null : new Metrics({ ingestQueue: () => ingestQueueStats(db), shardBytes: () => directoryBytes(shards) });
+  const audit = new AuditLog(
+    db,
+    undefined,
+    undefined,
+    metrics === null
+      ? null
+      : (events, seconds) => {
+          metrics.auditBatch.observe(events);
+          metrics.auditCommit.observe(seconds);
+        },
+  );
   made.push(() => audit.drain());
   const lookups = new Lookups(db);
   // Another process (the operator command) changed credentials or limits, or asked for a shard
@@ -212,12 +228,18 @@ async function startParts(
     {
       db,
       auth,
-      guard: new Guard(auth, lookups, {
-        trustProxy: config.trustProxy,
-        authFailures: config.authFailures,
-        authFailureWindowMs: config.authFailureWindowMs,
-        managementRate: config.managementRate,
-      }),
+      guard: new Guard(
+        auth,
+        lookups,
+        {
+          trustProxy: config.trustProxy,
+          authFailures: config.authFailures,
+          authFailureWindowMs: config.authFailureWindowMs,
+          managementRate: config.managementRate,
+        },
+        metrics,
+      ),
+      metrics,
       uploads,
       log: (message, error) => log.error(message, error),
       maxJsonBytes: config.maxJsonBytes,
@@ -239,12 +261,19 @@ async function startParts(
     config.http,
   );
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  let metricsServer: MetricsServer | null = null;
+  if (metrics !== null && config.metricsPort !== null) {
+    metricsServer = await startMetricsServer(metrics, config.host, config.metricsPort);
+    log.info(`metrics on http://${shownHost}:${metricsServer.port}/metrics`);
+  }
   return {
     url: `http://${shownHost}:${server.port}`,
     port: server.port,
+    metricsUrl: metricsServer === null ? null : `http://${shownHost}:${metricsServer.port}/metrics`,
     db,
     createdKey,
     stop: async () => {
+      await metricsServer?.close();
       const cut = await server.close(config.shutdownGraceMs);
       if (cut > 0) log.error(`stopping with ${cut} requests still in flight after ${config.shutdownGraceMs / 1000} s`);
       await closeAll(made);
@@ -252,4 +281,22 @@ async function startParts(
       await lock.release();
     },
   };
+}
+
+/** Bytes of the regular files under `dir` (0 when it is missing). */
+async function directoryBytes(dir: string): Promise<number> {
+  let total = 0;
+  try {
+    for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      // A shard deleted meanwhile is simply not counted.
+      total += await stat(join(entry.parentPath, entry.name)).then(
+        (s) => s.size,
+        () => 0,
+      );
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  return total;
 }

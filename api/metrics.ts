@@ -1,0 +1,123 @@
+/**
+ * Metrics in Prometheus's text format (prom-client), served on a port of their own
+ * (VFS_METRICS_PORT; off by default) so that a scraper never shares the agents' port or its
+ * credentials. What is counted where:
+ *
+ * - `vfs_http_requests_total{method,route,status}`: every response, by its route pattern
+ *   (api/in-flight.ts sees each request start and end);
+ * - `vfs_read_seconds{tool,output_mode}`: read-tool calls, HTTP and MCP, from admission to the
+ *   committed audit event;
+ * - `vfs_rate_limited_total{scope}`, `vfs_auth_failures_total`: refusals at the gate (guard.ts);
+ * - `vfs_audit_batch_events`, `vfs_audit_commit_seconds`: the audit log's group commits;
+ * - `vfs_ingest_queue_jobs`, `vfs_ingest_oldest_job_seconds`, `vfs_shard_bytes`: read when
+ *   scraped, from PostgreSQL and the shard directories;
+ * - prom-client's process metrics, event-loop lag among them.
+ */
+import { createServer, type Server } from 'node:http';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** What the gauges read when scraped. */
+export interface MetricSources {
+  /** Jobs waiting or running, and the age of the oldest in seconds (0 when none). */
+  ingestQueue(): Promise<{ jobs: number; oldestSeconds: number }>;
+  /** Bytes of every workspace's shard files on disk. */
+  shardBytes(): Promise<number>;
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** The service's metrics. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'vfs_http_requests_total',
+    help: 'HTTP responses by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly reads = new Histogram({
+    name: 'vfs_read_seconds',
+    help: 'Read-tool calls (HTTP and MCP), from admission to the committed audit event, by tool and grep output mode',
+    labelNames: ['tool', 'output_mode'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: 'vfs_rate_limited_total',
+    help: 'Requests refused by a rate limit or the failed-authentication lock',
+    labelNames: ['scope'] as const,
+    registers: [this.registry],
+  });
+  readonly authFailures = new Counter({ name: 'vfs_auth_failures_total', help: 'Failed authentications', registers: [this.registry] });
+  readonly auditBatch = new Histogram({
+    name: 'vfs_audit_batch_events',
+    help: 'Audit events per group commit',
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+    registers: [this.registry],
+  });
+  readonly auditCommit = new Histogram({
+    name: 'vfs_audit_commit_seconds',
+    help: 'Time to commit one batch of audit events',
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  constructor(sources: MetricSources) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'vfs_' });
+    new Gauge({
+      name: 'vfs_ingest_queue_jobs',
+      help: 'Ingest jobs waiting or running',
+      registers: [this.registry],
+      async collect() {
+        this.set((await sources.ingestQueue()).jobs);
+      },
+    });
+    new Gauge({
+      name: 'vfs_ingest_oldest_job_seconds',
+      help: 'Age of the oldest ingest job waiting or running (0 when none)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await sources.ingestQueue()).oldestSeconds);
+      },
+    });
+    new Gauge({
+      name: 'vfs_shard_bytes',
+      help: 'Bytes of the shard files on disk',
+      registers: [this.registry],
+      async collect() {
+        this.set(await sources.shardBytes());
+      },
+    });
+  }
+}
+
+/** A listening metrics server. */
+export interface MetricsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Serves `GET /metrics` (and nothing else) on host:port; port 0 picks a free one. */
+export function startMetricsServer(metrics: Metrics, host: string, port: number): Promise<MetricsServer> {
+  const server: Server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('only GET /metrics is served here\n');
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+      (error: unknown) =>
+        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`metrics failed: ${error instanceof Error ? error.message : String(error)}\n`),
+    );
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      const address = server.address();
+      resolve({
+        port: typeof address === 'object' && address !== null ? address.port : port,
+        close: () => new Promise((done) => server.close(() => done())),
+      });
+    });
+  });
+}

@@ -1,0 +1,97 @@
+/** The Prometheus metrics: after a known sequence of requests, the counters and histograms hold the expected counts. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setAccountLimits } from '../db/accounts.js';
+import { put, settled, startTestService, type TestService } from './helpers/service.js';
+
+let t: TestService;
+beforeAll(async () => {
+  t = await startTestService({ VFS_METRICS_PORT: '0' });
+});
+afterAll(async () => t?.stop());
+
+/** The value of one sample (`name{labels} value`), or undefined when the scrape has none. */
+function sample(text: string, series: string): number | undefined {
+  for (const line of text.split('\n')) {
+    if (line.startsWith(series + ' ')) return Number(line.slice(series.length + 1));
+  }
+  return undefined;
+}
+
+async function scrape(): Promise<string> {
+  const r = await fetch(t.service.metricsUrl!);
+  expect(r.status).toBe(200);
+  expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return r.text();
+}
+
+describe('metrics', () => {
+  it('are off unless VFS_METRICS_PORT is set', async () => {
+    const plain = await startTestService();
+    try {
+      expect(plain.service.metricsUrl).toBeNull();
+    } finally {
+      await plain.stop();
+    }
+  });
+
+  it('count requests by route and status, read latencies by tool and mode, refusals, audit commits, the ingest queue and shard bytes', async () => {
+    expect((await t.call('POST', '/v1/workspaces', { body: { name: 'm' } })).status).toBe(201);
+    for (const name of ['a.txt', 'b.txt']) expect((await put(t, 'm', name, `alpha ${name}\n`)).status).toBe(202);
+    await settled(t, 'm');
+    const before = await scrape();
+    const count = (series: string, text: string) => sample(text, series) ?? 0;
+
+    for (let i = 0; i < 3; i++) expect((await t.call('GET', '/v1/workspaces/m/ls')).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await t.call('GET', '/v1/workspaces/m/grep?pattern=alpha&output_mode=content')).status).toBe(200);
+    expect((await t.call('GET', '/v1/workspaces/m/grep?pattern=alpha')).status).toBe(200);
+    expect((await t.call('GET', '/v1/workspaces/m/cat?path=/missing')).status).toBe(404);
+    expect((await t.call('GET', '/v1/workspaces/m/ls', { key: 'svc_at_nonsense' })).status).toBe(401);
+    const key = await t.newAccount('metered');
+    expect((await t.call('POST', '/v1/workspaces', { key, body: { name: 'm' } })).status).toBe(201);
+    await setAccountLimits(t.service.db, 'metered', { limits: { readRatePerCredential: 2, readRatePerAccount: 100 } });
+    await new Promise((r) => setTimeout(r, 300)); // the change reaches the service by NOTIFY
+    const burst = await Promise.all(Array.from({ length: 3 }, () => t.call('GET', '/v1/workspaces/m/ls', { key })));
+    expect(burst.map((r) => r.status).sort()).toEqual([200, 200, 429]);
+
+    const after = await scrape();
+    const delta = (series: string) => count(series, after) - count(series, before);
+    expect(delta('vfs_http_requests_total{method="GET",route="/v1/workspaces/:ws/ls",status="200"}')).toBe(5);
+    expect(delta('vfs_http_requests_total{method="GET",route="/v1/workspaces/:ws/ls",status="401"}')).toBe(1);
+    expect(delta('vfs_http_requests_total{method="GET",route="/v1/workspaces/:ws/ls",status="429"}')).toBe(1);
+    expect(delta('vfs_http_requests_total{method="GET",route="/v1/workspaces/:ws/cat",status="404"}')).toBe(1);
+    expect(delta('vfs_read_seconds_count{tool="grep",output_mode="content"}')).toBe(2);
+    expect(delta('vfs_read_seconds_count{tool="grep",output_mode="files_with_matches"}')).toBe(1);
+    expect(delta('vfs_read_seconds_count{tool="ls",output_mode=""}')).toBe(5);
+    expect(delta('vfs_read_seconds_count{tool="cat",output_mode=""}')).toBe(1);
+    expect(delta('vfs_auth_failures_total')).toBe(1);
+    expect(delta('vfs_rate_limited_total{scope="read"}')).toBe(1);
+    // Nine audited reads, in one or more group commits.
+    expect(delta('vfs_audit_batch_events_sum')).toBe(9);
+    expect(delta('vfs_audit_batch_events_count')).toBeGreaterThanOrEqual(1);
+    expect(delta('vfs_audit_commit_seconds_count')).toBe(delta('vfs_audit_batch_events_count'));
+    expect(sample(after, 'vfs_ingest_queue_jobs')).toBe(0);
+    expect(sample(after, 'vfs_ingest_oldest_job_seconds')).toBe(0);
+    expect(sample(after, 'vfs_shard_bytes')).toBeGreaterThan(0);
+    expect(after).toMatch(/^vfs_nodejs_eventloop_lag_seconds \d/m);
+  });
+
+  it('show the ingest queue while a job waits', async () => {
+    expect((await t.call('POST', '/v1/workspaces', { body: { name: 'q' } })).status).toBe(201);
+    const { rows } = await t.service.db.owner.query<{ id: string; account_id: string }>("SELECT id, account_id FROM workspaces WHERE name = 'q'");
+    // A job not due for an hour, made ten seconds ago: no worker claims it meanwhile.
+    await t.service.db.owner.query(
+      "INSERT INTO ingest_jobs (account_id, workspace_id, path, generation, run_after, created_at) VALUES ($1, $2, '/waiting.txt', 1, now() + interval '1 hour', now() - interval '10 seconds')",
+      [rows[0].account_id, rows[0].id],
+    );
+    const text = await scrape();
+    expect(sample(text, 'vfs_ingest_queue_jobs')).toBe(1);
+    expect(sample(text, 'vfs_ingest_oldest_job_seconds')).toBeGreaterThanOrEqual(10);
+    await t.service.db.owner.query("DELETE FROM ingest_jobs WHERE path = '/waiting.txt'");
+  });
+
+  it('serve only GET /metrics on their port', async () => {
+    const url = new URL(t.service.metricsUrl!);
+    expect((await fetch(`${url.origin}/other`)).status).toBe(404);
+    expect((await fetch(url, { method: 'POST' })).status).toBe(404);
+  });
+});
