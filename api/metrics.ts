@@ -9,6 +9,7 @@
  *   committed audit event;
  * - `vfs_rate_limited_total{scope}`, `vfs_auth_failures_total`: refusals at the gate (guard.ts);
  * - `vfs_audit_batch_events`, `vfs_audit_commit_seconds`: the audit log's group commits;
+ * - `vfs_extraction_seconds{type,outcome}`: extractions, reported by the ingest thread;
  * - `vfs_ingest_queue_jobs`, `vfs_ingest_oldest_job_seconds`, `vfs_shard_bytes`: read when
  *   scraped, from PostgreSQL and the shard directories;
  * - prom-client's process metrics, event-loop lag among them.
@@ -53,6 +54,13 @@ export class Metrics {
     name: 'vfs_audit_batch_events',
     help: 'Audit events per group commit',
     buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+    registers: [this.registry],
+  });
+  readonly extractions = new Histogram({
+    name: 'vfs_extraction_seconds',
+    help: 'Extractions by file type (pdf, docx, ..., text, other) and outcome (ok, error, capped: the time or memory cap)',
+    labelNames: ['type', 'outcome'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
   readonly auditCommit = new Histogram({

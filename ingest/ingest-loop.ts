@@ -26,6 +26,18 @@ export interface IngestOptions {
 
 const DEFAULTS: Required<IngestOptions> = { batchSize: 128, leaseSeconds: 120, maxAttempts: 5, pollMs: 1000 };
 
+/** Extensions that name a file type in the metrics; any other file is `text` when read as text, else `other`. */
+const TYPED_EXTENSIONS = new Set(['pdf', 'docx', 'pptx', 'xlsx', 'odt', 'odp', 'ods', 'epub']);
+
+/** A file's type for the metrics, from a small fixed set (labels must not grow with the uploads). */
+function extractedType(path: string, result: ExtractResult): string {
+  const dot = path.lastIndexOf('.');
+  const extension = dot === -1 ? '' : path.slice(dot + 1).toLowerCase();
+  if (TYPED_EXTENSIONS.has(extension)) return extension;
+  if (result.ok) return result.kind === 'text' ? 'text' : result.kind;
+  return 'other';
+}
+
 /** Attempts of a file that hit the extraction's time or memory cap (ExtractResult `capped`): one retry. */
 const CAPPED_ATTEMPTS = 2;
 
@@ -58,6 +70,8 @@ export class IngestLoop {
     private readonly shards: Shards,
     private readonly onError: (message: string, error: unknown) => void,
     options: IngestOptions = {},
+    /** Told of each extraction: the file's type (extractedType), its outcome and its seconds (metrics). */
+    private readonly onExtracted: ((type: string, outcome: 'ok' | 'error' | 'capped', seconds: number) => void) | null = null,
   ) {
     this.options = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
   }
@@ -163,7 +177,14 @@ export class IngestLoop {
           continue;
         }
         const blobPath = this.blobs.path(job.accountId, file.blobSha256);
-        work.push(this.pool.extract(blobPath, file.contentType, file.path).then((result) => ({ job, file, result })));
+        const started = performance.now();
+        work.push(
+          this.pool.extract(blobPath, file.contentType, file.path).then((result) => {
+            const outcome = result.ok ? 'ok' : result.capped === true ? 'capped' : 'error';
+            this.onExtracted?.(extractedType(file.path, result), outcome, (performance.now() - started) / 1000);
+            return { job, file, result };
+          }),
+        );
       }
     }
     return { extracted: await Promise.all(work), settled };

@@ -21,7 +21,9 @@ const log = (message: string, error: unknown): void =>
 const db = new Database(data.targets, (error) => log('ingest database connection lost', error));
 const shards = new Shards(shardsRoot(data.dataDir));
 const pool = new ExtractPool(data.extract);
-const loop = new IngestLoop(db, new BlobStore(join(data.dataDir, 'blobs')), pool, shards, log, data.loop);
+const reportExtraction = (fileType: string, outcome: 'ok' | 'error' | 'capped', seconds: number): void =>
+  port.postMessage({ type: 'extracted', fileType, outcome, seconds } satisfies IngestThreadReply);
+const loop = new IngestLoop(db, new BlobStore(join(data.dataDir, 'blobs')), pool, shards, log, data.loop, data.reportExtractions ? reportExtraction : null);
 const repair = new ShardRepair(db, shards, log);
 // Before the first claim: every shard is checked against PostgreSQL (missing or out-of-date
 // shards are rebuilt from the blobs; damaged ones were deleted before this thread started).

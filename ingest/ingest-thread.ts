@@ -16,6 +16,8 @@ export interface IngestThreadData {
   dataDir: string;
   extract: ExtractPoolOptions;
   loop: IngestOptions;
+  /** Report each extraction (metrics are on). */
+  reportExtractions: boolean;
 }
 
 /** Requests to the ingest thread. */
@@ -28,7 +30,14 @@ export type IngestThreadRequest = { id: number } & (
 );
 
 /** Messages from the ingest thread. */
-export type IngestThreadReply = { type: 'done'; id: number } | { type: 'failed'; id: number; message: string } | { type: 'log'; message: string };
+export type IngestThreadReply =
+  | { type: 'done'; id: number }
+  | { type: 'failed'; id: number; message: string }
+  | { type: 'log'; message: string }
+  | { type: 'extracted'; fileType: string; outcome: 'ok' | 'error' | 'capped'; seconds: number };
+
+/** Told of each extraction the ingest thread ran (metrics). */
+export type ExtractionObserver = (fileType: string, outcome: 'ok' | 'error' | 'capped', seconds: number) => void;
 
 type Body<T> = T extends unknown ? Omit<T, 'id'> : never;
 
@@ -38,7 +47,7 @@ export class IngestThread {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
 
-  constructor(data: IngestThreadData, log: (message: string) => void) {
+  constructor(data: IngestThreadData, log: (message: string) => void, onExtracted: ExtractionObserver | null = null) {
     const entry = siblingModule('ingest-thread-main', import.meta.url);
     // From source, a one-line script registers tsx in the new thread, then imports the entry.
     const source = `import(${JSON.stringify(tsxUrl('tsx/esm/api'))}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${JSON.stringify(entry.href)}); })`;
@@ -51,6 +60,10 @@ export class IngestThread {
     this.worker.on('message', (reply: IngestThreadReply) => {
       if (reply.type === 'log') {
         log(reply.message);
+        return;
+      }
+      if (reply.type === 'extracted') {
+        onExtracted?.(reply.fileType, reply.outcome, reply.seconds);
         return;
       }
       const waiter = this.pending.get(reply.id);

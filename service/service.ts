@@ -162,14 +162,17 @@ async function startParts(
   const temps = await blobs.removeTemp();
   if (temps > 0) log.info(`removed ${temps} upload temp files left by a previous run`);
   await shardsChecked;
+  const metrics = config.metricsPort === null ? null : new Metrics({ ingestQueue: () => ingestQueueStats(db), shardBytes: () => directoryBytes(shards) });
   const ingest = new IngestThread(
     {
       targets,
       dataDir: config.dataDir,
       extract: { threads: config.extractThreads, timeoutMs: config.extractTimeoutMs, maxMemoryMb: config.extractMemoryMb },
       loop: { leaseSeconds: config.ingestLeaseSeconds, maxAttempts: config.ingestMaxAttempts },
+      reportExtractions: metrics !== null,
     },
     (message) => log.error(message),
+    metrics === null ? null : (type, outcome, seconds) => metrics.extractions.observe({ type, outcome }, seconds),
   );
   made.push(() => ingest.stop());
   const uploads = new Uploads(db, blobs, {
@@ -179,7 +182,6 @@ async function startParts(
   const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes);
   made.push(() => readPool.close());
   const shardDir = (workspaceId: string): string => `${shards}/${workspaceId}`; // per request: no join()
-  const metrics = config.metricsPort === null ? null : new Metrics({ ingestQueue: () => ingestQueueStats(db), shardBytes: () => directoryBytes(shards) });
   const audit = new AuditLog(
     db,
     undefined,

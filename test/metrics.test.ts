@@ -34,11 +34,15 @@ describe('metrics', () => {
     }
   });
 
-  it('count requests by route and status, read latencies by tool and mode, refusals, audit commits, the ingest queue and shard bytes', async () => {
+  it('count extractions by type and outcome, requests by route and status, read latencies by tool and mode, refusals, audit commits, the ingest queue and shard bytes', async () => {
     expect((await t.call('POST', '/v1/workspaces', { body: { name: 'm' } })).status).toBe(201);
     for (const name of ['a.txt', 'b.txt']) expect((await put(t, 'm', name, `alpha ${name}\n`)).status).toBe(202);
+    expect((await put(t, 'm', 'c.png', Buffer.from('\x89PNG\r\n\x1a\n\0\0', 'latin1'))).status).toBe(202);
     await settled(t, 'm');
     const before = await scrape();
+    // The uploads above were extracted: two text files, one refused.
+    expect(sample(before, 'vfs_extraction_seconds_count{type="text",outcome="ok"}')).toBe(2);
+    expect(sample(before, 'vfs_extraction_seconds_count{type="other",outcome="error"}')).toBe(1);
     const count = (series: string, text: string) => sample(text, series) ?? 0;
 
     for (let i = 0; i < 3; i++) expect((await t.call('GET', '/v1/workspaces/m/ls')).status).toBe(200);
