@@ -11,7 +11,7 @@
 import { VfsError } from '../core/errors.js';
 import type { CatRequest, GrepRequest } from '../engine/index.js';
 import type { ReadCall } from '../reads/read-protocol.js';
-import { auditCall, type Caller, parseReadRequest, type ReadRouteDeps, readCallError, type Tool } from './read-routes.js';
+import { auditCall, type Caller, countGrep, parseReadRequest, type ReadRouteDeps, readCallError, type Tool } from './read-routes.js';
 import { isDatabaseUnavailable } from './respond.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -267,7 +267,10 @@ export async function callTool(
     const shown = text.shownEntries(tool);
     return answer({ text: text.cut(cutFooter(tool, request, shown, options)), isError: false }, shown);
   }
-  if (outcome.kind === 'done') return answer({ text: text.whole(), isError: false }, outcome.resultCount);
+  if (outcome.kind === 'done') {
+    countGrep(deps, outcome.grep);
+    return answer({ text: text.whole(), isError: false }, outcome.resultCount);
+  }
   const error = await readCallError(options.where, tool, outcome, false, caller, request, deps);
   return answer({ text: error.message, isError: true }, null);
 }

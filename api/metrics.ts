@@ -7,6 +7,7 @@
  *   (api/in-flight.ts sees each request start and end);
  * - `vfs_read_seconds{tool,output_mode}`: read-tool calls, HTTP and MCP, from admission to the
  *   committed audit event;
+ * - `vfs_grep_candidates_total`, `vfs_grep_verified_bytes_total`: what the greps read;
  * - `vfs_rate_limited_total{scope}`, `vfs_auth_failures_total`: refusals at the gate (guard.ts);
  * - `vfs_audit_batch_events`, `vfs_audit_commit_seconds`: the audit log's group commits;
  * - `vfs_extraction_seconds{type,outcome}`: extractions, reported by the ingest thread;
@@ -54,6 +55,16 @@ export class Metrics {
     name: 'vfs_audit_batch_events',
     help: 'Audit events per group commit',
     buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+    registers: [this.registry],
+  });
+  readonly grepCandidates = new Counter({
+    name: 'vfs_grep_candidates_total',
+    help: 'Candidate files of the greps that ended (after the index and the filters)',
+    registers: [this.registry],
+  });
+  readonly grepVerifiedBytes = new Counter({
+    name: 'vfs_grep_verified_bytes_total',
+    help: 'Text bytes the greps that ended verified with the regex',
     registers: [this.registry],
   });
   readonly extractions = new Histogram({

@@ -11,7 +11,7 @@ import type { AuditLog } from '../db/audit.js';
 import type { Database } from '../db/database.js';
 import { fileState } from '../db/files.js';
 import { checkFilePath } from '../core/paths.js';
-import { type CatRequest, type FindRequest, type GrepRequest, type LsRequest, MAX_FIND_LIMIT, Visibility } from '../engine/index.js';
+import { type CatRequest, type FindRequest, type GrepRequest, type GrepStats, type LsRequest, MAX_FIND_LIMIT, Visibility } from '../engine/index.js';
 import type { Principal } from './auth.js';
 import type { Guard } from './guard.js';
 import { type RequestContext, snapshot } from './http.js';
@@ -141,6 +141,7 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
   const outcome = await call.outcome;
 
   if (outcome.kind === 'done') {
+    countGrep(deps, outcome.grep);
     await stream.endAfter(() => audit(outcome.resultCount), deps.log);
   } else if (outcome.kind === 'cancelled' && ctx.aborted) {
     // Cancelled because the client went away; still recorded.
@@ -149,6 +150,13 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
     const error = await readCallError(`${ctx.method} ${ctx.url}`, tool, outcome, stream.started, caller, request, deps);
     await stream.failAfter(error, () => audit(null), deps.log);
   }
+}
+
+/** Adds what a grep read to the metrics. */
+export function countGrep(deps: ReadRouteDeps, grep: GrepStats | undefined): void {
+  if (deps.metrics === null || grep === undefined) return;
+  deps.metrics.grepCandidates.inc(grep.candidates);
+  deps.metrics.grepVerifiedBytes.inc(grep.verifiedBytes);
 }
 
 /**

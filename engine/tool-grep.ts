@@ -166,6 +166,8 @@ export interface GrepContentSummary extends ToolSummary {
   candidates: number;
   /** Candidate files actually searched (fewer when the deadline passed or head_limit was reached). */
   searched: number;
+  /** Text bytes of the files searched. */
+  verifiedBytes: number;
   /** True when the deadline stopped the search. */
   timedOut: boolean;
 }
@@ -188,6 +190,8 @@ export interface GrepCollection {
   candidates: number;
   /** Candidate files actually searched (fewer when the deadline passed). */
   searched: number;
+  /** Text bytes of the files searched. */
+  verifiedBytes: number;
   /** True when the deadline stopped the search. */
   timedOut: boolean;
 }
@@ -327,6 +331,7 @@ function* collectCounts(reader: ShardReader, p: GrepPlan, share: GrepShare): Gen
     const docs = candidates(snapshot, p, share, true).sort((a, b) => a.id - b.id);
     const files: GrepFileCount[] = [];
     let searched = 0;
+    let verifiedBytes = 0;
     let timedOut = false;
     const pace = new Pace(p.deadline);
     for (const meta of docs) {
@@ -338,9 +343,10 @@ function* collectCounts(reader: ShardReader, p: GrepPlan, share: GrepShare): Gen
       if (step === 'beat') yield HEARTBEAT;
       const matching = countMatchingLines(snapshot, meta, p.matcher);
       searched++;
+      verifiedBytes += meta.textBytes;
       if (matching > 0) files.push({ path: meta.path, matchingLines: matching, totalLines: meta.lines });
     }
-    return { files, candidates: docs.length, searched, timedOut };
+    return { files, candidates: docs.length, searched, verifiedBytes, timedOut };
   } finally {
     snapshot.done();
   }
@@ -370,10 +376,12 @@ function* emitCounts(s: Pick<GrepSettings, 'outputMode' | 'offset' | 'headLimit'
   const files: GrepFileCount[] = [];
   let searched = 0;
   let total = 0;
+  let verifiedBytes = 0;
   let timedOut = false;
   for (const c of collections) {
     searched += c.searched;
     total += c.candidates;
+    verifiedBytes += c.verifiedBytes;
     timedOut ||= c.timedOut;
     for (const f of c.files) {
       if (seen.has(f.path)) continue;
@@ -395,7 +403,7 @@ function* emitCounts(s: Pick<GrepSettings, 'outputMode' | 'offset' | 'headLimit'
   if (timedOut) notes.push(incompleteNote(searched, total));
   if (notes.length > 0) out.write(`[${notes.join('; ')}]\n`);
   yield* out.drain(true);
-  return { resultCount: Math.max(0, end - offset) };
+  return { resultCount: Math.max(0, end - offset), grep: { candidates: total, verifiedBytes } };
 }
 
 /**
@@ -471,6 +479,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Gener
     let lastDoc = -1;
     let lastLine = -1;
     let searched = 0;
+    let verifiedBytes = 0;
     let timedOut = false;
     const pace = new Pace(p.deadline);
     // The current document. `text`/`starts` view lmdb-js's reused read buffer, valid only
@@ -541,6 +550,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Gener
       }
       if (step === 'beat') yield HEARTBEAT;
       searched++;
+      verifiedBytes += doc.textBytes;
       if (doc.lines === 0) continue;
       meta = doc;
       load();
@@ -577,7 +587,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Gener
     // A share's footer is written by its caller, after the shares that follow it.
     if (notes.length > 0 && share.pathRange === undefined && share.lead === undefined) out.write(`[${notes.join('; ')}]\n`);
     yield* out.drain(true);
-    return { resultCount: matchesShown, candidates: docs.length, searched, timedOut };
+    return { resultCount: matchesShown, candidates: docs.length, searched, verifiedBytes, timedOut, grep: { candidates: docs.length, verifiedBytes } };
   } finally {
     snapshot.done();
   }

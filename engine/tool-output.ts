@@ -17,6 +17,14 @@ import type { LineStarts } from './doc-text.js';
 export interface ToolSummary {
   /** Entries (ls), files (find, grep files_with_matches/count), lines (cat) or matching lines (grep content) reported. */
   resultCount: number;
+  /** grep: how much it read (for the metrics). */
+  grep?: GrepStats;
+}
+
+/** How much a grep read: candidate files (after the filters) and the text bytes it verified with the regex. */
+export interface GrepStats {
+  candidates: number;
+  verifiedBytes: number;
 }
 
 /** Target size of one yielded chunk. */

@@ -36,7 +36,7 @@ import {
   type ShardReader,
   type ToolSummary,
 } from '../engine/index.js';
-import { CANCELLED, type ChunkSink, type ReadCall, type ReadOutcome, type ReadTask, type RunTask, type TaskCall } from './read-protocol.js';
+import { CANCELLED, type ChunkSink, doneWith, type ReadCall, type ReadOutcome, type ReadTask, type RunTask, type TaskCall } from './read-protocol.js';
 
 /**
  * Whether a grep is split across threads: the sorted modes must see every
@@ -143,11 +143,11 @@ function parallelCounts(s: Splitter, sink: ChunkSink): ReadCall {
       if (ended !== undefined) return ended;
       // A lead that kept the whole search has printed the answer.
       const printed = (results[0] as { kind: 'done'; result: ToolSummary | null }).result;
-      if (printed !== null) return { kind: 'done', resultCount: printed.resultCount };
+      if (printed !== null) return doneWith(printed);
       if (cancelled) return { kind: 'cancelled' };
       merge = s.runTask('grepMerge', s.shardDir, s.request, sink, { peers: split.counts.splice(0) });
       const merged = await merge.outcome;
-      return merged.kind === 'done' ? { kind: 'done', resultCount: (merged.result as ToolSummary).resultCount } : merged;
+      return merged.kind === 'done' ? doneWith(merged.result as ToolSummary) : merged;
     } finally {
       // Ports not handed to a merge (a share failed, or the call was cancelled).
       for (const port of split.counts) port.close();
@@ -201,7 +201,11 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
     }
     const footer = grepContentFooter(summaries);
     if (footer !== null) sink(Buffer.from(footer), () => {});
-    return { kind: 'done', resultCount: summaries.reduce((n, r) => n + r.resultCount, 0) };
+    return {
+      kind: 'done',
+      resultCount: summaries.reduce((n, r) => n + r.resultCount, 0),
+      grep: { candidates: summaries.reduce((n, r) => n + r.candidates, 0), verifiedBytes: summaries.reduce((n, r) => n + r.verifiedBytes, 0) },
+    };
   })();
   return { outcome, cancel: split.cancel };
 }

@@ -11,6 +11,7 @@ import { cat, closeShardReader, find, type GrepRequest, ls, openShardReader, typ
 import { splitGrep, splitPays } from './grep-split.js';
 import {
   CANCELLED,
+  doneWith,
   type ChunkSink,
   errorOf,
   failure,
@@ -134,7 +135,7 @@ export class ReadPool {
     }
     const call = this.task(tool, shardDir, request, sink);
     return {
-      outcome: call.outcome.then((o) => (o.kind === 'done' ? { kind: 'done', resultCount: (o.result as ToolSummary).resultCount } : o)),
+      outcome: call.outcome.then((o) => (o.kind === 'done' ? doneWith(o.result as ToolSummary) : o)),
       cancel: call.cancel,
     };
   }

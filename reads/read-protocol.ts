@@ -16,7 +16,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { type ErrorCode, type ErrorParams, VfsError } from '../core/errors.js';
-import type { GrepLead, GrepShare, GrepSplit } from '../engine/index.js';
+import type { GrepLead, GrepShare, GrepSplit, GrepStats, ToolSummary } from '../engine/index.js';
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
 export const WINDOW = 4;
@@ -78,6 +78,13 @@ export function errorMessage(error: unknown): ErrorMessage {
   return { type: 'error', code: 'INTERNAL', params: {}, detail: String(error instanceof Error ? error.stack : error) };
 }
 
+/** The outcome of a call that ended with `summary` (a grep's stats kept for the metrics). */
+export function doneWith(summary: ToolSummary): ReadOutcome {
+  return summary.grep === undefined
+    ? { kind: 'done', resultCount: summary.resultCount }
+    : { kind: 'done', resultCount: summary.resultCount, grep: summary.grep };
+}
+
 /** The failure for what was thrown on the HTTP thread: by a tool run there, or by a task that could not run. */
 export function failure(error: unknown): Failure {
   return error instanceof VfsError ? { kind: 'failed', error } : { kind: 'failed', error: new VfsError('INTERNAL'), detail: String(error) };
@@ -107,7 +114,7 @@ export interface Cancelled {
 }
 
 /** How a read ended. */
-export type ReadOutcome = { kind: 'done'; resultCount: number } | Failure | Cancelled;
+export type ReadOutcome = { kind: 'done'; resultCount: number; grep?: GrepStats } | Failure | Cancelled;
 
 /** A read in progress. */
 export interface ReadCall {

@@ -34,7 +34,7 @@ describe('metrics', () => {
     }
   });
 
-  it('count extractions by type and outcome, requests by route and status, read latencies by tool and mode, refusals, audit commits, the ingest queue and shard bytes', async () => {
+  it('count extractions by type and outcome, requests by route and status, read latencies by tool and mode, what greps read, refusals, audit commits, the ingest queue and shard bytes', async () => {
     expect((await t.call('POST', '/v1/workspaces', { body: { name: 'm' } })).status).toBe(201);
     for (const name of ['a.txt', 'b.txt']) expect((await put(t, 'm', name, `alpha ${name}\n`)).status).toBe(202);
     expect((await put(t, 'm', 'c.png', Buffer.from('\x89PNG\r\n\x1a\n\0\0', 'latin1'))).status).toBe(202);
@@ -67,6 +67,9 @@ describe('metrics', () => {
     expect(delta('vfs_read_seconds_count{tool="grep",output_mode="files_with_matches"}')).toBe(1);
     expect(delta('vfs_read_seconds_count{tool="ls",output_mode=""}')).toBe(5);
     expect(delta('vfs_read_seconds_count{tool="cat",output_mode=""}')).toBe(1);
+    // Three greps, each over both files (12 bytes of text each).
+    expect(delta('vfs_grep_candidates_total')).toBe(6);
+    expect(delta('vfs_grep_verified_bytes_total')).toBe(72);
     expect(delta('vfs_auth_failures_total')).toBe(1);
     expect(delta('vfs_rate_limited_total{scope="read"}')).toBe(1);
     // Nine audited reads, in one or more group commits.
