@@ -8,6 +8,7 @@
  * response.
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { randomUUID } from 'node:crypto';
 import { VfsError } from '../core/errors.js';
 
 /**
@@ -93,6 +94,16 @@ export interface RequestContext {
   aborted: boolean;
   /** Callbacks run once if the client goes away. */
   readonly onAbort: Array<() => void>;
+  /** The request's id: its `X-Request-Id` when that is 1-128 of `[A-Za-z0-9._:-]`, else a new UUID; echoed on the response. */
+  readonly requestId: string;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const requestIds = new WeakMap<HttpResponse, string>();
+
+/** The id of the request a response answers (see RequestContext.requestId); undefined before its snapshot. */
+export function requestIdOf(res: HttpResponse): string | undefined {
+  return requestIds.get(res);
 }
 
 const decoder = new TextDecoder();
@@ -109,6 +120,7 @@ export function snapshot(res: HttpResponse, req: HttpRequest, paramCount: number
   let contentType: string | undefined;
   let contentLength = '';
   let forwardedFor: string | undefined;
+  let requestId: string | undefined;
   req.forEach((name, value) => {
     if (name === 'authorization') {
       if (authorizations++ === 0) authorization = value;
@@ -117,7 +129,10 @@ export function snapshot(res: HttpResponse, req: HttpRequest, paramCount: number
     } else if (name === 'connection') connection ||= value;
     else if (name === 'content-type') contentType ??= value;
     else if (name === 'x-forwarded-for') forwardedFor ??= value;
+    else if (name === 'x-request-id') requestId ??= value;
   });
+  const id = requestId !== undefined && REQUEST_ID.test(requestId) ? requestId : randomUUID();
+  requestIds.set(res, id);
   const ctx: RequestContext = {
     res,
     method: req.getMethod().toUpperCase(),
@@ -132,6 +147,7 @@ export function snapshot(res: HttpResponse, req: HttpRequest, paramCount: number
     params,
     aborted: false,
     onAbort: [],
+    requestId: id,
   };
   res.onAborted(() => {
     ctx.aborted = true;
@@ -212,6 +228,7 @@ export function send(
   ctx.res.cork(() => {
     ctx.res.writeStatus(statusLine(status));
     if (contentType !== null) ctx.res.writeHeader('content-type', contentType);
+    ctx.res.writeHeader('x-request-id', ctx.requestId);
     for (const [name, value] of Object.entries(headers)) ctx.res.writeHeader(name, value);
     // A HEAD answer describes the body it does not send (RFC 9110 9.3.2). This uWS build does
     // not close after endWithoutBody() even when told to, so a HEAD whose client asked to

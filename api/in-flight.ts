@@ -10,15 +10,18 @@
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { VfsError } from '../core/errors.js';
-import { statusLine } from './http.js';
+import { requestIdOf, statusLine } from './http.js';
 
 type Handler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;
 
 const ROUTE_METHODS = new Set(['get', 'post', 'put', 'del', 'patch', 'options', 'head', 'connect', 'trace', 'any']);
 const READ_TOOL = /\/v1\/workspaces\/[^/]+\/(?:ls|find|cat|grep)$/;
 
-/** Told of every response that ended: its method, route pattern and status (`aborted` when the client went away first). */
-export type RequestObserver = (method: string, route: string, status: string) => void;
+/**
+ * Told of every response that ended: its method, route pattern, status (`aborted` when the
+ * client went away first), milliseconds since the request came, and request id.
+ */
+export type RequestObserver = (method: string, route: string, status: string, ms: number, requestId: string) => void;
 
 /** Counts the requests being served and waits for them at stop. */
 export class InFlight {
@@ -73,11 +76,12 @@ export class InFlight {
       this.open++;
       let done = false;
       const method = this.observe === null ? '' : req.getMethod().toUpperCase();
+      const started = this.observe === null ? 0 : performance.now();
       let status = '200'; // uWS's status when none is written
       const finish = (aborted = false): void => {
         if (done) return;
         done = true;
-        this.observe?.(method, pattern, aborted ? 'aborted' : status);
+        this.observe?.(method, pattern, aborted ? 'aborted' : status, Math.round((performance.now() - started) * 100) / 100, requestIdOf(res) ?? '');
         if (--this.open === 0) for (const wake of this.idle.splice(0)) wake();
       };
       hook(res, finish, (line) => {

@@ -8,7 +8,7 @@ import { VfsError } from '../core/errors.js';
 import { type RequestContext, sendJson, sendText } from './http.js';
 
 /** Where unexpected errors go. */
-export type ErrorLog = (message: string, error: unknown) => void;
+export type ErrorLog = (message: string, error: unknown, fields?: Record<string, unknown>) => void;
 
 // Connection failures (class 08), refused logins (class 28), shutdown (57P01-57P03), too many connections (53300), and the client-side ones.
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
@@ -17,7 +17,7 @@ const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'E
 export function toVfsError(error: unknown, log: ErrorLog, ctx: RequestContext): VfsError {
   if (error instanceof VfsError) return error;
   if (isDatabaseUnavailable(error)) return new VfsError('UNAVAILABLE', { what: 'the database' }, { 'retry-after': '1' });
-  log(`${ctx.method} ${ctx.url} failed`, error);
+  log(`${ctx.method} ${ctx.url} failed`, error, { requestId: ctx.requestId });
   return new VfsError('INTERNAL');
 }
 

@@ -25,6 +25,8 @@ const EXCLUSIVE_PORT = 1;
 /** What the server needs from the rest of the service. */
 export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps, McpRouteDeps {
   db: Database;
+  /** Writes one line per request (method, route, status, milliseconds, request id); null: none. */
+  requestLog: ((fields: Record<string, unknown>) => void) | null;
 }
 
 /** A listening server. */
@@ -42,7 +44,15 @@ export interface RunningServer {
 export async function startServer(deps: ServerDeps, host: string, port: number, http: HttpChoice = 'auto'): Promise<RunningServer> {
   const { uws } = loadUws(http);
   const metrics = deps.metrics;
-  const inFlight = new InFlight(metrics === null ? null : (method, route, status) => metrics.requests.inc({ method, route, status }));
+  const requestLog = deps.requestLog;
+  const inFlight = new InFlight(
+    metrics === null && requestLog === null
+      ? null
+      : (method, route, status, ms, requestId) => {
+          metrics?.requests.inc({ method, route, status });
+          requestLog?.({ method, route, status, ms, requestId });
+        },
+  );
   const app = inFlight.wrap(uws.App());
 
   const healthz = (res: HttpResponse, req: HttpRequest): void => sendText(snapshot(res, req, 0), 200, 'ok');

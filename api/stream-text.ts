@@ -59,6 +59,7 @@ export class TextStream {
         this.headersSent = true;
         res.writeStatus(statusLine(200));
         res.writeHeader('content-type', TEXT);
+        res.writeHeader('x-request-id', this.ctx.requestId);
       }
       ok = res.write(data);
     });

@@ -46,6 +46,7 @@ const schema = z
     VFS_SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(30),
     VFS_HTTP: z.enum(['auto', 'node']).default('auto'),
     VFS_METRICS_PORT: port.optional(),
+    VFS_LOG_LEVEL: z.enum(['debug', 'info', 'error', 'silent']).default('info'),
     VFS_MCP_MAX_CHARS: z.coerce.number().int().min(MIN_MCP_MAX_CHARS).max(10_000_000).default(40_000),
     VFS_MCP_ALLOWED_ORIGINS: z
       .string()
@@ -120,6 +121,8 @@ export interface Config {
    * here) and the node:http implementation of its API elsewhere; `node` takes the latter always.
    */
   http: HttpChoice;
+  /** Lowest level of the JSON log lines written to stderr; `debug` adds a line per request. */
+  logLevel: 'debug' | 'info' | 'error' | 'silent';
   /** Port of the Prometheus metrics server (`GET /metrics`, on HOST); null: no metrics. 0 picks a free one. */
   metricsPort: number | null;
   /** The cap on an MCP tool result's characters; past it the result is cut at a line boundary with a footer. */
@@ -160,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     blobSweepMs: e.VFS_BLOB_SWEEP_SECONDS * 1000,
     shutdownGraceMs: e.VFS_SHUTDOWN_GRACE_SECONDS * 1000,
     http: e.VFS_HTTP,
+    logLevel: e.VFS_LOG_LEVEL,
     metricsPort: e.VFS_METRICS_PORT ?? null,
     mcpMaxChars: e.VFS_MCP_MAX_CHARS,
     mcpAllowedOrigins: Object.freeze(e.VFS_MCP_ALLOWED_ORIGINS),

@@ -4,15 +4,15 @@
  * SIGINT or SIGTERM.
  */
 import { loadConfig } from './config.js';
-import { type Logger, startService } from './service.js';
+import { createLogger, type Logger } from './log.js';
+import { startService } from './service.js';
 
-const log: Logger = {
-  info: (message) => process.stderr.write(`[agent-vfs] ${message}\n`),
-  error: (message, error) => process.stderr.write(`[agent-vfs] ERROR ${message}${error === undefined ? '' : `: ${String(error)}`}\n`),
-};
+// Until the configuration is read (a bad one is logged at this level).
+let log: Logger = createLogger('info');
 
 try {
   const config = loadConfig(process.env);
+  log = createLogger(config.logLevel);
   const service = await startService(config, log);
   if (service.createdKey !== null) {
     process.stdout.write(`\nCreated the default account. Its management key (shown only this once):\n\n  ${service.createdKey}\n\n`);

@@ -36,13 +36,10 @@ import { dropDamagedShards } from '../ingest/shard-repair.js';
 import { shardsRoot } from '../ingest/shards.js';
 import { Uploads } from '../ingest/uploads.js';
 import type { Config } from './config.js';
+import type { Logger } from './log.js';
 import { type DataDirLock, lockDataDir } from './data-lock.js';
 
-/** Where the service writes what it has to say. */
-export interface Logger {
-  info(message: string): void;
-  error(message: string, error?: unknown): void;
-}
+export type { Logger } from './log.js';
 
 /** A running service. */
 export interface Service {
@@ -243,7 +240,8 @@ async function startParts(
       ),
       metrics,
       uploads,
-      log: (message, error) => log.error(message, error),
+      log: (message, error, fields) => log.error(message, error, fields),
+      requestLog: log.debugging ? (fields) => log.debug('request', fields) : null,
       maxJsonBytes: config.maxJsonBytes,
       readPool,
       audit,

@@ -106,7 +106,8 @@ describe('npm start on the embedded default', () => {
         () => null,
         (e: Error) => e.message,
       );
-      expect(error).toMatch(/start failed: ENOTDIR/);
+      // The log line: {"level":"error",…,"error":"ENOTDIR…","msg":"start failed"}
+      expect(error).toMatch(/"error":"ENOTDIR.*"msg":"start failed"/);
       expect(error).not.toMatch(/connection lost/);
       expect(await starting.exited).toBe(1);
       expect(await postgresRunning()).toBe(false);

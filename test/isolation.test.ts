@@ -21,6 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createAccount, issueManagementKey, listManagementKeys } from '../db/accounts.js';
 import { provisionDatabase } from '../db/provision.js';
+import { createLogger } from '../service/log.js';
 import { loadConfig } from '../service/config.js';
 import { type Service, startWithDatabase } from '../service/service.js';
 import { listAll, settled, startTestService, type Reply, type TestService } from './helpers/service.js';
@@ -360,7 +361,7 @@ describe('interleaved tenants under concurrency, with aborted requests', () => {
       VFS_AUTH_FAILURES: '1000000',
       VFS_MANAGEMENT_RATE: '1000000',
     });
-    service = await startWithDatabase(config, { info: () => {}, error: () => {} }, { ...targets, app: { ...targets.app, max: APP_POOL } }, names.appRole);
+    service = await startWithDatabase(config, createLogger('silent'), { ...targets, app: { ...targets.app, max: APP_POOL } }, names.appRole);
     await service.db.owner.query('UPDATE plans SET read_rate_per_credential = 1000000, read_rate_per_account = 1000000');
     expect(service.db.app.options.max).toBe(APP_POOL);
     base = service.url;

@@ -12,6 +12,7 @@ import { createAccount, issueManagementKey } from '../../db/accounts.js';
 import type { DatabaseTargets } from '../../db/database.js';
 import { provisionDatabase } from '../../db/provision.js';
 import { type Config, loadConfig } from '../../service/config.js';
+import { createLogger } from '../../service/log.js';
 import { type Service, startWithDatabase } from '../../service/service.js';
 
 /** A running service with the default account's key and a client for it. */
@@ -65,13 +66,8 @@ export async function startTestService(env: Record<string, string> = {}, options
   // VFS_HTTP=node runs the suite on the node:http implementation of the uWebSockets.js API.
   const http = process.env.VFS_HTTP === undefined ? {} : { VFS_HTTP: process.env.VFS_HTTP };
   const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...lifted, ...http, ...env });
-  // The service's errors go to stderr with VFS_TEST_LOG=1 (a 500 in a test logs its cause there).
-  const quiet = {
-    info: () => {},
-    error: (message: string, error?: unknown) => {
-      if (process.env.VFS_TEST_LOG === '1') console.error(message, error);
-    },
-  };
+  // The service's errors go to stderr as JSON lines with VFS_TEST_LOG=1 (a 500 in a test logs its cause there).
+  const quiet = createLogger(process.env.VFS_TEST_LOG === '1' ? 'error' : 'silent');
   const service = await startWithDatabase(config, quiet, targets, names.appRole).catch(async (error: unknown) => {
     await rm(dataDir, { recursive: true, force: true });
     throw error;
