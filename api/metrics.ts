@@ -83,30 +83,24 @@ export class Metrics {
 
   constructor(sources: MetricSources) {
     collectDefaultMetrics({ register: this.registry, prefix: 'vfs_' });
-    new Gauge({
-      name: 'vfs_ingest_queue_jobs',
-      help: 'Ingest jobs waiting or running',
-      registers: [this.registry],
-      async collect() {
-        this.set((await sources.ingestQueue()).jobs);
-      },
-    });
-    new Gauge({
-      name: 'vfs_ingest_oldest_job_seconds',
-      help: 'Age of the oldest ingest job waiting or running (0 when none)',
-      registers: [this.registry],
-      async collect() {
-        this.set((await sources.ingestQueue()).oldestSeconds);
-      },
-    });
-    new Gauge({
-      name: 'vfs_shard_bytes',
-      help: 'Bytes of the shard files on disk',
-      registers: [this.registry],
-      async collect() {
-        this.set(await sources.shardBytes());
-      },
-    });
+    // Read when scraped.
+    const gauge = (name: string, help: string, read: () => Promise<number>): void => {
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        async collect() {
+          this.set(await read());
+        },
+      });
+    };
+    gauge('vfs_ingest_queue_jobs', 'Ingest jobs waiting or running', async () => (await sources.ingestQueue()).jobs);
+    gauge(
+      'vfs_ingest_oldest_job_seconds',
+      'Age of the oldest ingest job waiting or running (0 when none)',
+      async () => (await sources.ingestQueue()).oldestSeconds,
+    );
+    gauge('vfs_shard_bytes', 'Bytes of the shard files on disk', () => sources.shardBytes());
   }
 }
 
