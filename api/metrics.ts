@@ -94,12 +94,15 @@ export class Metrics {
         },
       });
     };
-    gauge('vfs_ingest_queue_jobs', 'Ingest jobs waiting or running', async () => (await sources.ingestQueue()).jobs);
-    gauge(
-      'vfs_ingest_oldest_job_seconds',
-      'Age of the oldest ingest job waiting or running (0 when none)',
-      async () => (await sources.ingestQueue()).oldestSeconds,
-    );
+    // The two queue gauges are collected together (a scrape collects every metric at once):
+    // one query serves both.
+    let queue: ReturnType<MetricSources['ingestQueue']> | null = null;
+    const readQueue = (): ReturnType<MetricSources['ingestQueue']> =>
+      (queue ??= sources.ingestQueue().finally(() => {
+        queue = null;
+      }));
+    gauge('vfs_ingest_queue_jobs', 'Ingest jobs waiting or running', async () => (await readQueue()).jobs);
+    gauge('vfs_ingest_oldest_job_seconds', 'Age of the oldest ingest job waiting or running (0 when none)', async () => (await readQueue()).oldestSeconds);
     gauge('vfs_shard_bytes', 'Bytes of the shard files on disk', () => sources.shardBytes());
   }
 }
