@@ -15,6 +15,10 @@ export interface FileEntry {
   contentType: string;
   updatedAt: string;
   errorDetail: string | null;
+  /** SHA-256 of the original's bytes, hex: a client compares it to tell a changed file from an unchanged one. */
+  sha256: string;
+  /** The upload's visibility claims, or null when every token sees the file. */
+  visibility: string[] | null;
 }
 
 /** One listing page request; `after` is the last path already seen. */
@@ -33,8 +37,10 @@ export async function listFiles(tx: Tx, workspaceId: string, q: FilePageQuery): 
     content_type: string;
     updated_at: Date;
     error_detail: string | null;
+    blob_sha256: string;
+    visibility: string[] | null;
   }>(
-    `SELECT path, status, size_bytes, content_type, updated_at, error_detail FROM files
+    `SELECT path, status, size_bytes, content_type, updated_at, error_detail, blob_sha256, visibility FROM files
       WHERE workspace_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR path COLLATE "C" > $3)
       ORDER BY path COLLATE "C" LIMIT $4`,
     [workspaceId, q.status ?? null, q.after ?? null, q.limit + 1],
@@ -47,6 +53,8 @@ export async function listFiles(tx: Tx, workspaceId: string, q: FilePageQuery): 
     contentType: r.content_type,
     updatedAt: iso(r.updated_at),
     errorDetail: r.error_detail,
+    sha256: r.blob_sha256,
+    visibility: r.visibility,
   }));
   return { files, lastPath: more ? files[files.length - 1].path : null };
 }

@@ -2,6 +2,7 @@
  * Uploads and ingest against a real service: real files, a real PostgreSQL,
  * real shards read back through `cat`.
  */
+import { createHash } from 'node:crypto';
 import { readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { request } from 'node:http';
@@ -52,6 +53,8 @@ describe('text files', () => {
     const files = await listAll(t, 'ws');
     const entry = files.find((f) => f.path === '/' + path)!;
     expect(entry).toMatchObject({ status: 'ready', sizeBytes: body.length, contentType: 'text/plain; charset=utf-8', errorDetail: null });
+    expect(entry.sha256).toBe(createHash('sha256').update(body).digest('hex'));
+    expect(entry.visibility).toBeNull();
     expect(await cat('ws', path)).toEqual({ status: 200, text: expected });
   });
 
@@ -247,6 +250,12 @@ describe('paths', () => {
     const r = await t.call('PUT', '/v1/workspaces/ws/files/v.txt?visibility=team', { body: 'x' });
     expect(r.status).toBe(400);
     expect(r.json.error).toMatch(/visibility/);
+  });
+
+  it('lists the visibility claims an upload carried, sorted and without duplicates', async () => {
+    expect((await t.call('PUT', '/v1/workspaces/ws/files/seen.txt?visibility=user:b,group:a,user:b', { body: 'x' })).status).toBe(202);
+    const entry = (await listAll(t, 'ws')).find((f) => f.path === '/seen.txt')!;
+    expect(entry.visibility).toEqual(['group:a', 'user:b']);
   });
 });
 

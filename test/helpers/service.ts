@@ -121,6 +121,8 @@ export interface ListedFile {
   contentType: string;
   updatedAt: string;
   errorDetail: string | null;
+  sha256: string;
+  visibility: string[] | null;
 }
 
 /** Every file of a workspace, paging through the listing. */
