@@ -14,7 +14,9 @@ import type { Guard } from './guard.js';
 import { BodyStream } from './body-stream.js';
 import type { Lookups } from './lookups.js';
 import { type RequestContext, send, sendJson, snapshot } from './http.js';
-import { CLAIM, onlyParams, single, workspaceParam } from './params.js';
+import { CLAIM, workspaceParam } from './params.js';
+import { queryReader } from './query.js';
+import { NO_QUERY, UPLOAD_QUERY } from './schemas.js';
 import { type ErrorLog, toVfsError } from './respond.js';
 
 /** What the file routes need. */
@@ -27,6 +29,8 @@ export interface FileRouteDeps {
 }
 
 const MAX_VISIBILITY_CLAIMS = 64;
+const uploadQuery = queryReader(UPLOAD_QUERY);
+const noQuery = queryReader(NO_QUERY);
 
 /** Registers PUT and DELETE of files. */
 export function registerFileRoutes(app: TemplatedApp, deps: FileRouteDeps): void {
@@ -43,7 +47,7 @@ export function registerFileRoutes(app: TemplatedApp, deps: FileRouteDeps): void
         const accountId = requireManagementKey(await admitted(ctx, deps));
         const name = workspaceParam(ctx.params[0]);
         const path = filePathFromUrl(ctx.url);
-        onlyParams(ctx.query, []);
+        noQuery.read(ctx.query);
         const workspaceId = await deps.lookups.workspaceId(accountId, name);
         if (!(await deps.uploads.delete(accountId, workspaceId, path))) throw new VfsError('NO_SUCH_FILE', { path });
         sendJson(ctx, 204, null);
@@ -60,8 +64,7 @@ async function upload(ctx: RequestContext, body: BodyStream, deps: FileRouteDeps
     const accountId = requireManagementKey(await admitted(ctx, deps));
     const name = workspaceParam(ctx.params[0]);
     const path = filePathFromUrl(ctx.url);
-    onlyParams(ctx.query, ['visibility']);
-    const visibility = parseVisibility(single(ctx.query, 'visibility'));
+    const visibility = parseVisibility(uploadQuery.read(ctx.query).visibility);
     const [workspaceId, limits] = await Promise.all([deps.lookups.workspaceId(accountId, name), deps.lookups.accountLimits(accountId)]);
     const declared = ctx.contentLength === '' ? 0 : Number(ctx.contentLength);
     if (declared > limits.maxFileBytes) throw new VfsError('FILE_TOO_LARGE', { limit: limits.maxFileBytes });

@@ -3,19 +3,21 @@
  * listing, tokens and the audit export. JSON in and out; management key only.
  */
 import type { TemplatedApp } from 'uWebSockets.js';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { CREDENTIAL_ID } from '../core/credentials.js';
 import { VfsError, invalidParameter } from '../core/errors.js';
 import { exportAudit } from '../db/audit.js';
 import type { Database } from '../db/database.js';
-import { FILE_STATUSES, listFiles } from '../db/files.js';
+import { listFiles } from '../db/files.js';
 import { accountLimits } from '../db/limits.js';
 import { mintToken, revokeToken } from '../db/tokens.js';
 import { createWorkspace, deleteWorkspace, listWorkspaces, requireWorkspace } from '../db/workspaces.js';
 import { type Authenticator, requireManagementKey } from './auth.js';
 import type { Guard } from './guard.js';
 import { type RequestContext, readBody, sendJson, snapshot } from './http.js';
-import { CLAIM, decodeURIComponentSafe, enumParam, intParam, onlyParams, single, WORKSPACE_NAME, workspaceParam } from './params.js';
+import { decodeURIComponentSafe, workspaceParam } from './params.js';
+import { queryReader } from './query.js';
+import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY, NO_QUERY } from './schemas.js';
 import { type ErrorLog, sendJsonError } from './respond.js';
 
 /** What the management routes need. */
@@ -39,25 +41,9 @@ export interface JsonReply {
 /** A management-plane handler: gets the caller's account id and the parsed body. */
 type ManagementHandler = (ctx: RequestContext, accountId: string, body: unknown) => Promise<JsonReply>;
 
-const createWorkspaceBody = z.strictObject({
-  name: z.string({ error: 'name must be a string' }).regex(WORKSPACE_NAME, {
-    error: 'name must be 1-64 characters of a-z, 0-9, "-" or "_", starting and ending with a letter or digit',
-  }),
-});
-
-const mintTokenBody = z.strictObject({
-  claims: z
-    .array(z.string().regex(CLAIM, { error: 'each claim must be "*", "user:<id>" or "group:<id>" (id: 1-128 of A-Z a-z 0-9 . _ @ -)' }))
-    .min(1, { error: 'claims must have 1 to 64 items' })
-    .max(64, { error: 'claims must have 1 to 64 items' })
-    .optional(),
-  ttlSeconds: z
-    .number({ error: 'ttlSeconds must be an integer' })
-    .int({ error: 'ttlSeconds must be an integer' })
-    .min(60, { error: 'ttlSeconds must be from 60 to 86400' })
-    .max(86400, { error: 'ttlSeconds must be from 60 to 86400' })
-    .optional(),
-});
+const filesQuery = queryReader(FILES_QUERY);
+const auditQuery = queryReader(AUDIT_QUERY);
+const noQuery = queryReader(NO_QUERY);
 
 /** Registers every management route on the app. */
 export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps): void {
@@ -84,13 +70,13 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
   };
 
   route('post', '/v1/workspaces', 'required', async (_ctx, accountId, body) => {
-    const { name } = validate(createWorkspaceBody, body);
+    const { name } = validate(CREATE_WORKSPACE_BODY, body);
     const ws = await db.inAccount(accountId, async (tx) => createWorkspace(tx, accountId, name, (await accountLimits(tx, accountId)).maxWorkspaces));
     return { status: 201, body: { name: ws.name } };
   });
 
   route('get', '/v1/workspaces', 'none', async (ctx, accountId) => {
-    onlyParams(ctx.query, []);
+    noQuery.read(ctx.query);
     return { status: 200, body: { workspaces: await db.inAccount(accountId, listWorkspaces) } };
   });
 
@@ -105,10 +91,8 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
 
   route('get', '/v1/workspaces/:ws/files', 'none', async (ctx, accountId) => {
     const name = workspaceParam(ctx.params[0]);
-    onlyParams(ctx.query, ['status', 'cursor', 'limit']);
-    const status = enumParam(ctx.query, 'status', FILE_STATUSES);
-    const limit = intParam(ctx.query, 'limit', 1, 1000, 100);
-    const after = fileCursor(single(ctx.query, 'cursor'));
+    const { status, cursor, limit } = filesQuery.read(ctx.query);
+    const after = fileCursor(cursor);
     const page = await db.inAccount(accountId, async (tx) => listFiles(tx, (await requireWorkspace(tx, name)).id, { status, after, limit }));
     const nextCursor = page.lastPath === null ? null : Buffer.from(page.lastPath).toString('base64url');
     return { status: 200, body: { files: page.files, nextCursor } };
@@ -116,7 +100,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
 
   route('post', '/v1/workspaces/:ws/tokens', 'optional', async (ctx, accountId, body) => {
     const name = workspaceParam(ctx.params[0]);
-    const input = validate(mintTokenBody, body === undefined ? {} : body);
+    const input = validate(MINT_TOKEN_BODY, body === undefined ? {} : body);
     const minted = await db.inAccount(accountId, async (tx) =>
       mintToken(tx, accountId, (await requireWorkspace(tx, name)).id, input.claims ?? ['*'], input.ttlSeconds ?? 3600),
     );
@@ -134,10 +118,9 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
 
   route('get', '/v1/workspaces/:ws/audit', 'none', async (ctx, accountId) => {
     const name = workspaceParam(ctx.params[0]);
-    onlyParams(ctx.query, ['after', 'cursor', 'limit']);
-    const after = auditAfter(single(ctx.query, 'after'));
-    const cursor = intParam(ctx.query, 'cursor', 0, Number.MAX_SAFE_INTEGER, 0);
-    const limit = intParam(ctx.query, 'limit', 1, 1000, 100);
+    const query = auditQuery.read(ctx.query);
+    const after = auditAfter(query.after);
+    const { cursor, limit } = query;
     const page = await db.inAccount(accountId, async (tx) => exportAudit(tx, (await requireWorkspace(tx, name)).id, { after, cursor, limit }));
     return { status: 200, body: page };
   });

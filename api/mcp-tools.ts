@@ -8,13 +8,13 @@
  * event records the same `params`. Its text is capped at a line boundary (McpText): past the
  * cap the call is cancelled, and a footer starting with `[` gives the next call.
  */
+import { z } from 'zod';
 import { VfsError } from '../core/errors.js';
 import type { CatRequest, GrepRequest } from '../engine/index.js';
 import type { ReadCall } from '../reads/read-protocol.js';
 import { auditCall, type Caller, countGrep, parseReadRequest, type ReadRouteDeps, readCallError, type Tool } from './read-routes.js';
 import { isDatabaseUnavailable } from './respond.js';
-
-const MAX = Number.MAX_SAFE_INTEGER;
+import { READ_PARAMS } from './schemas.js';
 
 /** Room kept under the cap for the footer of a cut result. */
 const FOOTER_ROOM = 400;
@@ -22,37 +22,25 @@ const FOOTER_ROOM = 400;
 /** The smallest cap an operator may set: a line (cut at 2,000 characters) with its path and prefix, and the footer. */
 export const MIN_MCP_MAX_CHARS = 8192;
 
-/** A JSON Schema property of a tool parameter (a type, so that it is a plain JSON object to the SDK's types). */
-type ParamSchema = {
-  type: 'string' | 'integer' | 'boolean';
-  description: string;
-  minLength?: number;
-  minimum?: number;
-  maximum?: number;
-  default?: string | number | boolean;
-  enum?: string[];
-};
+/** A JSON value (so that a schema is a plain JSON object to the SDK's types). */
+type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
 /** What `tools/list` shows of one tool. */
 export interface McpToolSpec {
   name: Tool;
   title: string;
   description: string;
-  inputSchema: { type: 'object'; properties: Record<string, ParamSchema>; required: string[]; additionalProperties: false };
+  inputSchema: { type: 'object'; properties?: Record<string, { [key: string]: Json }>; required?: string[]; additionalProperties?: boolean };
   annotations: typeof ANNOTATIONS & { title: string };
 }
 
 /** Every tool only reads, the same arguments read the same, and nothing outside the workspace. */
 const ANNOTATIONS = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
 
-function tool(name: Tool, title: string, description: string, properties: Record<string, ParamSchema>, required: string[] = []): McpToolSpec {
-  return {
-    name,
-    title,
-    description,
-    inputSchema: { type: 'object', properties, required, additionalProperties: false },
-    annotations: { ...ANNOTATIONS, title },
-  };
+/** A tool whose input schema is its parameters' (READ_PARAMS), as JSON Schema. */
+function tool(name: Tool, title: string, description: string): McpToolSpec {
+  const { $schema: _, ...inputSchema } = z.toJSONSchema(READ_PARAMS[name], { io: 'input' }) as McpToolSpec['inputSchema'] & { $schema: string };
+  return { name, title, description, inputSchema: { required: [], ...inputSchema }, annotations: { ...ANNOTATIONS, title } };
 }
 
 const PATH_NOTE = 'Paths are absolute from the workspace root and start with /.';
@@ -66,93 +54,18 @@ export const MCP_TOOLS: readonly McpToolSpec[] = [
       'line by line as ripgrep does. output_mode files_with_matches (the default) lists matching paths, densest first; ' +
       'content prints matching lines as path:line:text (context lines as path-line-text); count prints path:N per file. ' +
       `A last line starting with [ says how to continue. ${PATH_NOTE}`,
-    {
-      pattern: {
-        type: 'string',
-        minLength: 1,
-        description: 'RE2 regular expression, e.g. "fn\\s+\\w+" or "TODO|FIXME". Escape literal metacharacters: "\\(".',
-      },
-      path: { type: 'string', description: 'Directory (or one file) to search; default / (the whole workspace).' },
-      glob: { type: 'string', description: 'Only files whose path matches this glob, as ripgrep --glob: "*.md", "src/**/*.ts", "!*.min.js".' },
-      type: { type: 'string', description: 'Only files of this ripgrep file type: "md", "py", "ts", "js", "rust", "go", "c", "json", ...' },
-      output_mode: {
-        type: 'string',
-        enum: ['files_with_matches', 'content', 'count'],
-        default: 'files_with_matches',
-        description: 'files_with_matches: paths; content: matching lines with path and line number; count: matching lines per file.',
-      },
-      '-i': { type: 'boolean', default: false, description: 'Case-insensitive search.' },
-      '-A': { type: 'integer', minimum: 0, maximum: MAX, description: 'Lines of context after each match (content mode).' },
-      '-B': { type: 'integer', minimum: 0, maximum: MAX, description: 'Lines of context before each match (content mode).' },
-      '-C': {
-        type: 'integer',
-        minimum: 0,
-        maximum: MAX,
-        description: 'Lines of context before and after each match (content mode), where -A or -B is not given.',
-      },
-      '-n': { type: 'boolean', default: true, description: 'Line numbers in content mode.' },
-      head_limit: {
-        type: 'integer',
-        minimum: 1,
-        maximum: MAX,
-        description: 'Most entries to print (files, or lines in content mode); default all. Use with offset to page.',
-      },
-      offset: {
-        type: 'integer',
-        minimum: 0,
-        maximum: MAX,
-        default: 0,
-        description: 'Entries to skip first (files, or content lines not counting "--"); to continue a cut result.',
-      },
-      multiline: {
-        type: 'boolean',
-        default: false,
-        description: 'Let matches span lines and "." match a newline (ripgrep -U). Without it a pattern may not contain "\\n".',
-      },
-    },
-    ['pattern'],
   ),
-  tool(
-    'find',
-    'Find files by name',
-    `Find files whose path matches a glob, most recently updated first, one path per line. ${PATH_NOTE}`,
-    {
-      pattern: {
-        type: 'string',
-        minLength: 1,
-        description:
-          'Glob matched against paths relative to `path`: "**/*.md", "src/**/*.ts". A bare name matches only that exact name; "**/*name*" finds it anywhere.',
-      },
-      path: { type: 'string', description: 'Directory to search under; default /.' },
-      head_limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'Most paths to print.' },
-    },
-    ['pattern'],
-  ),
+  tool('find', 'Find files by name', `Find files whose path matches a glob, most recently updated first, one path per line. ${PATH_NOTE}`),
   tool(
     'cat',
     'Read a file',
     "Read a file's text with line numbers (as cat -n), from line `offset`, at most `limit` lines. A last line starting with [ gives the offset to continue from. " +
       `PDFs and other documents are read as their extracted text; grep's line numbers are cat's. ${PATH_NOTE}`,
-    {
-      path: { type: 'string', minLength: 1, description: 'The file to read, e.g. /docs/guide.md.' },
-      offset: {
-        type: 'integer',
-        minimum: 1,
-        maximum: MAX,
-        default: 1,
-        description: '1-based first line to print; use a line number grep reported, less a few lines of context.',
-      },
-      limit: { type: 'integer', minimum: 1, maximum: MAX, default: 2000, description: 'Most lines to print.' },
-    },
-    ['path'],
   ),
   tool(
     'ls',
     'List a directory',
     `List a directory: subdirectories first (ending in /), then files with their text sizes in bytes; at most 1,000 entries. ${PATH_NOTE}`,
-    {
-      path: { type: 'string', description: "Directory to list; default /. A file path gives that file's entry." },
-    },
   ),
 ];
 

@@ -35,38 +35,12 @@ export function single(query: URLSearchParams, name: string): string | undefined
   return values[0];
 }
 
-/** An integer parameter within [min, max], or the default when absent. */
-export function intParam(query: URLSearchParams, name: string, min: number, max: number, fallback: number): number;
-export function intParam(query: URLSearchParams, name: string, min: number, max: number): number | undefined;
-export function intParam(query: URLSearchParams, name: string, min: number, max: number, fallback?: number): number | undefined {
-  const raw = single(query, name);
-  if (raw === undefined) return fallback;
-  return parseBoundedInt(name, raw, min, max);
-}
-
 /** Parses a plain decimal integer and checks its range. */
 export function parseBoundedInt(name: string, raw: string, min: number, max: number): number {
   if (!/^\d{1,16}$/.test(raw)) throw invalidParameter(name, `expected an integer from ${min} to ${max}, got ${quote(raw)}`);
   const value = Number(raw);
   if (value < min || value > max) throw invalidParameter(name, `expected an integer from ${min} to ${max}, got ${quote(raw)}`);
   return value;
-}
-
-/** A boolean parameter: `true`, `false`, `1`, `0`, or a bare flag (empty value) meaning true; undefined when absent. */
-export function boolParam(query: URLSearchParams, name: string): boolean | undefined {
-  const raw = single(query, name);
-  if (raw === undefined) return undefined;
-  if (raw === '' || raw === 'true' || raw === '1') return true;
-  if (raw === 'false' || raw === '0') return false;
-  throw invalidParameter(name, `expected true, false, 1 or 0, got ${quote(raw)}`);
-}
-
-/** An enumerated parameter. */
-export function enumParam<T extends string>(query: URLSearchParams, name: string, values: readonly T[]): T | undefined {
-  const raw = single(query, name);
-  if (raw === undefined) return undefined;
-  if (!(values as readonly string[]).includes(raw)) throw invalidParameter(name, `expected one of ${values.join(', ')}, got ${quote(raw)}`);
-  return raw as T;
 }
 
 /**

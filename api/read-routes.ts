@@ -11,13 +11,15 @@ import type { AuditLog } from '../db/audit.js';
 import type { Database } from '../db/database.js';
 import { fileState } from '../db/files.js';
 import { checkFilePath } from '../core/paths.js';
-import { type CatRequest, type FindRequest, type GrepRequest, type GrepStats, type LsRequest, MAX_FIND_LIMIT, Visibility } from '../engine/index.js';
+import { type CatRequest, type FindRequest, type GrepRequest, type GrepStats, type LsRequest, Visibility } from '../engine/index.js';
 import type { Principal } from './auth.js';
 import type { Guard } from './guard.js';
 import { type RequestContext, snapshot } from './http.js';
 import type { Lookups } from './lookups.js';
 import type { Metrics } from './metrics.js';
-import { boolParam, enumParam, intParam, onlyParams, single, workspaceParam } from './params.js';
+import { workspaceParam } from './params.js';
+import { queryReader } from './query.js';
+import { READ_PARAMS, type Tool } from './schemas.js';
 import type { ReadPool } from '../reads/read-pool.js';
 import type { Cancelled, Failure } from '../reads/read-protocol.js';
 import { type ErrorLog, sendTextError, toVfsError } from './respond.js';
@@ -40,48 +42,44 @@ export interface ReadRouteDeps {
   metrics: Metrics | null;
 }
 
-const MAX = Number.MAX_SAFE_INTEGER;
 const MAX_PATTERN_BYTES = 16 * 1024;
-/** Globs compile to regular expressions; past this they are refused rather than left to fail. */
-const MAX_GLOB_CHARS = 4096;
 const MAX_AUDIT_VALUE = 1024;
 
-/** The four read tools. */
-export type Tool = 'ls' | 'find' | 'cat' | 'grep';
+export type { Tool } from './schemas.js';
 
-/** Validates a tool's query string into the engine's request; a parameter not given is left undefined, for the engine's default. */
+const READERS = {
+  ls: queryReader(READ_PARAMS.ls),
+  find: queryReader(READ_PARAMS.find),
+  cat: queryReader(READ_PARAMS.cat),
+  grep: queryReader(READ_PARAMS.grep),
+};
+
+/** Validates a tool's query string (READ_PARAMS) into the engine's request. */
 const PARSERS: Record<Tool, (q: URLSearchParams, claims: readonly string[] | null, deps: ReadRouteDeps) => unknown> = {
-  ls: (q, claims): LsRequest => {
-    onlyParams(q, ['path']);
-    return { claims, path: single(q, 'path') };
-  },
+  ls: (q, claims): LsRequest => ({ claims, ...READERS.ls.read(q) }),
   find: (q, claims): FindRequest => {
-    onlyParams(q, ['pattern', 'path', 'head_limit']);
-    return { claims, pattern: glob(q, 'pattern', true)!, path: single(q, 'path'), headLimit: intParam(q, 'head_limit', 1, MAX_FIND_LIMIT) };
+    const p = READERS.find.read(q);
+    return { claims, pattern: p.pattern, path: p.path, headLimit: p.head_limit };
   },
-  cat: (q, claims): CatRequest => {
-    onlyParams(q, ['path', 'offset', 'limit']);
-    return { claims, path: required(q, 'path'), offset: intParam(q, 'offset', 1, MAX), limit: intParam(q, 'limit', 1, MAX) };
-  },
+  cat: (q, claims): CatRequest => ({ claims, ...READERS.cat.read(q) }),
   grep: (q, claims, deps): GrepRequest => {
-    onlyParams(q, ['pattern', 'path', 'glob', 'output_mode', '-i', '-A', '-B', '-C', 'head_limit', 'offset', 'multiline', 'type', '-n']);
-    const pattern = required(q, 'pattern');
-    if (Buffer.byteLength(pattern) > MAX_PATTERN_BYTES) throw invalidParameter('pattern', `longer than ${MAX_PATTERN_BYTES} bytes`);
+    const p = READERS.grep.read(q);
+    if (Buffer.byteLength(p.pattern) > MAX_PATTERN_BYTES) throw invalidParameter('pattern', `longer than ${MAX_PATTERN_BYTES} bytes`);
     return {
       claims,
-      pattern,
-      path: single(q, 'path'),
-      glob: glob(q, 'glob', false),
-      type: nonEmpty(q, 'type'),
-      outputMode: enumParam(q, 'output_mode', ['files_with_matches', 'content', 'count'] as const),
-      caseInsensitive: boolParam(q, '-i'),
-      multiline: boolParam(q, 'multiline'),
-      after: intParam(q, '-A', 0, MAX),
-      before: intParam(q, '-B', 0, MAX),
-      context: intParam(q, '-C', 0, MAX),
-      lineNumbers: boolParam(q, '-n'),
-      headLimit: intParam(q, 'head_limit', 1, MAX),
-      offset: intParam(q, 'offset', 0, MAX),
+      pattern: p.pattern,
+      path: p.path,
+      glob: p.glob,
+      type: p.type,
+      outputMode: p.output_mode,
+      caseInsensitive: p['-i'],
+      multiline: p.multiline,
+      after: p['-A'],
+      before: p['-B'],
+      context: p['-C'],
+      lineNumbers: p['-n'],
+      headLimit: p.head_limit,
+      offset: p.offset,
       deadline: Date.now() + deps.grepTimeoutMs,
     };
   },
@@ -244,24 +242,6 @@ async function notReadyError(deps: ReadRouteDeps, principal: Principal, workspac
   // SECURITY: the same visibility rule as the engine, so an invisible file's existence does not leak.
   if (!new Visibility(principal.kind === 'token' ? principal.claims : null).canSee(state.visibility)) return null;
   return new VfsError('FILE_NOT_READY', { path: checked.path, status: state.status });
-}
-
-function required(q: URLSearchParams, name: string): string {
-  const value = single(q, name);
-  if (value === undefined || value === '') throw invalidParameter(name, 'required, at least 1 character');
-  return value;
-}
-
-function glob(q: URLSearchParams, name: string, isRequired: boolean): string | undefined {
-  const value = isRequired ? required(q, name) : nonEmpty(q, name);
-  if (value !== undefined && value.length > MAX_GLOB_CHARS) throw invalidParameter(name, `longer than ${MAX_GLOB_CHARS} characters`);
-  return value;
-}
-
-function nonEmpty(q: URLSearchParams, name: string): string | undefined {
-  const value = single(q, name);
-  if (value === '') throw invalidParameter(name, 'must not be empty');
-  return value;
 }
 
 /**

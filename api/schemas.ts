@@ -1,0 +1,172 @@
+/**
+ * The interface's schemas, written once in zod: the read tools' parameters, the management
+ * plane's query strings and JSON bodies, which the routes validate with, and the JSON bodies the
+ * service answers. The OpenAPI document (openapi.ts) and the MCP tools' input schemas are made
+ * from them, so neither can drift from what the routes accept.
+ */
+import { z } from 'zod';
+import { MAX_FIND_LIMIT } from '../engine/index.js';
+import { FILE_STATUSES } from '../db/files.js';
+import { CLAIM, WORKSPACE_NAME } from './params.js';
+
+const MAX = Number.MAX_SAFE_INTEGER;
+
+/** Globs compile to regular expressions; past this they are refused rather than left to fail. */
+const MAX_GLOB_CHARS = 4096;
+
+/** The four read tools. */
+export type Tool = 'ls' | 'find' | 'cat' | 'grep';
+
+/** The output modes of grep. */
+export const GREP_OUTPUT_MODES = ['files_with_matches', 'content', 'count'] as const;
+
+/** Each read tool's parameters (query string over HTTP, arguments over MCP). */
+export const READ_PARAMS = {
+  grep: z.strictObject({
+    pattern: z.string().min(1).describe('RE2 regular expression, e.g. "fn\\s+\\w+" or "TODO|FIXME". Escape literal metacharacters: "\\(". At most 16 KiB.'),
+    path: z.string().optional().describe('Directory (or one file) to search; default / (the whole workspace).'),
+    glob: z
+      .string()
+      .min(1)
+      .max(MAX_GLOB_CHARS)
+      .optional()
+      .describe('Only files whose path matches this glob, as ripgrep --glob: "*.md", "src/**/*.ts", "!*.min.js".'),
+    type: z.string().min(1).optional().describe('Only files of this ripgrep file type: "md", "py", "ts", "js", "rust", "go", "c", "json", ...'),
+    output_mode: z
+      .enum(GREP_OUTPUT_MODES)
+      .default('files_with_matches')
+      .describe('files_with_matches: paths; content: matching lines with path and line number; count: matching lines per file.'),
+    '-i': z.boolean().default(false).describe('Case-insensitive search.'),
+    '-A': z.int().min(0).max(MAX).optional().describe('Lines of context after each match (content mode).'),
+    '-B': z.int().min(0).max(MAX).optional().describe('Lines of context before each match (content mode).'),
+    '-C': z.int().min(0).max(MAX).optional().describe('Lines of context before and after each match (content mode), where -A or -B is not given.'),
+    '-n': z.boolean().default(true).describe('Line numbers in content mode.'),
+    head_limit: z.int().min(1).max(MAX).optional().describe('Most entries to print (files, or lines in content mode); default all. Use with offset to page.'),
+    offset: z.int().min(0).max(MAX).default(0).describe('Entries to skip first (files, or content lines not counting "--"); to continue a cut result.'),
+    multiline: z.boolean().default(false).describe('Let matches span lines and "." match a newline (ripgrep -U). Without it a pattern may not contain "\\n".'),
+  }),
+  find: z.strictObject({
+    pattern: z
+      .string()
+      .min(1)
+      .max(MAX_GLOB_CHARS)
+      .describe(
+        'Glob matched against paths relative to `path`: "**/*.md", "src/**/*.ts". A bare name matches only that exact name; "**/*name*" finds it anywhere.',
+      ),
+    path: z.string().optional().describe('Directory to search under; default /.'),
+    head_limit: z.int().min(1).max(MAX_FIND_LIMIT).default(100).describe('Most paths to print.'),
+  }),
+  cat: z.strictObject({
+    path: z.string().min(1).describe('The file to read, e.g. /docs/guide.md.'),
+    offset: z.int().min(1).max(MAX).default(1).describe('1-based first line to print; use a line number grep reported, less a few lines of context.'),
+    limit: z.int().min(1).max(MAX).default(2000).describe('Most lines to print.'),
+  }),
+  ls: z.strictObject({
+    path: z.string().optional().describe("Directory to list; default /. A file path gives that file's entry."),
+  }),
+} satisfies Record<Tool, z.ZodObject>;
+
+/** GET /v1/workspaces/{ws}/files: the listing's query. */
+export const FILES_QUERY = z.strictObject({
+  status: z.enum(FILE_STATUSES).optional().describe('Only files in this ingest state.'),
+  cursor: z.string().optional().describe("The previous page's nextCursor."),
+  limit: z.int().min(1).max(1000).default(100).describe('Most files on the page.'),
+});
+
+/** GET /v1/workspaces/{ws}/audit: the export's query. */
+export const AUDIT_QUERY = z.strictObject({
+  after: z.string().optional().describe('Only events strictly after this ISO 8601 date-time with a time zone, e.g. 2026-11-21T22:35:02.787Z.'),
+  cursor: z.int().min(0).max(MAX).default(0).describe("The previous page's nextCursor."),
+  limit: z.int().min(1).max(1000).default(100).describe('Most events on the page.'),
+});
+
+/** PUT /v1/workspaces/{ws}/files/{path}: the upload's query. */
+export const UPLOAD_QUERY = z.strictObject({
+  visibility: z
+    .string()
+    .optional()
+    .describe('Comma-separated visibility claims, "user:<id>" or "group:<id>" (at most 64); omitted or "*": visible to every token.'),
+});
+
+/** Routes that take no query parameter. */
+export const NO_QUERY = z.strictObject({});
+
+/** POST /v1/workspaces: the body. */
+export const CREATE_WORKSPACE_BODY = z.strictObject({
+  name: z.string({ error: 'name must be a string' }).regex(WORKSPACE_NAME, {
+    error: 'name must be 1-64 characters of a-z, 0-9, "-" or "_", starting and ending with a letter or digit',
+  }),
+});
+
+/** POST /v1/workspaces/{ws}/tokens: the body (optional). */
+export const MINT_TOKEN_BODY = z.strictObject({
+  claims: z
+    .array(z.string().regex(CLAIM, { error: 'each claim must be "*", "user:<id>" or "group:<id>" (id: 1-128 of A-Z a-z 0-9 . _ @ -)' }))
+    .min(1, { error: 'claims must have 1 to 64 items' })
+    .max(64, { error: 'claims must have 1 to 64 items' })
+    .optional()
+    .describe('Visibility claims of the token; default ["*"] (sees every file).'),
+  ttlSeconds: z
+    .number({ error: 'ttlSeconds must be an integer' })
+    .int({ error: 'ttlSeconds must be an integer' })
+    .min(60, { error: 'ttlSeconds must be from 60 to 86400' })
+    .max(86400, { error: 'ttlSeconds must be from 60 to 86400' })
+    .optional()
+    .describe('Lifetime in seconds; default 3600.'),
+});
+
+/** The JSON bodies the service answers with. */
+export const REPLIES = {
+  error: z.strictObject({ error: z.string().describe('What went wrong, in a sentence.') }).meta({ id: 'Error' }),
+  ready: z.strictObject({ ok: z.boolean() }).meta({ id: 'Readiness' }),
+  workspaceCreated: z.strictObject({ name: z.string() }),
+  workspaces: z.strictObject({
+    workspaces: z.array(z.strictObject({ name: z.string(), version: z.number(), createdAt: z.string() }).meta({ id: 'Workspace' })),
+  }),
+  uploadAccepted: z.strictObject({ path: z.string(), status: z.enum(FILE_STATUSES) }),
+  files: z.strictObject({
+    files: z.array(
+      z
+        .strictObject({
+          path: z.string(),
+          status: z.enum(FILE_STATUSES),
+          sizeBytes: z.number(),
+          contentType: z.string(),
+          updatedAt: z.string(),
+          errorDetail: z.string().nullable(),
+          sha256: z
+            .string()
+            .regex(/^[0-9a-f]{64}$/)
+            .describe("SHA-256 of the original's bytes, hex."),
+          visibility: z.array(z.string()).nullable().describe("The upload's visibility claims; null: visible to every token."),
+        })
+        .meta({ id: 'File' }),
+    ),
+    nextCursor: z.string().nullable(),
+  }),
+  token: z
+    .strictObject({
+      id: z.uuid(),
+      token: z.string().startsWith('svc_at_').describe('The credential; shown only in this response.'),
+      claims: z.array(z.string()),
+      expiresAt: z.string(),
+    })
+    .meta({ id: 'Token' }),
+  audit: z.strictObject({
+    events: z.array(
+      z
+        .strictObject({
+          id: z.number(),
+          actorType: z.string(),
+          actorId: z.string(),
+          tool: z.string(),
+          params: z.unknown().describe('The call parameters as received.'),
+          resultCount: z.number().nullable(),
+          latencyMs: z.number().nullable(),
+          ts: z.string(),
+        })
+        .meta({ id: 'AuditEvent' }),
+    ),
+    nextCursor: z.string().nullable(),
+  }),
+};
