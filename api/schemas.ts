@@ -117,55 +117,52 @@ export const MINT_TOKEN_BODY = z.strictObject({
 
 /** The JSON bodies the service answers with. */
 export const REPLIES = {
-  error: z.strictObject({ error: z.string().describe('What went wrong, in a sentence.') }).meta({ id: 'Error' }),
-  ready: z.strictObject({ ok: z.boolean() }).meta({ id: 'Readiness' }),
+  error: z.strictObject({ error: z.string().describe('What went wrong, in a sentence.') }),
+  ready: z.strictObject({ ok: z.boolean() }),
   workspaceCreated: z.strictObject({ name: z.string() }),
   workspaces: z.strictObject({
-    workspaces: z.array(z.strictObject({ name: z.string(), version: z.number(), createdAt: z.string() }).meta({ id: 'Workspace' })),
+    workspaces: z.array(z.strictObject({ name: z.string(), version: z.number(), createdAt: z.string() })),
   }),
   uploadAccepted: z.strictObject({ path: z.string(), status: z.enum(FILE_STATUSES) }),
   files: z.strictObject({
     files: z.array(
-      z
-        .strictObject({
-          path: z.string(),
-          status: z.enum(FILE_STATUSES),
-          sizeBytes: z.number(),
-          contentType: z.string(),
-          updatedAt: z.string(),
-          errorDetail: z.string().nullable(),
-          sha256: z
-            .string()
-            .regex(/^[0-9a-f]{64}$/)
-            .describe("SHA-256 of the original's bytes, hex."),
-          visibility: z.array(z.string()).nullable().describe("The upload's visibility claims; null: visible to every token."),
-        })
-        .meta({ id: 'File' }),
+      z.strictObject({
+        path: z.string(),
+        status: z.enum(FILE_STATUSES),
+        sizeBytes: z.number(),
+        contentType: z.string(),
+        updatedAt: z.string(),
+        errorDetail: z.string().nullable(),
+        sha256: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .describe("SHA-256 of the original's bytes, hex."),
+        visibility: z.array(z.string()).nullable().describe("The upload's visibility claims; null: visible to every token."),
+      }),
     ),
     nextCursor: z.string().nullable(),
   }),
-  token: z
-    .strictObject({
-      id: z.uuid(),
-      token: z.string().startsWith('svc_at_').describe('The credential; shown only in this response.'),
-      claims: z.array(z.string()),
-      expiresAt: z.string(),
-    })
-    .meta({ id: 'Token' }),
+  token: z.strictObject({
+    id: z.uuid(),
+    token: z
+      .string()
+      .regex(/^svc_at_/)
+      .describe('The credential; shown only in this response.'),
+    claims: z.array(z.string()),
+    expiresAt: z.string(),
+  }),
   audit: z.strictObject({
     events: z.array(
-      z
-        .strictObject({
-          id: z.number(),
-          actorType: z.string(),
-          actorId: z.string(),
-          tool: z.string(),
-          params: z.unknown().describe('The call parameters as received.'),
-          resultCount: z.number().nullable(),
-          latencyMs: z.number().nullable(),
-          ts: z.string(),
-        })
-        .meta({ id: 'AuditEvent' }),
+      z.strictObject({
+        id: z.number(),
+        actorType: z.string(),
+        actorId: z.string(),
+        tool: z.string(),
+        params: z.unknown().describe('The call parameters as received.'),
+        resultCount: z.number().nullable(),
+        latencyMs: z.number().nullable(),
+        ts: z.string(),
+      }),
     ),
     nextCursor: z.string().nullable(),
   }),

@@ -6,11 +6,12 @@
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
-import { sendJson, sendText, snapshot } from './http.js';
+import { send, sendJson, sendText, snapshot } from './http.js';
 import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
 import { InFlight } from './in-flight.js';
 import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
 import { type McpRouteDeps, registerMcpRoutes } from './mcp-routes.js';
+import { openApiDocument } from './openapi.js';
 import { type ReadRouteDeps, registerReadRoutes } from './read-routes.js';
 import { sendJsonError } from './respond.js';
 import { type HttpChoice, loadUws } from './uws.js';
@@ -68,6 +69,9 @@ export async function startServer(deps: ServerDeps, host: string, port: number, 
   };
   app.get('/readyz', readyz);
   app.head('/readyz', readyz);
+
+  const openApi = JSON.stringify(openApiDocument());
+  app.get('/v1/openapi.json', (res, req) => send(snapshot(res, req, 0), 200, 'application/json', openApi));
 
   registerManagementRoutes(app, deps);
   registerFileRoutes(app, deps);
