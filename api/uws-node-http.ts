@@ -31,8 +31,8 @@ type Handler = (res: NodeHttpResponse, req: NodeHttpRequest) => void;
 const MAX_HEADERS = 100;
 /** Bytes of a response that may wait in the process before `write` says to hold back. */
 const HIGH_WATER = 64 * 1024;
-/** Bytes of a request line and headers (Node's default, 16 KiB, refused 40 KB grep patterns). */
-const MAX_HEAD_BYTES = 128 * 1024;
+/** Bytes of a request line and headers (Node's default, 16 KiB, refused 40 KB grep patterns); the native builds get it too (uws.ts). */
+export const MAX_HEAD_BYTES = 128 * 1024;
 
 /** A header value as Node's parser gives it (one character per byte) read as UTF-8. */
 function utf8(text: string): string {

@@ -19,7 +19,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type * as Uws from 'uWebSockets.js';
-import { nodeHttpUws } from './uws-node-http.js';
+import { MAX_HEAD_BYTES, nodeHttpUws } from './uws-node-http.js';
 
 const require = createRequire(import.meta.url);
 
@@ -30,6 +30,8 @@ export interface LoadedUws {
   description: string;
   /** True for a native build, with its limits (README, "Known limitations"). */
   native: boolean;
+  /** The candidate taken: a package name from the list above, or `node:http`. */
+  build: string;
 }
 
 /** Which HTTP implementation to take (Config.http): `auto` the first that loads, `node` the node:http one. */
@@ -57,6 +59,7 @@ const NODE_HTTP: LoadedUws = {
   uws: nodeHttpUws as unknown as typeof Uws,
   description: 'the node:http implementation of the uWebSockets.js API',
   native: false,
+  build: 'node:http',
 };
 
 let loaded: LoadedUws | null = null;
@@ -66,6 +69,10 @@ export function loadUws(http: HttpChoice = 'auto'): LoadedUws {
   if (http === 'node') return { ...NODE_HTTP, description: `${NODE_HTTP.description} (VFS_HTTP=node)` };
   if (loaded !== null) return loaded;
   const file = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+  // The btc-vision and based builds read their cap on a request head (default 4 KiB, answered
+  // 431) from the environment when the binary loads. The service takes 40 KB grep patterns in
+  // the URL, so it gets the node:http implementation's cap. The trufflesuite build has no cap.
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(MAX_HEAD_BYTES);
   const failures: string[] = [];
   for (const candidate of NATIVE) {
     const attempt = tryNative(candidate, file);
@@ -74,7 +81,7 @@ export function loadUws(http: HttpChoice = 'auto'): LoadedUws {
       continue;
     }
     const others = failures.length === 0 ? '' : `; not taken: ${failures.join('; ')}`;
-    loaded = { uws: attempt.uws, description: `uWebSockets.js native build ${attempt.label}${others}`, native: true };
+    loaded = { uws: attempt.uws, description: `uWebSockets.js native build ${attempt.label}${others}`, native: true, build: candidate.name };
     return loaded;
   }
   loaded = { ...NODE_HTTP, description: `${NODE_HTTP.description} (slower; no native build loads: ${failures.join('; ')})` };

@@ -22,10 +22,15 @@ import { listAll, put, settled, startTestService, type TestService } from './hel
 import { exchange as rawExchange, type Wire } from './helpers/wire.js';
 import { loadUws } from '../api/uws.js';
 
-/** The test service's HTTP layer: the native uWebSockets.js build, or the node:http implementation (Node.js 22, 24, VFS_HTTP=node). */
-const nativeHttp = loadUws(process.env.VFS_HTTP === 'node' ? 'node' : 'auto').native;
-/** The native build fails the checks of its known limitations (README). */
+/** The test service's HTTP layer: a native uWebSockets.js build, or the node:http implementation (no native build loads, or VFS_HTTP=node). */
+const httpLayer = loadUws(process.env.VFS_HTTP === 'node' ? 'node' : 'auto');
+const nativeHttp = httpLayer.native;
+/** The trufflesuite build (uWS 20.30), which the loader takes only where neither newer build loads. */
+const olderNative = httpLayer.build === 'uWebSockets.js';
+/** A native build fails the checks of its known limitations (README). */
 const nativeLimit = nativeHttp ? it.fails : it;
+/** The trufflesuite build fails the checks of the limitations only it has (README). */
+const olderNativeLimit = olderNative ? it.fails : it;
 
 /** Longest any single request may take to be answered. */
 const BOUND_MS = 5_000;
@@ -1068,9 +1073,9 @@ describe('HTTP framing', () => {
     expect(r.status).toBe(200);
   });
 
-  // Known limitation of the native build (README): a request head over 4 KiB that arrives in
-  // several TCP segments is dropped.
-  nativeLimit.each([
+  // Known limitation of the trufflesuite build (README): a request head over 4 KiB that arrives
+  // in several TCP segments is dropped. The newer builds take it up to their cap (uws.ts).
+  olderNativeLimit.each([
     [
       'an 8 KB grep pattern',
       () => requestBytes('GET', `/v1/workspaces/ws/grep?output_mode=count&pattern=${'b'.repeat(8_000)}`, [['authorization', `Bearer ${t.key}`]]),
@@ -1146,12 +1151,16 @@ describe('HTTP framing', () => {
     'whitespace between a header name and the colon',
     '200 headers',
   ]);
+  // Request lines the newer native builds' parser cannot split into method, target and version:
+  // it answers them at once with 505 HTTP Version Not Supported (README, "Known limitations").
+  const VERSION_REFUSED = new Set(['CONNECT', 'a control character in the request line', 'a space in the request target']);
   it.concurrent.each(MALFORMED)('%s: refused (4xx or closed) within the bound', async (label, request) => {
     const r = await exchange([Buffer.from(request(), 'latin1')], { timeoutMs: IDLE_CLOSED.has(label) ? 15_000 : BOUND_MS });
     expect(r.outcome, `${r.outcome} after ${Math.round(r.ms)} ms; ${r.raw.toString('latin1').slice(0, 80)}`).not.toBe('timeout');
     if (r.outcome === 'answered') {
       expect(r.status, r.text.slice(0, 200)).toBeGreaterThanOrEqual(400);
-      expect(r.status).toBeLessThan(500);
+      if (nativeHttp && !olderNative && VERSION_REFUSED.has(label)) expect(r.status).toBe(505);
+      else expect(r.status).toBeLessThan(500);
     }
   });
 
