@@ -39,7 +39,10 @@ export type HttpChoice = 'auto' | 'node';
 
 /** A native npm build: its package name, and where its binaries lie relative to the file its name resolves to. */
 interface NativeCandidate {
+  /** The npm package, as LoadedUws.build names it. */
   name: string;
+  /** What `require` resolves: the package name, or the dependency alias it is installed under. */
+  specifier: string;
   /** Package root relative to the resolved main file's directory. */
   root: string;
   /** Binary directory relative to the package root. */
@@ -48,10 +51,10 @@ interface NativeCandidate {
 
 /** The native builds in the order they are tried (see the module comment). */
 const NATIVE: readonly NativeCandidate[] = [
-  { name: '@btc-vision/uwebsockets.js', root: '.', binaries: '.' },
-  { name: '@based/uws', root: '.', binaries: '.' },
-  // The dependency alias; its main file is src/uws.js.
-  { name: 'uWebSockets.js', root: '..', binaries: 'binaries' },
+  { name: '@btc-vision/uwebsockets.js', specifier: '@btc-vision/uwebsockets.js', root: '.', binaries: '.' },
+  { name: '@based/uws', specifier: '@based/uws', root: '.', binaries: '.' },
+  // Installed as the `uWebSockets.js` dependency; its main file is src/uws.js.
+  { name: '@trufflesuite/uws-js-unofficial', specifier: 'uWebSockets.js', root: '..', binaries: 'binaries' },
 ];
 
 /** The last candidate, which `VFS_HTTP=node` also picks. */
@@ -92,7 +95,7 @@ export function loadUws(http: HttpChoice = 'auto'): LoadedUws {
 function tryNative(candidate: NativeCandidate, file: string): { uws: typeof Uws; label: string } | string {
   let root: string;
   try {
-    root = join(dirname(require.resolve(candidate.name)), candidate.root);
+    root = join(dirname(require.resolve(candidate.specifier)), candidate.root);
   } catch {
     return 'not installed';
   }

@@ -26,7 +26,7 @@ import { loadUws } from '../api/uws.js';
 const httpLayer = loadUws(process.env.VFS_HTTP === 'node' ? 'node' : 'auto');
 const nativeHttp = httpLayer.native;
 /** The trufflesuite build (uWS 20.30), which the loader takes only where neither newer build loads. */
-const olderNative = httpLayer.build === 'uWebSockets.js';
+const olderNative = httpLayer.build === '@trufflesuite/uws-js-unofficial';
 /** A native build fails the checks of its known limitations (README). */
 const nativeLimit = nativeHttp ? it.fails : it;
 /** The trufflesuite build fails the checks of the limitations only it has (README). */
