@@ -1,6 +1,6 @@
 /**
- * The part of uWebSockets.js's API that the service uses, on `node:http`, for the Node.js
- * versions that have no native uWebSockets.js build here (22 and 24). The package's own
+ * The part of uWebSockets.js's API that the service uses, on `node:http`, where no native
+ * uWebSockets.js build loads (Node.js 24 on glibc older than 2.38; see uws.ts). trufflesuite's own
  * `node:http` implementation cannot serve the service: it throws "Not implemented" from
  * `HttpRequest.forEach`, `HttpResponse.onWritable`, `tryEnd` and the remote address.
  *

@@ -14,6 +14,15 @@
  *    (uws-node-http.ts), slower. The packages' own fallbacks are skipped: each
  *    binary is required directly, and trufflesuite's `node:http` one throws
  *    "Not implemented" from methods the service needs.
+ *
+ * So on Debian 12 (glibc 2.36) Node.js 20 takes `@based/uws`, not trufflesuite,
+ * the build the service was first written against. Kept so, on evidence
+ * (2026-11, Node.js 20.20): the service's HTTP test files pass on both; the
+ * newer build answers a request head over 4 KiB that arrives in several TCP
+ * segments (trufflesuite drops it) and refuses a request line it cannot split
+ * at once with 505 (trufflesuite leaves it to the 10 s idle timeout); `cat` and
+ * `/healthz` under autocannon, the builds alternating in one run, differ by
+ * less than the run-to-run noise.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

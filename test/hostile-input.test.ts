@@ -1056,9 +1056,9 @@ describe('HTTP framing', () => {
     },
   );
 
-  // Known limitation of the native uWebSockets.js build (README, "Known limitations"): it does
+  // Known limitation of every native uWebSockets.js build (README, "Known limitations"): it does
   // not answer a request pipelined behind a HEAD. `it.fails` keeps the check and flags its fix;
-  // the node:http implementation (Node.js 22 and 24, or VFS_HTTP=node) must pass it.
+  // the node:http implementation (where no native build loads, or VFS_HTTP=node) must pass it.
   nativeLimit('HEAD then GET on one keep-alive connection: the GET answer is a well-formed response', async () => {
     const both = Buffer.from('HEAD /healthz HTTP/1.1\r\nhost: x\r\n\r\nGET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
     const r = await exchange([both], { head: true });
@@ -1066,7 +1066,7 @@ describe('HTTP framing', () => {
     expect(afterFirstHead).toMatch(/^HTTP\/1\.1 200 /);
   });
 
-  // Known limitation of the native build (README): HTTP/1.0 requests are not answered.
+  // Known limitation of every native build (README): HTTP/1.0 requests are not answered.
   nativeLimit('an HTTP/1.0 request is answered', async () => {
     const r = await exchange([Buffer.from('GET /healthz HTTP/1.0\r\nhost: x\r\n\r\n')]);
     expect(r.outcome, `HTTP/1.0: ${r.outcome} after ${Math.round(r.ms)} ms`).toBe('answered');
