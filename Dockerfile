@@ -1,4 +1,7 @@
-FROM node:20-bookworm-slim
+# Node.js 24 (the current LTS) on Debian 13: its glibc (2.41) loads the native uWebSockets.js build
+# for Node.js 24 (@btc-vision/uwebsockets.js, which needs glibc 2.38; api/uws.ts logs the build it took).
+FROM node:24-trixie-slim
+# Build tools for the native modules whose install script compiles when no prebuilt binary fits (re2, lmdb, msgpackr-extract).
 RUN apt-get update -qq && apt-get install -y -qq python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./

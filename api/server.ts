@@ -33,6 +33,8 @@ export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps
 /** A listening server. */
 export interface RunningServer {
   port: number;
+  /** Which HTTP implementation serves, and why the ones tried before it did not load (api/uws.ts). */
+  http: string;
   /**
    * Stops accepting connections, answers 503 to new requests on connections
    * already open, and resolves once the requests in flight have finished, or
@@ -43,7 +45,7 @@ export interface RunningServer {
 
 /** Starts listening on host:port (port 0 picks a free port), on the HTTP implementation `http` picks (see Config). */
 export async function startServer(deps: ServerDeps, host: string, port: number, http: HttpChoice = 'auto'): Promise<RunningServer> {
-  const { uws } = loadUws(http);
+  const { uws, description } = loadUws(http);
   const metrics = deps.metrics;
   const requestLog = deps.requestLog;
   const inFlight = new InFlight(
@@ -93,6 +95,7 @@ export async function startServer(deps: ServerDeps, host: string, port: number, 
   });
   return {
     port: uws.us_socket_local_port(socket),
+    http: description,
     close: (graceMs) => {
       uws.us_listen_socket_close(socket);
       return inFlight.drain(graceMs);

@@ -1,6 +1,6 @@
 /**
- * The part of uWebSockets.js's API that the service uses, on `node:http`, for the Node.js
- * versions that have no native uWebSockets.js build here (22 and 24). The package's own
+ * The part of uWebSockets.js's API that the service uses, on `node:http`, where no native
+ * uWebSockets.js build loads (Node.js 24 on glibc older than 2.38; see uws.ts). trufflesuite's own
  * `node:http` implementation cannot serve the service: it throws "Not implemented" from
  * `HttpRequest.forEach`, `HttpResponse.onWritable`, `tryEnd` and the remote address.
  *
@@ -31,8 +31,8 @@ type Handler = (res: NodeHttpResponse, req: NodeHttpRequest) => void;
 const MAX_HEADERS = 100;
 /** Bytes of a response that may wait in the process before `write` says to hold back. */
 const HIGH_WATER = 64 * 1024;
-/** Bytes of a request line and headers (Node's default, 16 KiB, refused 40 KB grep patterns). */
-const MAX_HEAD_BYTES = 128 * 1024;
+/** Bytes of a request line and headers (Node's default, 16 KiB, refused 40 KB grep patterns); the native builds get it too (uws.ts). */
+export const MAX_HEAD_BYTES = 128 * 1024;
 
 /** A header value as Node's parser gives it (one character per byte) read as UTF-8. */
 function utf8(text: string): string {

@@ -117,8 +117,9 @@ export interface Config {
   /** How long a stop waits for the requests in flight. */
   shutdownGraceMs: number;
   /**
-   * The HTTP server: `auto` takes uWebSockets.js's native build where one loads (Node.js 20
-   * here) and the node:http implementation of its API elsewhere; `node` takes the latter always.
+   * The HTTP server: `auto` takes the first native uWebSockets.js build that loads for this
+   * Node.js and glibc (api/uws.ts) and the node:http implementation of its API where none does;
+   * `node` takes the latter always.
    */
   http: HttpChoice;
   /** Lowest level of the JSON log lines written to stderr; `debug` adds a line per request. */

@@ -260,6 +260,7 @@ async function startParts(
     config.port,
     config.http,
   );
+  log.info(`HTTP: ${server.http}`);
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   let metricsServer: MetricsServer | null = null;
   if (metrics !== null && config.metricsPort !== null) {
