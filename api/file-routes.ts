@@ -74,7 +74,7 @@ async function upload(ctx: RequestContext, body: BodyStream, deps: FileRouteDeps
       try {
         await blob.write(chunk);
       } catch {
-        throw new VfsError('UNAVAILABLE', { what: 'blob storage' });
+        throw new VfsError('UNAVAILABLE', { what: 'blob storage' }, { 'retry-after': '1' });
       }
     }
     const accepted = blob;

@@ -1,18 +1,17 @@
 /**
  * The blob store: uploaded originals, kept so that any shard can be rebuilt.
  *
- * Layout under the root (`<DATA_DIR>/blobs`):
- *   tmp/<random>                      an upload being received
- *   <account id>/<sha256[0:2]>/<sha256>  a stored original, content-addressed per account
- *
- * An upload streams into a temp file while it is hashed; `seal` fsyncs it;
- * `publish` renames it into place and fsyncs the directory, so a blob that a
- * committed file row names is on disk for good. Blobs are per account, so
- * deciding that a blob is unreferenced needs only that account's rows.
+ * An upload streams into a temp file under `<DATA_DIR>/blobs/tmp` while it is hashed; `seal`
+ * fsyncs it; `publish` hands it to the object store (storage/), local directory or S3 bucket,
+ * under the key `blobs/<account id>/<sha256[0:2]>/<sha256>`, and resolves once it is durable
+ * there, so a blob that a committed file row names is stored for good. Blobs are per account
+ * (an account's upload never reveals whether another holds the same bytes), so deciding that a
+ * blob is unreferenced needs only that account's rows.
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { mkdir, open, readdir, rename, rm, stat, unlink, utimes, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, open, readdir, rm, stat, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { LocalCopy, ObjectStore } from '../storage/object-store.js';
 
 /** A blob being received. */
 export class BlobUpload {
@@ -44,21 +43,10 @@ export class BlobUpload {
     return this.sha;
   }
 
-  /** Moves the sealed blob into the account's store (durably); an identical blob already there is kept. */
+  /** Stores the sealed blob in the account's part of the object store (durably); an identical blob already there is kept. */
   async publish(accountId: string): Promise<string> {
     if (this.sha === null) throw new Error('publish before seal');
-    const target = this.store.path(accountId, this.sha);
-    await mkdir(dirname(target), { recursive: true });
-    try {
-      await stat(target);
-      // Same content already stored: keep it, and mark it recently used so a sweep spares it.
-      const now = new Date();
-      await utimes(target, now, now);
-      await unlink(this.tempPath);
-    } catch {
-      await rename(this.tempPath, target);
-      await fsyncDir(dirname(target));
-    }
+    await this.store.objects.putFile(blobKey(accountId, this.sha), this.tempPath);
     return this.sha;
   }
 
@@ -69,36 +57,51 @@ export class BlobUpload {
   }
 }
 
-/** Originals on local disk. */
-export class BlobStore {
-  constructor(private readonly root: string) {}
+/** The object key of an account's blob. */
+export function blobKey(accountId: string, sha: string): string {
+  return `blobs/${accountId}/${sha.slice(0, 2)}/${sha}`;
+}
 
-  /** Creates the store's directories. */
+/** Originals: received on local disk, kept in the object store. */
+export class BlobStore {
+  private readonly tmp: string;
+
+  constructor(
+    /** Where uploads are received and fetched blobs are read (`<DATA_DIR>/blobs`). */
+    root: string,
+    /** Where blobs are kept. */
+    readonly objects: ObjectStore,
+  ) {
+    this.tmp = join(root, 'tmp');
+  }
+
+  /** Creates the temp directory and the store's directory or bucket. */
   async init(): Promise<void> {
-    await mkdir(join(this.root, 'tmp'), { recursive: true });
+    await mkdir(this.tmp, { recursive: true });
+    await this.objects.init();
   }
 
   /** Starts receiving a blob. */
   async begin(): Promise<BlobUpload> {
-    const tempPath = join(this.root, 'tmp', randomBytes(12).toString('hex'));
+    const tempPath = join(this.tmp, randomBytes(12).toString('hex'));
     return new BlobUpload(this, await open(tempPath, 'wx', 0o600), tempPath);
   }
 
-  /** Where an account's blob lives. */
-  path(accountId: string, sha: string): string {
-    return join(this.root, accountId, sha.slice(0, 2), sha);
+  /** A local file holding an account's blob, to read until released; null when it is not stored. */
+  open(accountId: string, sha: string): Promise<LocalCopy | null> {
+    return this.objects.getFile(blobKey(accountId, sha), this.tmp);
   }
 
   /** Removes every temp file: at start, when no upload of this process can own one. */
   async removeTemp(): Promise<number> {
-    const names = await readdir(join(this.root, 'tmp')).catch(() => [] as string[]);
-    for (const name of names) await rm(join(this.root, 'tmp', name), { force: true });
+    const names = await readdir(this.tmp).catch(() => [] as string[]);
+    for (const name of names) await rm(join(this.tmp, name), { force: true });
     return names.length;
   }
 
   /** Removes one blob (no error if absent). */
   async remove(accountId: string, sha: string): Promise<void> {
-    await rm(this.path(accountId, sha), { force: true });
+    await this.objects.delete(blobKey(accountId, sha));
   }
 
   /**
@@ -111,41 +114,32 @@ export class BlobStore {
   async sweep(collect: (accountId: string, shas: string[]) => Promise<number>, tempGraceMs: number, signal?: AbortSignal): Promise<number> {
     const cutoff = Date.now() - tempGraceMs;
     let removed = 0;
-    for (const name of await readdir(join(this.root, 'tmp')).catch(() => [] as string[])) {
-      const path = join(this.root, 'tmp', name);
+    for (const name of await readdir(this.tmp).catch(() => [] as string[])) {
+      const path = join(this.tmp, name);
       const mtime = (await stat(path).catch(() => null))?.mtimeMs;
       if (mtime !== undefined && mtime <= cutoff) {
         await rm(path, { force: true });
         removed++;
       }
     }
-    for (const accountId of await readdir(this.root)) {
-      if (accountId === 'tmp') continue;
-      let chunk: string[] = [];
-      for (const prefix of await readdir(join(this.root, accountId)).catch(() => [] as string[])) {
-        for (const sha of await readdir(join(this.root, accountId, prefix)).catch(() => [] as string[])) {
-          if (signal?.aborted === true) return removed;
-          chunk.push(sha);
-          if (chunk.length === SWEEP_CHUNK) {
-            removed += await collect(accountId, chunk);
-            chunk = [];
-          }
-        }
+    const chunks = new Map<string, string[]>();
+    for await (const { key } of this.objects.list('blobs/')) {
+      if (signal?.aborted === true) return removed;
+      const parts = /^blobs\/([^/]+)\/[0-9a-f]{2}\/([0-9a-f]{64})$/.exec(key);
+      if (parts === null) continue; // the local store's temp directory, or not a blob
+      const [, accountId, sha] = parts;
+      const chunk = chunks.get(accountId) ?? [];
+      chunk.push(sha);
+      chunks.set(accountId, chunk);
+      if (chunk.length === SWEEP_CHUNK) {
+        removed += await collect(accountId, chunk);
+        chunks.delete(accountId);
       }
-      if (chunk.length > 0) removed += await collect(accountId, chunk);
     }
+    for (const [accountId, chunk] of chunks) removed += await collect(accountId, chunk);
     return removed;
   }
 }
 
 /** Blobs checked in one transaction by a sweep (one advisory lock each). */
 const SWEEP_CHUNK = 100;
-
-async function fsyncDir(path: string): Promise<void> {
-  const dir = await open(path, 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
-}

@@ -8,6 +8,7 @@
 import type { Database } from '../db/database.js';
 import { type Job, type JobFile, type Outcome, claimJobs, finishJobs, jobFiles, jobKey, lastJobError } from '../db/ingest-jobs.js';
 import type { BlobStore } from './blob-store.js';
+import type { LocalCopy } from '../storage/object-store.js';
 import type { ExtractResult } from './extract.js';
 import type { ExtractPool } from './extract-pool.js';
 import type { ShardDoc, Shards } from './shards.js';
@@ -176,18 +177,30 @@ export class IngestLoop {
           });
           continue;
         }
-        const blobPath = this.blobs.path(job.accountId, file.blobSha256);
-        const started = performance.now();
-        work.push(
-          this.pool.extract(blobPath, file.contentType, file.path).then((result) => {
-            const outcome = result.ok ? 'ok' : result.capped === true ? 'capped' : 'error';
-            this.onExtracted?.(extractedType(file.path, result), outcome, (performance.now() - started) / 1000);
-            return { job, file, result };
-          }),
-        );
+        work.push(this.extractOne(job, file));
       }
     }
     return { extracted: await Promise.all(work), settled };
+  }
+
+  /** Extracts one job's file from a local copy of its blob; a store out of reach is a retryable failure. */
+  private async extractOne(job: Job, file: JobFile): Promise<Extracted> {
+    let copy: LocalCopy | null;
+    try {
+      copy = await this.blobs.open(job.accountId, file.blobSha256);
+    } catch (error) {
+      return { job, file, result: { ok: false, error: `the object store is unavailable: ${errorMessage(error)}`, retryable: true } };
+    }
+    if (copy === null) return { job, file, result: { ok: false, error: 'the original is missing from the object store', retryable: false } };
+    const started = performance.now();
+    try {
+      const result = await this.pool.extract(copy.path, file.contentType, file.path);
+      const outcome = result.ok ? 'ok' : result.capped === true ? 'capped' : 'error';
+      this.onExtracted?.(extractedType(file.path, result), outcome, (performance.now() - started) / 1000);
+      return { job, file, result };
+    } finally {
+      await copy.release();
+    }
   }
 
   /** Writes the batch into the shards, then records every outcome. */
@@ -226,6 +239,10 @@ export class IngestLoop {
       for (const job of gone) await this.shards.remove(job.workspaceId, job.path);
     }
   }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Database } from '../db/database.js';
+import { openObjectStore } from '../storage/open-store.js';
 import { BlobStore } from './blob-store.js';
 import { ExtractPool } from './extract-pool.js';
 import { IngestLoop } from './ingest-loop.js';
@@ -23,7 +24,15 @@ const shards = new Shards(shardsRoot(data.dataDir));
 const pool = new ExtractPool(data.extract);
 const reportExtraction = (fileType: string, outcome: 'ok' | 'error' | 'capped', seconds: number): void =>
   port.postMessage({ type: 'extracted', fileType, outcome, seconds } satisfies IngestThreadReply);
-const loop = new IngestLoop(db, new BlobStore(join(data.dataDir, 'blobs')), pool, shards, log, data.loop, data.reportExtractions ? reportExtraction : null);
+const loop = new IngestLoop(
+  db,
+  new BlobStore(join(data.dataDir, 'blobs'), openObjectStore(data.storage)),
+  pool,
+  shards,
+  log,
+  data.loop,
+  data.reportExtractions ? reportExtraction : null,
+);
 const repair = new ShardRepair(db, shards, log);
 // Before the first claim: every shard is checked against PostgreSQL (missing or out-of-date
 // shards are rebuilt from the blobs; damaged ones were deleted before this thread started).

@@ -7,6 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import { FROM_SOURCE, siblingModule, tsxUrl, workerExecArgv } from '../core/run-mode.js';
 import type { DatabaseTargets } from '../db/database.js';
+import type { StorageSettings } from '../storage/open-store.js';
 import type { ExtractPoolOptions } from './extract-pool.js';
 import type { IngestOptions } from './ingest-loop.js';
 
@@ -14,6 +15,8 @@ import type { IngestOptions } from './ingest-loop.js';
 export interface IngestThreadData {
   targets: DatabaseTargets;
   dataDir: string;
+  /** Where originals are kept (the thread makes its own client). */
+  storage: StorageSettings;
   extract: ExtractPoolOptions;
   loop: IngestOptions;
   /** Report each extraction (metrics are on). */

@@ -45,7 +45,7 @@ export class Uploads {
     try {
       return await this.blobs.begin();
     } catch {
-      throw new VfsError('UNAVAILABLE', { what: 'blob storage' });
+      throw new VfsError('UNAVAILABLE', { what: 'blob storage' }, { 'retry-after': '1' });
     }
   }
 
@@ -62,7 +62,7 @@ export class Uploads {
       sha = await upload.seal();
     } catch {
       await upload.discard();
-      throw new VfsError('UNAVAILABLE', { what: 'blob storage' });
+      throw new VfsError('UNAVAILABLE', { what: 'blob storage' }, { 'retry-after': '1' });
     }
     await new Promise<void>((resolve, reject) => {
       this.queue.push({ upload, record: { ...record, sizeBytes: upload.size, blobSha256: sha }, limits, resolve, reject });
@@ -108,7 +108,7 @@ export class Uploads {
               await items[i].upload.publish(accountId);
               published.add(i);
             } catch {
-              throw new VfsError('UNAVAILABLE', { what: 'blob storage' });
+              throw new VfsError('UNAVAILABLE', { what: 'blob storage' }, { 'retry-after': '1' });
             }
           },
         ),

@@ -25,6 +25,7 @@ import { LIMIT_COLUMNS, type Limits } from '../db/limits.js';
 import { provisionDatabase } from '../db/provision.js';
 import { requestShardRebuild } from '../db/shard-repair.js';
 import { BlobStore } from '../ingest/blob-store.js';
+import { openObjectStore } from '../storage/open-store.js';
 import { sweepBlobs } from '../ingest/uploads.js';
 import { loadConfig } from './config.js';
 import { type DataDirLock, DataDirInUse, lockDataDir } from './data-lock.js';
@@ -162,9 +163,10 @@ async function main(argv: string[]): Promise<number> {
         );
         break;
       case 'sweep-blobs': {
-        const blobs = new BlobStore(join(config.dataDir, 'blobs'));
+        const objects = openObjectStore(config.storage);
+        const blobs = new BlobStore(join(config.dataDir, 'blobs'), objects);
         await blobs.init();
-        const removed = await sweepBlobs(db, blobs, Number(graceSeconds) * 1000);
+        const removed = await sweepBlobs(db, blobs, Number(graceSeconds) * 1000).finally(() => objects.close());
         process.stderr.write(`removed ${removed} unreferenced blobs and stale upload temp files\n`);
         break;
       }

@@ -6,7 +6,9 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { MIN_MCP_MAX_CHARS } from '../api/mcp-tools.js';
 import type { HttpChoice } from '../api/uws.js';
+import { fileURLToPath } from 'node:url';
 import { credentialKind } from '../core/credentials.js';
+import type { StorageSettings } from '../storage/open-store.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().min(1);
@@ -48,6 +50,20 @@ const schema = z
     VFS_METRICS_PORT: port.optional(),
     VFS_LOG_LEVEL: z.enum(['debug', 'info', 'error', 'silent']).default('info'),
     VFS_MCP_MAX_CHARS: z.coerce.number().int().min(MIN_MCP_MAX_CHARS).max(10_000_000).default(40_000),
+    VFS_STORAGE_URL: z
+      .string()
+      .regex(
+        /^(?:file:\/\/\/.*|s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](?:\/.*)?)$/,
+        'file:///absolute/path or s3://bucket/prefix (a bucket name of 3-63 of a-z 0-9 . -)',
+      )
+      .optional(),
+    AWS_ENDPOINT_URL_S3: z.string().url().optional(),
+    AWS_ENDPOINT_URL: z.string().url().optional(),
+    AWS_REGION: z.string().min(1).default('us-east-1'),
+    AWS_ACCESS_KEY_ID: z.string().min(1).optional(),
+    AWS_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+    VFS_S3_PATH_STYLE: z.enum(['true', 'false', '1', '0']).optional(),
+    VFS_S3_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(10),
     VFS_MCP_ALLOWED_ORIGINS: z
       .string()
       .default('')
@@ -58,6 +74,10 @@ const schema = z
           .filter((o) => o !== ''),
       )
       .refine((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), 'a comma-separated list of origins such as https://app.example.com'),
+  })
+  .refine((env) => (env.AWS_ACCESS_KEY_ID === undefined) === (env.AWS_SECRET_ACCESS_KEY === undefined), {
+    message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together',
+    path: ['AWS_SECRET_ACCESS_KEY'],
   })
   .refine((env) => (env.DATABASE_URL === undefined) === (env.DATABASE_APP_URL === undefined), {
     message: 'DATABASE_URL (owner role) and DATABASE_APP_URL (application role) must be set together',
@@ -128,8 +148,35 @@ export interface Config {
   metricsPort: number | null;
   /** The cap on an MCP tool result's characters; past it the result is cut at a line boundary with a footer. */
   mcpMaxChars: number;
+  /** Where originals are kept (storage/): the local directory `<dataDir>` by default, or an S3 bucket. */
+  storage: StorageSettings;
   /** Origins whose pages may call the MCP endpoint (a request with another Origin header gets 403). */
   mcpAllowedOrigins: readonly string[];
+}
+
+/** VFS_STORAGE_URL and the AWS SDK's standard variables as the object store's settings. */
+function storageSettings(e: z.infer<typeof schema>, dataDir: string): StorageSettings {
+  const url = e.VFS_STORAGE_URL;
+  if (url === undefined) return { kind: 'local', root: dataDir };
+  if (url.startsWith('file:')) return { kind: 'local', root: fileURLToPath(url) };
+  const { hostname: bucket, pathname } = new URL(url);
+  const prefix = pathname.replace(/^\/+/, '');
+  const endpoint = e.AWS_ENDPOINT_URL_S3 ?? e.AWS_ENDPOINT_URL ?? null;
+  const credentials =
+    e.AWS_ACCESS_KEY_ID !== undefined && e.AWS_SECRET_ACCESS_KEY !== undefined
+      ? { accessKeyId: e.AWS_ACCESS_KEY_ID, secretAccessKey: e.AWS_SECRET_ACCESS_KEY }
+      : null;
+  return {
+    kind: 's3',
+    bucket,
+    prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`,
+    endpoint,
+    region: e.AWS_REGION,
+    credentials,
+    // Non-AWS stores (MinIO, Swift, Ceph) mostly want the bucket in the path.
+    pathStyle: e.VFS_S3_PATH_STYLE === undefined ? endpoint !== null : e.VFS_S3_PATH_STYLE === 'true' || e.VFS_S3_PATH_STYLE === '1',
+    timeoutMs: e.VFS_S3_TIMEOUT_SECONDS * 1000,
+  };
 }
 
 /** Parses the environment into a frozen Config, or throws naming every bad variable. */
@@ -168,5 +215,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     metricsPort: e.VFS_METRICS_PORT ?? null,
     mcpMaxChars: e.VFS_MCP_MAX_CHARS,
     mcpAllowedOrigins: Object.freeze(e.VFS_MCP_ALLOWED_ORIGINS),
+    storage: Object.freeze(storageSettings(e, resolve(e.DATA_DIR))),
   });
 }

@@ -31,6 +31,7 @@ import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { ingestQueueStats } from '../db/ingest-jobs.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
+import { openObjectStore } from '../storage/open-store.js';
 import { IngestThread } from '../ingest/ingest-thread.js';
 import { dropDamagedShards } from '../ingest/shard-repair.js';
 import { shardsRoot } from '../ingest/shards.js';
@@ -152,8 +153,15 @@ async function startParts(
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
   const auth = new Authenticator(db, config.authCacheMs);
 
-  const blobs = new BlobStore(join(config.dataDir, 'blobs'));
-  await blobs.init();
+  const objects = openObjectStore(config.storage);
+  made.push(async () => objects.close());
+  const blobs = new BlobStore(join(config.dataDir, 'blobs'), objects);
+  try {
+    await blobs.init();
+  } catch (error) {
+    throw new Error(`the object store ${objects.location} cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  log.info(`originals are kept in ${objects.location}`);
   // One service per data directory (data-lock.ts): every temp file left now is an upload of a
   // process that died.
   const temps = await blobs.removeTemp();
@@ -164,6 +172,7 @@ async function startParts(
     {
       targets,
       dataDir: config.dataDir,
+      storage: config.storage,
       extract: { threads: config.extractThreads, timeoutMs: config.extractTimeoutMs, maxMemoryMb: config.extractMemoryMb },
       loop: { leaseSeconds: config.ingestLeaseSeconds, maxAttempts: config.ingestMaxAttempts },
       reportExtractions: metrics !== null,

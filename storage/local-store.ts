@@ -1,0 +1,79 @@
+/**
+ * The object store on a local directory: `npm start`'s default. An object is the file
+ * `<root>/<key>`, written by renaming a file into place and fsyncing its directory, so a key
+ * that a committed row names is on disk for good.
+ */
+import { mkdir, open, readdir, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { LocalCopy, ObjectStore, StoredObject } from './object-store.js';
+
+/** Objects as files under a directory. */
+export class LocalObjectStore implements ObjectStore {
+  readonly location: string;
+
+  constructor(private readonly root: string) {
+    this.location = pathToFileURL(root).href;
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.root, { recursive: true });
+  }
+
+  async putFile(key: string, file: string): Promise<void> {
+    const target = join(this.root, key);
+    await mkdir(dirname(target), { recursive: true });
+    try {
+      await stat(target);
+      // Same content already stored: keep it, and mark it recently used (a sweep's grace counts from then).
+      const now = new Date();
+      await utimes(target, now, now);
+      await unlink(file);
+    } catch {
+      await rename(file, target);
+      await fsyncDir(dirname(target));
+    }
+  }
+
+  async getFile(key: string): Promise<LocalCopy | null> {
+    const path = join(this.root, key);
+    if ((await stat(path).catch(() => null)) === null) return null;
+    return { path, release: async () => {} };
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(join(this.root, key), { force: true });
+  }
+
+  async *list(prefix: string): AsyncIterable<StoredObject> {
+    // Keys are `/`-separated paths: walk the directory the prefix names.
+    const base = prefix.endsWith('/') ? prefix.slice(0, -1) : dirname(prefix);
+    yield* walk(this.root, base === '.' ? '' : base, prefix);
+  }
+
+  close(): void {}
+}
+
+async function* walk(root: string, dir: string, prefix: string): AsyncIterable<StoredObject> {
+  const entries = await readdir(join(root, dir), { withFileTypes: true }).catch(() => []);
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const entry of entries) {
+    const key = dir === '' ? entry.name : `${dir}/${entry.name}`;
+    if (entry.isDirectory()) {
+      if (`${key}/`.startsWith(prefix) || prefix.startsWith(`${key}/`)) yield* walk(root, key, prefix);
+    } else if (entry.isFile() && key.startsWith(prefix)) {
+      const info = await stat(join(root, key)).catch(() => null);
+      if (info !== null) yield { key, lastModified: info.mtime };
+    }
+  }
+}
+
+/** Fsyncs a directory, so that a rename into it survives a crash. */
+export async function fsyncDir(path: string): Promise<void> {
+  const dir = await open(path, 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
