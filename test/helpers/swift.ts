@@ -216,7 +216,8 @@ function proxyConf(dir: string, user: string, port: number, memcachePort: number
     // catch_errors, gatekeeper, listing_formats, copy, dlo and versioned_writes itself when
     // missing, so they are named here to keep its log quiet; healthcheck for the start.
     'pipeline:main': {
-      pipeline: 'catch_errors gatekeeper healthcheck proxy-logging cache listing_formats s3api tempauth copy slo dlo versioned_writes proxy-logging proxy-server',
+      pipeline:
+        'catch_errors gatekeeper healthcheck proxy-logging cache listing_formats s3api tempauth copy slo dlo versioned_writes proxy-logging proxy-server',
     },
     'app:proxy-server': { use: 'egg:swift#proxy', account_autocreate: 'true' },
     'filter:catch_errors': { use: 'egg:swift#catch_errors' },
@@ -245,7 +246,10 @@ function backendConf(dir: string, user: string, name: (typeof BACKENDS)[number],
 }
 
 function ini(sections: Record<string, Record<string, string>>): string {
-  const lines = (values: Record<string, string>): string => Object.entries(values).map(([k, v]) => `${k} = ${v}\n`).join('');
+  const lines = (values: Record<string, string>): string =>
+    Object.entries(values)
+      .map(([k, v]) => `${k} = ${v}\n`)
+      .join('');
   return Object.entries(sections)
     .map(([name, values]) => `[${name}]\n${lines(values)}`)
     .join('\n');
