@@ -15,8 +15,8 @@
  *
  * Every process is started under `setpriv --pdeathsig KILL`: the kernel kills
  * it when the thread that spawned it goes, so a test run that is killed leaves
- * nothing behind (with vitest's `forks` pool that thread is the test process's
- * main thread). Swift's servers call setsid(), and the setuid() to the same
+ * no server behind (with vitest's `forks` pool that thread is the test process's
+ * main thread), and the next start removes the directory it left. Swift's servers call setsid(), and the setuid() to the same
  * user keeps the death signal (only a change of credentials clears it).
  *
  * The S3 API of 2.30 refuses the AWS SDK's default streaming checksums (fixed
@@ -24,7 +24,7 @@
  */
 import { type ChildProcess, execFile as execFileCb, spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +41,9 @@ const POLL_MS = 100;
 /** 2^6 partitions: the smallest ring that builds in an instant and still spreads a test's objects. */
 const PART_POWER = 6;
 const HOST = '127.0.0.1';
+const DIR_PREFIX = 'vfs-test-swift-';
+/** Holds the pid of the process that started the cluster, so that a later start can tell an orphaned directory. */
+const OWNER_FILE = 'owner.pid';
 const DEVICE = 'd1';
 
 /**
@@ -109,7 +112,9 @@ interface Daemon {
 
 /** Starts a single-node cluster in a fresh temp directory and resolves once all four servers answer. */
 export async function startSwift(): Promise<SwiftCluster> {
-  const dir = await mkdtemp(join(tmpdir(), 'vfs-test-swift-'));
+  await removeOrphans();
+  const dir = await mkdtemp(join(tmpdir(), DIR_PREFIX));
+  await writeFile(join(dir, OWNER_FILE), String(process.pid));
   const daemons = new Map<string, Daemon>();
   const stopAll = async (): Promise<void> => {
     await Promise.all([...daemons.values()].map(kill));
@@ -253,6 +258,30 @@ function ini(sections: Record<string, Record<string, string>>): string {
   return Object.entries(sections)
     .map(([name, values]) => `[${name}]\n${lines(values)}`)
     .join('\n');
+}
+
+/**
+ * Removes the directories of clusters whose starting process is gone (a test run that was killed:
+ * its servers died with it, their directory stayed). A directory without an owner file is still
+ * being made by a start elsewhere and is left alone.
+ */
+async function removeOrphans(): Promise<void> {
+  const names = (await readdir(tmpdir())).filter((name) => name.startsWith(DIR_PREFIX));
+  for (const name of names) {
+    const dir = join(tmpdir(), name);
+    const owner = Number(await readFile(join(dir, OWNER_FILE), 'utf8').catch(() => ''));
+    if (owner > 0 && !alive(owner)) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive, another user's.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Builds the three rings in one interpreter. */
