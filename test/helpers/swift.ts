@@ -216,14 +216,15 @@ function commonDefaults(dir: string, user: string, port: number): Record<string,
 function proxyConf(dir: string, user: string, port: number, memcachePort: number): string {
   return ini({
     DEFAULT: commonDefaults(dir, user, port),
-    // The smallest pipeline that works: s3api before tempauth (it checks the order); slo after
-    // s3api, or multipart uploads are turned off; cache (memcached) for tempauth; the proxy adds
-    // catch_errors, gatekeeper, listing_formats, copy, dlo and versioned_writes itself when
-    // missing, so they are named here to keep its log quiet; healthcheck for the start.
+    // s3api before tempauth, or every S3 request is refused; slo after s3api, or s3api turns
+    // multipart uploads off; cache (memcached), or tempauth fails every request; healthcheck for
+    // the start. The proxy adds catch_errors, gatekeeper, listing_formats, copy, dlo and
+    // versioned_writes itself when missing: named, the pipeline in the file is the one that runs.
     'pipeline:main': {
       pipeline:
         'catch_errors gatekeeper healthcheck proxy-logging cache listing_formats s3api tempauth copy slo dlo versioned_writes proxy-logging proxy-server',
     },
+    // tempauth's account exists only once a request creates it; without this no bucket can be made.
     'app:proxy-server': { use: 'egg:swift#proxy', account_autocreate: 'true' },
     'filter:catch_errors': { use: 'egg:swift#catch_errors' },
     'filter:gatekeeper': { use: 'egg:swift#gatekeeper' },
