@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SwiftCluster, startSwift } from './helpers/swift.js';
 
 const BUCKET = 'vfs-test';
-/** The slowest start the tests accept; it takes 3 to 7 s on 2 shared cores. */
+/** The slowest start the tests accept; it took 1.9 to 4.3 s on 2 busy cores. */
 const START_BOUND_MS = 30_000;
 
 let swift: SwiftCluster;
