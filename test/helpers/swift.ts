@@ -6,18 +6,20 @@
  *
  * Everything lives in a temp directory written here: swift.conf, the four
  * servers' configs, the three rings (one replica, one device each, built at
- * start), the device directory (`mount_check =
- * false`: it is a plain directory, on a file system with user xattrs, which
- * Swift stores object metadata in) and one log file per process. Each server
- * runs with `workers = 0`, so it is one process that stays in the foreground,
- * as the current user; memcached holds tempauth's tokens (tempauth refuses to
- * work without it). Ports are picked free on 127.0.0.1 just before the start.
+ * start), the device directory (`mount_check = false`: a plain directory, on a
+ * file system with user xattrs, which Swift keeps object metadata in) and one
+ * log file per process. Each server runs with `workers = 0`, so it is one
+ * process that stays in the foreground, as the current user; memcached holds
+ * tempauth's tokens (tempauth fails every request without it). Ports are
+ * picked free on 127.0.0.1 just before the start.
  *
- * Every process is started under `setpriv --pdeathsig KILL`: the kernel kills
- * it when the thread that spawned it goes, so a test run that is killed leaves
- * no server behind (with vitest's `forks` pool that thread is the test process's
- * main thread), and the next start removes the directory it left. Swift's servers call setsid(), and the setuid() to the same
- * user keeps the death signal (only a change of credentials clears it).
+ * Every process leads a process group of its own, which `stop()` kills, and is
+ * started under `setpriv --pdeathsig KILL`: the kernel kills it when the thread
+ * that spawned it goes, so a test run that is killed leaves no server behind
+ * (with vitest's `forks` pool that thread is the test process's main thread;
+ * Swift's setuid() to the same user keeps the death signal, which only a
+ * change of credentials clears). The next start removes the directory a killed
+ * run left.
  *
  * The S3 API of 2.30 refuses the AWS SDK's default streaming checksums (fixed
  * in 2.35.1): clients set `requestChecksumCalculation: 'WHEN_REQUIRED'`.
@@ -140,6 +142,8 @@ export async function startSwift(): Promise<SwiftCluster> {
     for (const name of [...BACKENDS, 'proxy'] as const) startServer(name);
     await Promise.all(BACKENDS.map((name) => waitHealthy(dir, name, ports[name], daemons.get(name)!)));
     await waitHealthy(dir, 'proxy', proxyPort, daemons.get('proxy')!);
+    // memcached has no health check of its own; a port taken since it was picked ends it at once.
+    if (exitedAlready(daemons.get('memcached')!)) throw new Error(`memcached exited:\n${await readLog(dir, 'memcached')}`);
 
     const proxy = (): Daemon => {
       const d = daemons.get('proxy');
@@ -317,8 +321,11 @@ function spawnDaemon(dir: string, name: string, command: string, args: string[])
       stdio: ['ignore', log, log],
       env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' },
     });
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.once('error', () => {});
+    // A command that cannot be started emits 'error' and may never emit 'exit'.
+    const exited = new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', () => resolve());
+    });
     return { child, exited };
   } finally {
     closeSync(log);
@@ -333,8 +340,16 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+function exitedAlready(daemon: Daemon): boolean {
+  return daemon.child.exitCode !== null || daemon.child.signalCode !== null;
+}
+
+async function readLog(dir: string, name: string): Promise<string> {
+  return (await readFile(join(dir, `${name}.log`), 'utf8').catch(() => '')).slice(-4000);
+}
+
 async function kill(daemon: Daemon): Promise<void> {
-  if (daemon.child.exitCode === null && daemon.child.signalCode === null) signalGroup(daemon.child, 'SIGKILL');
+  if (!exitedAlready(daemon)) signalGroup(daemon.child, 'SIGKILL');
   await daemon.exited;
 }
 
@@ -351,8 +366,7 @@ async function waitHealthy(dir: string, name: string, port: number, daemon: Daem
       // Not listening yet.
     }
     if (gone || Date.now() > deadline) {
-      const log = await readFile(join(dir, `${name}.log`), 'utf8').catch(() => '');
-      throw new Error(`the Swift ${name} server ${gone ? 'exited' : 'did not answer in time'}:\n${log.slice(-4000)}`);
+      throw new Error(`the Swift ${name} server ${gone ? 'exited' : 'did not answer in time'}:\n${await readLog(dir, name)}`);
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
