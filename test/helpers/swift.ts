@@ -25,7 +25,7 @@
  * in 2.35.1): clients set `requestChecksumCalculation: 'WHEN_REQUIRED'`.
  */
 import { type ChildProcess, execFile as execFileCb, spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
@@ -47,6 +47,9 @@ const DIR_PREFIX = 'vfs-test-swift-';
 /** Holds the pid of the process that started the cluster, so that a later start can tell an orphaned directory. */
 const OWNER_FILE = 'owner.pid';
 const DEVICE = 'd1';
+/** One file of each package the cluster needs, checked first so that a machine without them gets a plain answer. */
+const PACKAGE_FILES = ['swift-proxy', 'swift-object', 'swift-container', 'swift-account'].map((p) => `/usr/bin/${p}-server`).concat('/usr/bin/memcached');
+const INSTALL = 'apt-get install --no-install-recommends swift-proxy swift-object swift-container swift-account memcached';
 
 /**
  * Runs one Swift server as `swift-<name>-server conf -v` does, after pointing Swift at the temp
@@ -114,6 +117,8 @@ interface Daemon {
 
 /** Starts a single-node cluster in a fresh temp directory and resolves once all four servers answer. */
 export async function startSwift(): Promise<SwiftCluster> {
+  const missing = PACKAGE_FILES.filter((file) => !existsSync(file));
+  if (missing.length > 0) throw new Error(`the Swift test server needs ${missing.join(', ')}: ${INSTALL} (as .ci/run does)`);
   await removeOrphans();
   const dir = await mkdtemp(join(tmpdir(), DIR_PREFIX));
   await writeFile(join(dir, OWNER_FILE), String(process.pid));
