@@ -7,9 +7,11 @@
  * with the right text, and once the blob sweep has run every blob on disk
  * belongs to a file (and every file's blob is on disk).
  */
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../service/config.js';
+import { openObjectStore } from '../storage/open-store.js';
 import { FaultService, checkUploads, uploadsUnderKills } from './helpers/faults.js';
 
 const KILLS = 20;
@@ -29,11 +31,17 @@ describe('SIGKILL during uploads', () => {
 
     // Plus a blob no file will ever reference and a stale temp file, as a kill between publishing
     // a blob and committing its row, or in the middle of a body, leaves them.
-    const blobs = join(svc.dataDir, 'blobs');
-    const [account] = (await readdir(blobs)).filter((name) => name !== 'tmp');
-    await mkdir(join(blobs, account, 'ff'), { recursive: true });
-    await writeFile(join(blobs, account, 'ff', 'f'.repeat(64)), 'orphan');
-    await writeFile(join(blobs, 'tmp', 'stale'), 'half an upload');
+    const objects = openObjectStore(loadConfig(svc.environment).storage);
+    let account: string | undefined;
+    for await (const { key } of objects.list('blobs/')) {
+      account = /^blobs\/([^/]+)\/[0-9a-f]{2}\//.exec(key)?.[1];
+      if (account !== undefined) break;
+    }
+    const orphan = join(svc.dataDir, 'orphan');
+    await writeFile(orphan, 'orphan');
+    await objects.putFile(`blobs/${account}/ff/${'f'.repeat(64)}`, orphan);
+    objects.close();
+    await writeFile(join(svc.dataDir, 'blobs', 'tmp', 'stale'), 'half an upload');
 
     const check = await checkUploads(svc, 'ws', run);
     expect(check.tempFiles).toBe(0);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { buildService } from '../service/script-args.js';
+import { provideSwift } from './helpers/swift.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -22,7 +23,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const dir = await mkdtemp(join(tmpdir(), 'vfs-test-pg-'));
   const cluster = await EmbeddedCluster.start(dir);
   project.provide('pgSuperuser', cluster.address);
+  // npm test's third pass keeps the services' originals on a real S3 server (test/helpers/service.ts).
+  const stopSwift = process.env.VFS_TEST_STORAGE === 's3' ? await provideSwift(project) : null;
   return async () => {
+    await stopSwift?.();
     await cluster.stop();
     await rm(dir, { recursive: true, force: true });
   };

@@ -14,8 +14,6 @@
  * misleading uploads, legal names that look like traversal, slow clients, and
  * malformed HTTP below the routes.
  */
-import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
@@ -85,7 +83,7 @@ async function state(): Promise<string> {
       'files', (SELECT coalesce(json_agg(json_build_object('w', workspace_id, 'p', path, 's', status, 'b', size_bytes, 'g', generation, 'c', content_type, 'u', updated_at) ORDER BY workspace_id, path), '[]') FROM files),
       'tokens', (SELECT count(*) FROM tokens),
       'revoked', (SELECT count(*) FROM tokens WHERE revoked_at IS NOT NULL)) AS s`);
-  const blobs = (await readdir(join(t.dataDir, 'blobs'), { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).length;
+  const blobs = (await t.blobFiles()).length;
   return `${JSON.stringify(rows[0].s)} blobs=${blobs}`;
 }
 

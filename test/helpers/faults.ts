@@ -8,9 +8,12 @@
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { newCredential } from '../../core/credentials.js';
+import { loadConfig } from '../../service/config.js';
+import { openObjectStore } from '../../storage/open-store.js';
 import { type ServiceProcess, runAdmin, startServiceProcess } from './process.js';
+import { testStorage } from './service.js';
 import { seededRandom } from './random.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -39,6 +42,7 @@ export class FaultService {
       VFS_BOOTSTRAP_KEY: this.key,
       VFS_MANAGEMENT_RATE: '1000000',
       VFS_AUTH_FAILURES: '1000000',
+      ...testStorage(basename(this.dataDir).slice('vfs-faults-'.length).toLowerCase()),
       ...this.env,
     };
   }
@@ -326,12 +330,14 @@ export async function checkUploads(svc: FaultService, ws: string, run: UploadRun
     ),
   );
   const onDisk = new Set<string>();
-  const blobsRoot = join(svc.dataDir, 'blobs');
-  for (const account of await readdir(blobsRoot)) {
-    if (account === 'tmp') continue;
-    for (const prefix of await readdir(join(blobsRoot, account))) {
-      for (const sha of await readdir(join(blobsRoot, account, prefix))) onDisk.add(sha);
+  const objects = openObjectStore(loadConfig(svc.environment).storage);
+  try {
+    for await (const { key } of objects.list('blobs/')) {
+      const sha = /^blobs\/[^/]+\/[0-9a-f]{2}\/([0-9a-f]{64})$/.exec(key)?.[1];
+      if (sha !== undefined) onDisk.add(sha);
     }
+  } finally {
+    objects.close();
   }
   return {
     found: run.acknowledged.size - lost.length,

@@ -3,7 +3,7 @@
  * run's PostgreSQL cluster, its own data directory, an HTTP server on port 0.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -14,6 +14,8 @@ import { provisionDatabase } from '../../db/provision.js';
 import { type Config, loadConfig } from '../../service/config.js';
 import { createLogger } from '../../service/log.js';
 import { type Service, startWithDatabase } from '../../service/service.js';
+import { openObjectStore } from '../../storage/open-store.js';
+import './swift.js'; // its ProvidedContext entry
 
 /** A running service with the default account's key and a client for it. */
 export interface TestService {
@@ -28,6 +30,8 @@ export interface TestService {
   superuser(): Promise<pg.Client>;
   /** Makes another account and returns its management key. */
   newAccount(name: string, plan?: string): Promise<string>;
+  /** The stored originals (object keys, `blobs/…`) and the upload temp files (`tmp/<name>`), whichever store the service uses. */
+  blobFiles(): Promise<string[]>;
   /** Calls the API. */
   call(method: string, path: string, options?: CallOptions): Promise<Reply>;
   stop(): Promise<void>;
@@ -65,7 +69,7 @@ export async function startTestService(env: Record<string, string> = {}, options
   const lifted = options.realLimits === true ? {} : { VFS_AUTH_FAILURES: '1000000', VFS_MANAGEMENT_RATE: '1000000' };
   // VFS_HTTP=node runs the suite on the node:http implementation of the uWebSockets.js API.
   const http = process.env.VFS_HTTP === undefined ? {} : { VFS_HTTP: process.env.VFS_HTTP };
-  const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...lifted, ...http, ...env });
+  const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...lifted, ...http, ...testStorage(id), ...env });
   // The service's errors go to stderr as JSON lines with VFS_TEST_LOG=1 (a 500 in a test logs its cause there).
   const quiet = createLogger(process.env.VFS_TEST_LOG === '1' ? 'error' : 'silent');
   const service = await startWithDatabase(config, quiet, targets, names.appRole).catch(async (error: unknown) => {
@@ -106,6 +110,17 @@ export async function startTestService(env: Record<string, string> = {}, options
       return (await issueManagementKey(service.db, name)).key;
     },
     call,
+    blobFiles: async () => {
+      const objects = openObjectStore(config.storage);
+      try {
+        const keys: string[] = [];
+        for await (const { key } of objects.list('blobs/')) if (!key.startsWith('blobs/tmp/')) keys.push(key);
+        const temps = await readdir(join(dataDir, 'blobs', 'tmp')).catch(() => [] as string[]);
+        return [...keys, ...temps.map((name) => `tmp/${name}`)];
+      } finally {
+        objects.close();
+      }
+    },
     stop: async () => {
       await service.stop();
       await rm(dataDir, { recursive: true, force: true });
@@ -123,6 +138,22 @@ export interface ListedFile {
   errorDetail: string | null;
   sha256: string;
   visibility: string[] | null;
+}
+
+/**
+ * With VFS_TEST_STORAGE=s3 (npm test's third pass), each service keeps its originals in a bucket
+ * of its own on the run's Swift cluster (test/global-setup.ts); otherwise in its data directory.
+ */
+export function testStorage(id: string): Record<string, string> {
+  if (process.env.VFS_TEST_STORAGE !== 's3') return {};
+  const swift = inject('swift');
+  return {
+    VFS_STORAGE_URL: `s3://vfs-test-${id}/service`,
+    AWS_ENDPOINT_URL_S3: swift.endpoint,
+    AWS_ACCESS_KEY_ID: swift.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: swift.secretAccessKey,
+    AWS_REGION: swift.region,
+  };
 }
 
 /** Every file of a workspace, paging through the listing. */
