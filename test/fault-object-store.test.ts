@@ -1,0 +1,125 @@
+/**
+ * Originals on a real S3 server (a Swift cluster of this file's own, since it stops and freezes
+ * the proxy): uploads land in the bucket, content-addressed; with the store stopped or hung an
+ * upload answers 503 with Retry-After and commits nothing, while reads of ready files go on; once
+ * the store is back, uploads resume without a restart.
+ */
+import { createHash } from 'node:crypto';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
+import { startSwift, type SwiftCluster } from './helpers/swift.js';
+
+let swift: SwiftCluster;
+let t: TestService;
+let s3: S3Client;
+const BUCKET = 'vfs-fault-store';
+
+beforeAll(async () => {
+  swift = await startSwift();
+  t = await startTestService({
+    VFS_STORAGE_URL: `s3://${BUCKET}/svc`,
+    AWS_ENDPOINT_URL_S3: swift.endpoint,
+    AWS_ACCESS_KEY_ID: swift.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: swift.secretAccessKey,
+    AWS_REGION: swift.region,
+    VFS_S3_TIMEOUT_SECONDS: '1',
+  });
+  s3 = new S3Client({
+    endpoint: swift.endpoint,
+    region: swift.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: swift.accessKeyId, secretAccessKey: swift.secretAccessKey },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  expect((await t.call('POST', '/v1/workspaces', { body: { name: 'ws' } })).status).toBe(201);
+  expect((await t.call('POST', '/v1/workspaces', { body: { name: 'other' } })).status).toBe(201);
+  expect((await put(t, 'ws', 'ready.txt', 'the needle is here\n')).status).toBe(202);
+  await settled(t, 'ws');
+});
+afterAll(async () => {
+  s3?.destroy();
+  await t?.stop();
+  await swift?.stop();
+});
+
+async function keys(): Promise<string[]> {
+  const page = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'svc/' }));
+  return (page.Contents ?? []).map((o) => o.Key!).sort();
+}
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/** What a reader sees of the ready file. */
+async function reads(): Promise<string[]> {
+  const cat = await t.call('GET', '/v1/workspaces/ws/cat?path=/ready.txt');
+  const grep = await t.call('GET', '/v1/workspaces/ws/grep?pattern=needle&output_mode=content');
+  return [`${cat.status} ${cat.text}`, `${grep.status} ${grep.text}`];
+}
+
+describe('originals in an S3 bucket', () => {
+  it('are stored under the prefix, content-addressed per account, once for the same bytes', async () => {
+    expect((await put(t, 'ws', 'copy-a.txt', 'same bytes\n')).status).toBe(202);
+    expect((await put(t, 'other', 'copy-b.txt', 'same bytes\n')).status).toBe(202);
+    await settled(t, 'ws');
+    await settled(t, 'other');
+    const stored = await keys();
+    expect(stored.filter((k) => k.endsWith(`/${sha256('same bytes\n')}`))).toHaveLength(1);
+    expect(stored.some((k) => new RegExp(`^svc/blobs/[0-9a-f-]{36}/${sha256('the needle is here\n').slice(0, 2)}/${sha256('the needle is here\n')}$`).test(k))).toBe(true);
+    expect(await reads()).toEqual(['200      1\tthe needle is here\n', '200 /ready.txt:1:the needle is here\n']);
+  });
+
+  it('a deleted file takes its original with it when nothing else references it', async () => {
+    expect((await put(t, 'ws', 'doomed.txt', 'only here\n')).status).toBe(202);
+    await settled(t, 'ws');
+    expect((await keys()).some((k) => k.endsWith(sha256('only here\n')))).toBe(true);
+    expect((await t.call('DELETE', '/v1/workspaces/ws/files/doomed.txt')).status).toBe(204);
+    expect((await keys()).some((k) => k.endsWith(sha256('only here\n')))).toBe(false);
+  });
+});
+
+describe('the object store stopped or hung', () => {
+  const before = async (): Promise<string> => JSON.stringify((await listAll(t, 'ws')).map((f) => [f.path, f.status, f.sha256]));
+
+  it('stopped: an upload is 503 with Retry-After and commits nothing; reads of ready files are unaffected', async () => {
+    const expectedReads = await reads();
+    const listing = await before();
+    await swift.stopProxy();
+    try {
+      const r = await put(t, 'ws', 'while-down.txt', 'not stored\n');
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toBe('1');
+      expect(r.json.error).toMatch(/blob storage is unavailable/);
+      expect(await before()).toBe(listing);
+      expect(await reads()).toEqual(expectedReads);
+      expect((await t.call('GET', '/v1/workspaces/ws/find?pattern=**/*.txt')).text).not.toContain('while-down');
+    } finally {
+      await swift.startProxy();
+    }
+  });
+
+  it('hung (connection accepted, nothing answered): an upload is 503 within a few timeouts', async () => {
+    const listing = await before();
+    swift.pauseProxy();
+    try {
+      const started = performance.now();
+      const r = await put(t, 'ws', 'while-hung.txt', 'not stored either\n');
+      expect(r.status).toBe(503);
+      // Two attempts of a 1 s timeout, with room for a loaded machine.
+      expect(performance.now() - started).toBeLessThan(20_000);
+      expect(await before()).toBe(listing);
+    } finally {
+      swift.resumeProxy();
+    }
+  });
+
+  it('back: uploads resume without a restart, and become ready', async () => {
+    const r = await put(t, 'ws', 'after.txt', 'stored after the outage\n');
+    expect(r.status).toBe(202);
+    const files = await settled(t, 'ws');
+    expect(files.find((f) => f.path === '/after.txt')).toMatchObject({ status: 'ready', sha256: sha256('stored after the outage\n') });
+    expect(files.some((f) => f.path === '/while-down.txt' || f.path === '/while-hung.txt')).toBe(false);
+    expect((await keys()).some((k) => k.endsWith(sha256('not stored\n')))).toBe(false);
+  });
+});
