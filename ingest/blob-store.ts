@@ -7,11 +7,17 @@
  * there, so a blob that a committed file row names is stored for good. Blobs are per account
  * (an account's upload never reveals whether another holds the same bytes), so deciding that a
  * blob is unreferenced needs only that account's rows.
+ *
+ * Beside each blob the store keeps the text extracted from it (`text/<extractor version>/<account
+ * id>/<sha256[0:2]>/<sha256>`): the same bytes are extracted once per extractor version, and a
+ * lost shard is rebuilt from the texts without extracting anything again. A text goes with its
+ * blob; texts of another extractor version are swept.
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { mkdir, open, readdir, rm, stat, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LocalCopy, ObjectStore } from '../storage/object-store.js';
+import { EXTRACTOR_VERSION } from './extractor-version.js';
 
 /** A blob being received. */
 export class BlobUpload {
@@ -62,6 +68,11 @@ export function blobKey(accountId: string, sha: string): string {
   return `blobs/${accountId}/${sha.slice(0, 2)}/${sha}`;
 }
 
+/** The object key of the text this extractor version extracted from an account's blob. */
+export function textKey(accountId: string, sha: string, version = EXTRACTOR_VERSION): string {
+  return `text/${version}/${accountId}/${sha.slice(0, 2)}/${sha}`;
+}
+
 /** Originals: received on local disk, kept in the object store. */
 export class BlobStore {
   private readonly tmp: string;
@@ -92,6 +103,36 @@ export class BlobStore {
     return this.objects.getFile(blobKey(accountId, sha), this.tmp);
   }
 
+  /** The text this extractor version extracted from the blob before, or null when it was never kept. */
+  async cachedText(accountId: string, sha: string): Promise<Buffer | null> {
+    const copy = await this.objects.getFile(textKey(accountId, sha), this.tmp);
+    if (copy === null) return null;
+    try {
+      return await readFile(copy.path);
+    } finally {
+      await copy.release();
+    }
+  }
+
+  /** Keeps the text extracted from a blob, so that the same bytes are never extracted again by this extractor version. */
+  async keepText(accountId: string, sha: string, text: Buffer): Promise<void> {
+    const path = join(this.tmp, randomBytes(12).toString('hex'));
+    // Synced before it is published: a text cut short by a crash would be served as the whole.
+    const file = await open(path, 'wx', 0o600);
+    try {
+      await file.writeFile(text);
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    try {
+      await this.objects.putFile(textKey(accountId, sha), path);
+    } catch (error) {
+      await rm(path, { force: true });
+      throw error;
+    }
+  }
+
   /** Removes every temp file: at start, when no upload of this process can own one. */
   async removeTemp(): Promise<number> {
     const names = await readdir(this.tmp).catch(() => [] as string[]);
@@ -99,8 +140,9 @@ export class BlobStore {
     return names.length;
   }
 
-  /** Removes one blob (no error if absent). */
+  /** Removes one blob and the text kept from it (no error if absent). */
   async remove(accountId: string, sha: string): Promise<void> {
+    await this.objects.delete(textKey(accountId, sha));
     await this.objects.delete(blobKey(accountId, sha));
   }
 
@@ -122,21 +164,33 @@ export class BlobStore {
         removed++;
       }
     }
-    const chunks = new Map<string, string[]>();
+    const chunks = new Map<string, Set<string>>();
+    const add = async (accountId: string, sha: string): Promise<void> => {
+      const chunk = chunks.get(accountId) ?? new Set<string>();
+      chunk.add(sha);
+      chunks.set(accountId, chunk);
+      if (chunk.size === SWEEP_CHUNK) {
+        removed += await collect(accountId, [...chunk]);
+        chunks.delete(accountId);
+      }
+    };
     for await (const { key } of this.objects.list('blobs/')) {
       if (signal?.aborted === true) return removed;
       const parts = /^blobs\/([^/]+)\/[0-9a-f]{2}\/([0-9a-f]{64})$/.exec(key);
-      if (parts === null) continue; // the local store's temp directory, or not a blob
-      const [, accountId, sha] = parts;
-      const chunk = chunks.get(accountId) ?? [];
-      chunk.push(sha);
-      chunks.set(accountId, chunk);
-      if (chunk.length === SWEEP_CHUNK) {
-        removed += await collect(accountId, chunk);
-        chunks.delete(accountId);
+      if (parts !== null) await add(parts[1], parts[2]); // else the local store's temp directory
+    }
+    // Texts whose blob is gone (a crash between the two removals), and every text of another extractor version.
+    for await (const { key } of this.objects.list('text/')) {
+      if (signal?.aborted === true) return removed;
+      const parts = /^text\/([^/]+)\/([^/]+)\/[0-9a-f]{2}\/([0-9a-f]{64})$/.exec(key);
+      if (parts === null) continue;
+      if (parts[1] === String(EXTRACTOR_VERSION)) await add(parts[2], parts[3]);
+      else {
+        await this.objects.delete(key);
+        removed++;
       }
     }
-    for (const [accountId, chunk] of chunks) removed += await collect(accountId, chunk);
+    for (const [accountId, chunk] of chunks) removed += await collect(accountId, [...chunk]);
     return removed;
   }
 }

@@ -183,24 +183,37 @@ export class IngestLoop {
     return { extracted: await Promise.all(work), settled };
   }
 
-  /** Extracts one job's file from a local copy of its blob; a store out of reach is a retryable failure. */
+  /**
+   * One job's text: the one kept from an earlier extraction of the same bytes (by this extractor
+   * version), else extracted from a local copy of the blob and kept. A store out of reach is a
+   * retryable failure.
+   */
   private async extractOne(job: Job, file: JobFile): Promise<Extracted> {
     let copy: LocalCopy | null;
     try {
+      const kept = await this.blobs.cachedText(job.accountId, file.blobSha256);
+      if (kept !== null) return { job, file, result: { ok: true, text: kept, kind: 'text' } };
       copy = await this.blobs.open(job.accountId, file.blobSha256);
     } catch (error) {
       return { job, file, result: { ok: false, error: `the object store is unavailable: ${errorMessage(error)}`, retryable: true } };
     }
     if (copy === null) return { job, file, result: { ok: false, error: 'the original is missing from the object store', retryable: false } };
     const started = performance.now();
+    let result: ExtractResult;
     try {
-      const result = await this.pool.extract(copy.path, file.contentType, file.path);
-      const outcome = result.ok ? 'ok' : result.capped === true ? 'capped' : 'error';
-      this.onExtracted?.(extractedType(file.path, result), outcome, (performance.now() - started) / 1000);
-      return { job, file, result };
+      result = await this.pool.extract(copy.path, file.contentType, file.path);
     } finally {
       await copy.release();
     }
+    const outcome = result.ok ? 'ok' : result.capped === true ? 'capped' : 'error';
+    this.onExtracted?.(extractedType(file.path, result), outcome, (performance.now() - started) / 1000);
+    if (result.ok) {
+      // Without the kept text the file is still indexed; the next rebuild extracts it again.
+      await this.blobs
+        .keepText(job.accountId, file.blobSha256, result.text)
+        .catch((error: unknown) => this.onError(`keeping the text of ${file.path} failed`, error));
+    }
+    return { job, file, result };
   }
 
   /** Writes the batch into the shards, then records every outcome. */

@@ -65,12 +65,16 @@ describe('originals in an S3 bucket', () => {
     await settled(t, 'ws');
     await settled(t, 'other');
     const stored = await keys();
-    expect(stored.filter((k) => k.endsWith(`/${sha256('same bytes\n')}`))).toHaveLength(1);
-    expect(stored.some((k) => new RegExp(`^svc/blobs/[0-9a-f-]{36}/${sha256('the needle is here\n').slice(0, 2)}/${sha256('the needle is here\n')}$`).test(k))).toBe(true);
+    expect(stored.filter((k) => k.startsWith('svc/blobs/') && k.endsWith(`/${sha256('same bytes\n')}`))).toHaveLength(1);
+    // The extracted text is kept beside the blob, under the extractor's version.
+    expect(stored.filter((k) => k.startsWith('svc/text/1/') && k.endsWith(`/${sha256('same bytes\n')}`))).toHaveLength(1);
+    expect(
+      stored.some((k) => new RegExp(`^svc/blobs/[0-9a-f-]{36}/${sha256('the needle is here\n').slice(0, 2)}/${sha256('the needle is here\n')}$`).test(k)),
+    ).toBe(true);
     expect(await reads()).toEqual(['200      1\tthe needle is here\n', '200 /ready.txt:1:the needle is here\n']);
   });
 
-  it('a deleted file takes its original with it when nothing else references it', async () => {
+  it('a deleted file takes its original and its text with it when nothing else references them', async () => {
     expect((await put(t, 'ws', 'doomed.txt', 'only here\n')).status).toBe(202);
     await settled(t, 'ws');
     expect((await keys()).some((k) => k.endsWith(sha256('only here\n')))).toBe(true);
@@ -80,18 +84,18 @@ describe('originals in an S3 bucket', () => {
 });
 
 describe('the object store stopped or hung', () => {
-  const before = async (): Promise<string> => JSON.stringify((await listAll(t, 'ws')).map((f) => [f.path, f.status, f.sha256]));
+  const snapshot = async (): Promise<string> => JSON.stringify((await listAll(t, 'ws')).map((f) => [f.path, f.status, f.sha256]));
 
   it('stopped: an upload is 503 with Retry-After and commits nothing; reads of ready files are unaffected', async () => {
     const expectedReads = await reads();
-    const listing = await before();
+    const listing = await snapshot();
     await swift.stopProxy();
     try {
       const r = await put(t, 'ws', 'while-down.txt', 'not stored\n');
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('1');
       expect(r.json.error).toMatch(/blob storage is unavailable/);
-      expect(await before()).toBe(listing);
+      expect(await snapshot()).toBe(listing);
       expect(await reads()).toEqual(expectedReads);
       expect((await t.call('GET', '/v1/workspaces/ws/find?pattern=**/*.txt')).text).not.toContain('while-down');
     } finally {
@@ -100,7 +104,7 @@ describe('the object store stopped or hung', () => {
   });
 
   it('hung (connection accepted, nothing answered): an upload is 503 within a few timeouts', async () => {
-    const listing = await before();
+    const listing = await snapshot();
     swift.pauseProxy();
     try {
       const started = performance.now();
@@ -108,7 +112,7 @@ describe('the object store stopped or hung', () => {
       expect(r.status).toBe(503);
       // Two attempts of a 1 s timeout, with room for a loaded machine.
       expect(performance.now() - started).toBeLessThan(20_000);
-      expect(await before()).toBe(listing);
+      expect(await snapshot()).toBe(listing);
     } finally {
       swift.resumeProxy();
     }
