@@ -1,0 +1,41 @@
+/**
+ * Progress bars on stderr, drawn only when stderr is a terminal: a script
+ * that captures stderr, or a CI log, gets no carriage-return noise.
+ */
+import { SingleBar } from 'cli-progress';
+
+/** One phase's progress. */
+export interface Bar {
+  /** Counts `n` more items done. */
+  increment(n?: number): void;
+  /** Sets how many items are done. */
+  update(done: number): void;
+  /** Draws the final state and leaves the line. */
+  stop(): void;
+}
+
+/** Starts a bar for a phase of `total` items, labelled e.g. "uploading". */
+export type StartBar = (label: string, total: number) => Bar;
+
+const NONE: Bar = { increment: () => {}, update: () => {}, stop: () => {} };
+
+/** Bars on `stream` when `enabled` (the caller passes `stream.isTTY`), else bars that draw nothing. */
+export function progressBars(stream: NodeJS.WriteStream, enabled: boolean): StartBar {
+  if (!enabled) return () => NONE;
+  return (label, total) => {
+    const bar = new SingleBar({
+      stream,
+      format: `${label.padEnd(9)} [{bar}] {value}/{total} files | {percentage}% | {duration_formatted} | ETA {eta_formatted}`,
+      barCompleteChar: '#',
+      barIncompleteChar: '-',
+      hideCursor: true,
+      etaBuffer: 100,
+    });
+    bar.start(total, 0);
+    return {
+      increment: (n = 1) => bar.increment(n),
+      update: (done) => bar.update(done),
+      stop: () => bar.stop(),
+    };
+  };
+}
