@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setAccountLimits } from '../db/accounts.js';
+import { issueManagementKey, setAccountLimits } from '../db/accounts.js';
 import { makePdf } from './helpers/make-pdf.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
 
@@ -260,5 +260,308 @@ describe('push', () => {
     const noWs = await cli(['push', dir, 'nowhere']);
     expect(noWs.code).toBe(1);
     expect(noWs.stderr).toBe('agent-vfs: list the files of nowhere: not found (404: no such workspace: nowhere)\n');
+  });
+});
+
+describe('workspaces', () => {
+  it('creates, lists and deletes, in text and JSON', async () => {
+    const created = await cli(['workspaces', 'create', 'made-here']);
+    expect(created).toEqual({ code: 0, stdout: 'created workspace made-here\n', stderr: '' });
+    const json = await cli(['--json', 'workspaces', 'create', 'made-json']);
+    expect(JSON.parse(json.stdout)).toEqual({ name: 'made-json' });
+
+    const listed = await cli(['workspaces', 'list', '--json']);
+    expect(listed.code).toBe(0);
+    const served = (await t.call('GET', '/v1/workspaces')).json.workspaces;
+    expect(
+      listed.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual(served);
+    const text = await cli(['workspaces', 'list']);
+    expect(text.stdout).toMatch(/^made-here\t\S+\tversion 0$/m);
+
+    expect(await cli(['workspaces', 'delete', 'made-json'])).toEqual({ code: 0, stdout: 'deleted workspace made-json\n', stderr: '' });
+    expect((await t.call('GET', '/v1/workspaces')).json.workspaces.map((w: { name: string }) => w.name)).not.toContain('made-json');
+  });
+
+  it.each([
+    [['workspaces', 'create', 'made-here'], 'create workspace made-here: the service answered 409: workspace already exists: made-here'],
+    [['workspaces', 'create', 'Bad Name'], /^create workspace Bad Name: the service answered 400: invalid request body: /],
+    [['workspaces', 'delete', 'never-made'], 'delete workspace never-made: not found (404: no such workspace: never-made)'],
+  ])('%j fails with the service reason', async (args, message) => {
+    const run = await cli(args);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    if (typeof message === 'string') expect(run.stderr).toBe(`agent-vfs: ${message}\n`);
+    else expect(run.stderr.slice('agent-vfs: '.length)).toMatch(message);
+  });
+
+  it('names the workspace quota and its limit (403)', async () => {
+    const key = await t.newAccount('quota');
+    await setAccountLimits(t.service.db, 'quota', { limits: { maxWorkspaces: 1 } });
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await cli(['workspaces', 'create', 'only'], { key })).code).toBe(0);
+    const run = await cli(['workspaces', 'create', 'second'], { key });
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'agent-vfs: create workspace second: forbidden (403: workspace quota reached: the plan allows 1 workspaces)\n',
+    });
+  });
+});
+
+describe('connection and credentials', () => {
+  it('an unreachable host is named with its URL and cause', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const run = await cli(['workspaces', 'list'], { url });
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `agent-vfs: cannot reach the service at ${url}: connection refused (ECONNREFUSED); check --url or AGENT_VFS_URL\n`,
+    });
+    const unknown = await cli(['ls', 'ws'], { url: 'http://no-such-host.invalid' });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(
+      /^agent-vfs: cannot reach the service at http:\/\/no-such-host\.invalid: host (not found \(ENOTFOUND\)|name lookup failed \(EAI_AGAIN\))/,
+    );
+  });
+
+  it('a wrong key is a 401 that says which setting to check; a missing one is a usage error', async () => {
+    const bad = await cli(['workspaces', 'list'], { key: 'svc_sk_wrong' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^agent-vfs: list workspaces: the service refused the key \(401: .+\); check --key or AGENT_VFS_KEY\n$/);
+    const missing = await cli(['workspaces', 'list'], { key: null });
+    expect(missing).toMatchObject({ code: 2, stdout: '' });
+    expect(missing.stderr).toMatch(/^agent-vfs: no key: pass --key or set AGENT_VFS_KEY/);
+    const noUrl = await cli(['workspaces', 'list'], { url: null });
+    expect(noUrl).toEqual({ code: 2, stdout: '', stderr: 'agent-vfs: no service URL: pass --url or set AGENT_VFS_URL\n' });
+  });
+
+  it('--url and --key win over the environment, before or after the command', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const run = await cli(['--url', t.url, 'workspaces', 'list', '--key', t.key, '--json'], { url, key: 'svc_sk_wrong' });
+    expect(run.code, run.stderr).toBe(0);
+  });
+
+  it("usage errors exit 2 with commander's message", async () => {
+    for (const args of [
+      ['workspaces', 'create'],
+      ['grep', 'ws', 'x', '--bogus'],
+      ['grep', 'ws', 'x', '-A', 'two'],
+      ['push', '.', 'ws', '--concurrency', '0'],
+      ['nonsense'],
+    ]) {
+      const run = await cli(args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^error: /);
+    }
+    expect((await cli(['--help'])).code).toBe(0);
+  });
+});
+
+describe('retries', () => {
+  let limited: TestService;
+  beforeAll(async () => {
+    // Five management requests per second per credential: a push of a dozen files runs into 429.
+    limited = await startTestService({ VFS_MANAGEMENT_RATE: '5' }, { realLimits: true });
+    expect((await limited.call('POST', '/v1/workspaces', { body: { name: 'slow' } })).status).toBe(201);
+  });
+  afterAll(async () => limited?.stop());
+
+  it('429 is retried after Retry-After until the push completes', async () => {
+    await new Promise((r) => setTimeout(r, 1100));
+    const dir = await tree('retried', Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`r${i}.txt`, `retry ${i}\n`])));
+    const run = await cli(['push', dir, 'slow', '--json', '--concurrency', '6'], { url: limited.url, key: limited.key });
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ uploaded: 12, ready: 12 });
+    // Checked with a key of its own: the rate limit is per credential.
+    const checker = (await issueManagementKey(limited.service.db, 'default')).key;
+    expect((await listAll(limited, 'slow', checker)).map((f) => f.status)).toEqual(Array(12).fill('ready'));
+  });
+
+  it('gives up after the bounded attempts with the service reason', async () => {
+    await new Promise((r) => setTimeout(r, 1100));
+    const dir = await tree('given-up', Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`g${i}.txt`, `give up ${i}\n`])));
+    const run = await cli(['push', dir, 'slow', '--retries', '0', '--concurrency', '8'], { url: limited.url, key: limited.key });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^agent-vfs: upload \/g\d+\.txt: gave up after 1 attempts: the service answered 429 each time \(rate limit reached for the .+; retry after \d+ s\)\n/,
+    );
+  });
+});
+
+describe('files list', () => {
+  beforeAll(async () => {
+    await workspace('paged');
+    // More than one page of the listing (1000), so the command must follow the cursor.
+    const paths = Array.from({ length: 1005 }, (_, i) => `d${i % 9}/f${String(i).padStart(4, '0')}.txt`);
+    for (let i = 0; i < paths.length; i += 100) {
+      for (const r of await Promise.all(paths.slice(i, i + 100).map((p) => put(t, 'paged', p, `${p}\n`)))) expect(r.status).toBe(202);
+    }
+    expect((await put(t, 'paged', 'bad.bin', Buffer.from([0, 1, 2]))).status).toBe(202);
+    await settled(t, 'paged', 120_000);
+  });
+
+  it('prints every page, as JSON Lines with --json', async () => {
+    const run = await cli(['files', 'list', 'paged', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(1006);
+    expect(lines.map((l) => JSON.parse(l))).toEqual(await listAll(t, 'paged'));
+  });
+
+  it('filters by status, and prints one readable line per file without --json', async () => {
+    const run = await cli(['files', 'list', 'paged', '--status', 'error']);
+    expect(run.code).toBe(0);
+    const [bad] = await listAll(t, 'paged').then((files) => files.filter((f) => f.status === 'error'));
+    expect(bad.errorDetail).toMatch(/binary/);
+    expect(run.stdout).toBe(`error            3  /bad.bin  (${bad.errorDetail})\n`);
+    const ready = await cli(['files', 'list', 'paged', '--status', 'ready']);
+    expect(ready.stdout.trimEnd().split('\n')).toHaveLength(1005);
+    expect(ready.stdout.split('\n')[0]).toBe('ready           13  /d0/f0000.txt');
+    expect((await cli(['files', 'list', 'paged', '--status', 'gone'])).code).toBe(2);
+  });
+});
+
+describe('read tools', () => {
+  beforeAll(async () => {
+    await workspace('reads');
+    const docs: Array<[string, string, string?]> = [
+      ['docs/alpha.md', '# Alpha\nalpha beta\ngamma\nAlpha again\n'],
+      ['docs/notes.txt', 'one\ntwo alpha\nthree\n'],
+      ['src/main.rs', 'fn main() {\n    println!("alpha");\n}\n'],
+      ['secret.md', 'for the eng group only\n', '?visibility=group:eng'],
+    ];
+    for (const [path, body, query] of docs) expect((await put(t, 'reads', path, body, {}, query ?? '')).status).toBe(202);
+    await settled(t, 'reads');
+  });
+
+  it.each([
+    [['ls', 'reads'], 'ls?'],
+    [['ls', 'reads', '/docs'], 'ls?path=/docs'],
+    [['find', 'reads', '**/*.md', '--head-limit', '1'], 'find?pattern=**/*.md&head_limit=1'],
+    [['find', 'reads', '*.txt', '--path', '/docs', '--head_limit', '5'], 'find?pattern=*.txt&path=/docs&head_limit=5'],
+    [['cat', 'reads', '/docs/alpha.md'], 'cat?path=/docs/alpha.md'],
+    [['cat', 'reads', 'docs/alpha.md', '--offset', '2', '--limit', '2'], 'cat?path=docs/alpha.md&offset=2&limit=2'],
+    [['grep', 'reads', 'alpha'], 'grep?pattern=alpha'],
+    [['grep', 'reads', 'alpha', '--output-mode', 'content', '-i', '-C', '1'], 'grep?pattern=alpha&output_mode=content&-i=true&-C=1'],
+    [['grep', 'reads', 'alpha', '--output_mode', 'count', '--glob', '*.md'], 'grep?pattern=alpha&output_mode=count&glob=*.md'],
+    [
+      ['grep', 'reads', 'ALPHA', '-i', '-A', '1', '-B', '0', '--output-mode', 'content', '-n', '--head-limit', '3'],
+      'grep?pattern=ALPHA&-i=1&-A=1&-B=0&output_mode=content&-n=1&head_limit=3',
+    ],
+    [
+      ['grep', 'reads', 'beta\\ngamma', '--multiline', '--path', '/docs', '--output-mode', 'content'],
+      'grep?pattern=beta%5Cngamma&multiline=true&path=/docs&output_mode=content',
+    ],
+    [['grep', 'reads', 'alpha', '--type', 'rust', '--output-mode', 'content', '--offset', '0'], 'grep?pattern=alpha&type=rust&output_mode=content&offset=0'],
+  ])('%j prints what the HTTP tool answers', async (args, query) => {
+    const served = await t.call('GET', `/v1/workspaces/reads/${query}`);
+    expect(served.status).toBe(200);
+    expect(served.text).not.toBe('');
+    const run = await cli(args);
+    expect(run).toEqual({ code: 0, stdout: served.text, stderr: '' });
+    const json = await cli([...args, '--json']);
+    expect(JSON.parse(json.stdout)).toEqual({ text: served.text });
+  });
+
+  it.each([
+    [
+      ['grep', 'reads', 'x', '--output-mode', 'bogus'],
+      /^grep in reads: the service answered 400: invalid output_mode: expected one of files_with_matches, content, count/,
+    ],
+    [['cat', 'reads', '/nope.md'], /^cat in reads: not found \(404: no such file: \/nope\.md\)$/],
+    [['ls', 'nowhere'], /^ls in nowhere: not found \(404: no such workspace: nowhere\)$/],
+  ])('%j fails with the tool error', async (args, message) => {
+    const run = await cli(args);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.slice('agent-vfs: '.length).trimEnd()).toMatch(message);
+  });
+});
+
+describe('tokens', () => {
+  it('mints a scoped token that reads what its claims allow, and revokes it', async () => {
+    const minted = await cli(['tokens', 'mint', 'reads', '--claims', 'group:eng', '--ttl', '600', '--json']);
+    expect(minted.code, minted.stderr).toBe(0);
+    const token = JSON.parse(minted.stdout);
+    expect(token).toMatchObject({ id: expect.any(String), token: expect.stringMatching(/^svc_at_/), claims: ['group:eng'] });
+    expect(Date.parse(token.expiresAt) - Date.now()).toBeGreaterThan(500_000);
+
+    const served = await t.call('GET', '/v1/workspaces/reads/cat?path=/secret.md', { key: token.token });
+    expect(served.status).toBe(200);
+    expect(await cli(['cat', 'reads', '/secret.md', '--key', token.token])).toEqual({ code: 0, stdout: served.text, stderr: '' });
+    const management = await cli(['workspaces', 'list'], { key: token.token });
+    expect(management).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'agent-vfs: list workspaces: forbidden (403: a scoped token may only call the read tools (ls, find, cat, grep))\n',
+    });
+
+    const other = await cli(['tokens', 'mint', 'reads', '--claims', 'user:bob']);
+    expect(other.code).toBe(0);
+    const [plaintext, id] = other.stdout.split('\n');
+    expect(plaintext).toMatch(/^svc_at_/);
+    expect(id).toMatch(/^id: [0-9a-f-]{36}$/);
+    expect(other.stdout).toMatch(/\nclaims: user:bob\nexpires: \S+\n$/);
+    const hidden = await cli(['cat', 'reads', '/secret.md', '--key', plaintext]);
+    expect(hidden.code).toBe(1);
+    expect(hidden.stderr).toMatch(/not found \(404: no such file: \/secret\.md\)/);
+
+    expect(await cli(['tokens', 'revoke', token.id])).toEqual({ code: 0, stdout: `revoked token ${token.id}\n`, stderr: '' });
+    expect(JSON.parse((await cli(['tokens', 'revoke', token.id, '--json'])).stdout)).toEqual({ revoked: token.id });
+    const revoked = await cli(['cat', 'reads', '/secret.md', '--key', token.token]);
+    expect(revoked.code).toBe(1);
+    expect(revoked.stderr).toMatch(/^agent-vfs: cat in reads: the service refused the key \(401: .+\); check --key or AGENT_VFS_KEY\n$/);
+  });
+
+  it.each([
+    [['tokens', 'mint', 'reads', '--ttl', '30'], /^mint a token for reads: the service answered 400: invalid request body: ttlSeconds/],
+    [['tokens', 'mint', 'nowhere'], /^mint a token for nowhere: not found \(404: no such workspace: nowhere\)$/],
+    [['tokens', 'revoke', '00000000-0000-4000-8000-000000000000'], /^revoke token 0{8}-.*: not found \(404: no such token: /],
+  ])('%j fails with the service reason', async (args, message) => {
+    const run = await cli(args);
+    expect(run.code).toBe(1);
+    expect(run.stderr.slice('agent-vfs: '.length).trimEnd()).toMatch(message);
+  });
+});
+
+describe('audit export', () => {
+  const served = async (): Promise<unknown[]> => (await t.call('GET', '/v1/workspaces/reads/audit?limit=1000')).json.events;
+
+  it('prints every event as JSON Lines, and only later ones with --after', async () => {
+    const run = await cli(['audit', 'export', 'reads']);
+    expect(run.code, run.stderr).toBe(0);
+    const events = await served();
+    expect(events.length).toBeGreaterThan(10);
+    expect(run.stdout).toBe(events.map((e) => JSON.stringify(e) + '\n').join(''));
+    expect(await cli(['audit', 'export', 'reads', '--after', '2999-01-01T00:00:00Z'])).toEqual({ code: 0, stdout: '', stderr: '' });
+    const bad = await cli(['audit', 'export', 'reads', '--after', 'yesterday']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^agent-vfs: export the audit log of reads: the service answered 400: invalid after: /);
+  });
+
+  it('--follow prints new events as they come until interrupted', async () => {
+    const before = (await served()).length;
+    const follow = start(['audit', 'export', 'reads', '--follow', '--interval', '0.2']);
+    const lines = () =>
+      follow
+        .stdout()
+        .split('\n')
+        .filter((l) => l !== '');
+    const until = async (ok: () => boolean) => {
+      const deadline = Date.now() + 20_000;
+      while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(ok()).toBe(true);
+    };
+    await until(() => lines().length === before);
+    expect((await t.call('GET', '/v1/workspaces/reads/grep?pattern=followed')).status).toBe(200);
+    await until(() => lines().length === before + 1);
+    expect(JSON.parse(lines()[before])).toMatchObject({ tool: 'grep', params: expect.objectContaining({ pattern: 'followed' }) });
+    follow.child.kill('SIGINT');
+    expect((await follow.done).code).toBe(0);
   });
 });
