@@ -45,6 +45,16 @@ export async function* listPages(client: ApiClient, workspace: string, status?: 
   } while (cursor !== null);
 }
 
+/** True when the workspace has at least one file with this status: one row asked for, the cheapest question the listing answers. */
+export async function anyWithStatus(client: ApiClient, workspace: string, status: FileStatus): Promise<boolean> {
+  const page: { files: RemoteFile[] } = await client.json({
+    method: 'GET',
+    path: `/v1/workspaces/${encodeURIComponent(workspace)}/files?status=${status}&limit=1`,
+    what: `list the files of ${workspace}`,
+  });
+  return page.files.length > 0;
+}
+
 /** Every file of the workspace (with `status`, only those). */
 export async function listAll(client: ApiClient, workspace: string, status?: FileStatus): Promise<RemoteFile[]> {
   const files: RemoteFile[] = [];

@@ -6,8 +6,8 @@ import { SingleBar } from 'cli-progress';
 
 /** One phase's progress. */
 export interface Bar {
-  /** Counts `n` more items done. */
-  increment(n?: number): void;
+  /** Counts `n` more items done; `note` (e.g. ", 12 uploaded") is shown after the count until changed. */
+  increment(n?: number, note?: string): void;
   /** Sets how many items are done. */
   update(done: number): void;
   /** Draws the final state and leaves the line. */
@@ -25,15 +25,15 @@ export function progressBars(stream: NodeJS.WriteStream, enabled: boolean): Star
   return (label, total) => {
     const bar = new SingleBar({
       stream,
-      format: `${label.padEnd(9)} [{bar}] {value}/{total} files | {percentage}% | {duration_formatted} | ETA {eta_formatted}`,
+      format: `${label.padEnd(9)} [{bar}] {value}/{total} files{note} | {percentage}% | {duration_formatted} | ETA {eta_formatted}`,
       barCompleteChar: '#',
       barIncompleteChar: '-',
       hideCursor: true,
       etaBuffer: 100,
     });
-    bar.start(total, 0);
+    bar.start(total, 0, { note: '' });
     return {
-      increment: (n = 1) => bar.increment(n),
+      increment: (n = 1, note?: string) => bar.increment(n, note === undefined ? {} : { note }),
       update: (done) => bar.update(done),
       stop: () => bar.stop(),
     };

@@ -2,18 +2,19 @@
  * `push DIR WORKSPACE`: makes the workspace hold the directory's files.
  *
  * Phases, each resumable by running the command again:
- * 1. Plan: hash the local files (local-tree.ts) while listing the remote ones;
- *    a file is uploaded when it is new, its SHA-256 differs, its visibility
- *    differs from what `--visibility` asks, or (with `--retry-errors`) its
- *    last ingest failed. Everything else is unchanged, so a second push of
- *    the same tree uploads nothing.
+ * 1. Compare: list the remote files while the local ones are hashed
+ *    (local-tree.ts). A file is uploaded when it is new, its SHA-256 differs,
+ *    its visibility differs from what `--visibility` asks, or (with
+ *    `--retry-errors`) its last ingest failed. Everything else is unchanged,
+ *    so a second push of the same tree uploads nothing.
  * 2. Delete (only with `--delete`) remote files that are not in the tree,
  *    before the uploads, so that the freed file count and storage are there
  *    for them under a plan's limits.
- * 3. Upload with `concurrency` requests in flight, streaming large files from
- *    disk. A refusal that concerns one file (400, 413) is recorded and the
- *    rest go on; one that concerns them all (401, 403 quota, 404 workspace)
- *    stops new uploads and fails the push.
+ * 3. Upload with `concurrency` requests in flight, each file as soon as its
+ *    hash is known (hashing runs ahead), streaming large files from disk. A
+ *    refusal that concerns one file (400, 413) is recorded and the rest go
+ *    on; one that concerns them all (401, 403 quota, 404 workspace) stops new
+ *    uploads and fails the push.
  * 4. Wait for ingest by polling the listing's pending files until every
  *    file of the tree is ready or in error, then summarize.
  */
@@ -25,7 +26,7 @@ import { errorText } from './client.js';
 import { forEachLimited } from './concurrency.js';
 import { contentTypeOf } from './content-type.js';
 import { CliError, httpError } from './errors.js';
-import { listAll, type RemoteFile } from './files.js';
+import { anyWithStatus, listAll, type RemoteFile } from './files.js';
 import { hashBuffer, hashFile, type LocalFile, type Skipped, walkTree } from './local-tree.js';
 import type { StartBar } from './progress.js';
 
@@ -76,8 +77,10 @@ export interface PushSummary {
 const WHOLE_FILE_BYTES = 1024 * 1024;
 /** Files hashed at once: enough to keep the disk and one core busy. */
 const HASH_CONCURRENCY = 8;
-/** Pause between polls of the listing while ingest runs; a poll that took longer waits as long as it took. */
+/** Pause between two checks for pending files while ingest runs. */
 const POLL_MS = 250;
+/** Pause between two full listings of the pending files, which move the ingest bar. */
+const SCAN_MS = 2000;
 /** The default number of uploads in flight (measured with bench/push.ts; see docs/cli.md). */
 export const DEFAULT_CONCURRENCY = 16;
 
@@ -87,22 +90,12 @@ export async function push(client: ApiClient, options: PushOptions): Promise<Pus
   const tree = await walkTree(options.dir).catch((error: NodeJS.ErrnoException) => {
     throw new CliError(`cannot read the directory ${options.dir}: ${error.code === 'ENOENT' ? 'it does not exist' : error.message}`);
   });
-  // The listing is network-bound and hashing disk- and CPU-bound: they run side by side.
-  const [remoteFiles, hashes] = await Promise.all([listAll(client, options.workspace), hashAll(tree.files, options.bars)]);
+  let fatal: CliError | null = null;
+  // Hashing starts at once and runs ahead of the uploads, which take each file as soon as its
+  // hash is known: the disk and the network work side by side (measured with bench/push.ts).
+  const hashes = hashAhead(tree.files, () => fatal !== null);
+  const remoteFiles = await listAll(client, options.workspace);
   const remote = new Map(remoteFiles.map((f) => [f.path, f]));
-
-  const uploads: Array<LocalFile & { size: number }> = [];
-  const unchanged: RemoteFile[] = [];
-  tree.files.forEach((file, i) => {
-    const there = remote.get(file.remote);
-    const same =
-      there !== undefined &&
-      there.sha256 === hashes[i].sha256 &&
-      sameClaims(there.visibility, options.visibility) &&
-      !(options.retryErrors && there.status === 'error');
-    if (same) unchanged.push(there);
-    else uploads.push({ ...file, size: hashes[i].size });
-  });
   const local = new Set(tree.files.map((f) => f.remote));
   const doomed = options.delete ? remoteFiles.filter((f) => !local.has(f.path)).map((f) => f.path) : [];
 
@@ -124,16 +117,30 @@ export async function push(client: ApiClient, options: PushOptions): Promise<Pus
 
   const refused: PushSummary['refused'] = [];
   const accepted: string[] = [];
-  let fatal: CliError | null = null;
+  const unchanged: RemoteFile[] = [];
   const query = options.visibility === null ? '' : `?visibility=${encodeURIComponent(options.visibility.join(','))}`;
-  const upBar = options.bars('uploading', uploads.length);
+  // One bar over every file of the tree: how many uploads there will be is known only once
+  // every file is hashed, which is when the uploads end too.
+  const bar = options.bars('uploading', tree.files.length);
   try {
     await forEachLimited(
-      uploads,
+      tree.files.map((_, i) => i),
       concurrency,
-      async (file) => {
-        const res = await upload(client, options.workspace, file, query);
-        const what = `upload ${file.remote}`;
+      async (i) => {
+        const file = tree.files[i];
+        const { sha256, size } = await hashes[i];
+        const there = remote.get(file.remote);
+        const same =
+          there !== undefined &&
+          there.sha256 === sha256 &&
+          sameClaims(there.visibility, options.visibility) &&
+          !(options.retryErrors && there.status === 'error');
+        if (same) {
+          unchanged.push(there);
+          bar.increment();
+          return;
+        }
+        const res = await upload(client, options.workspace, { ...file, size }, query);
         if (res.status === 202) {
           await res.body?.cancel();
           accepted.push(file.remote);
@@ -141,18 +148,17 @@ export async function push(client: ApiClient, options: PushOptions): Promise<Pus
           refused.push({ path: file.remote, status: res.status, message: await errorText(res) });
         } else {
           // 401, 403 (file-count or storage limit), 404 (no such workspace): every other upload would fail alike.
-          fatal ??= httpError(res.status, what, await errorText(res));
+          fatal ??= httpError(res.status, `upload ${file.remote}`, await errorText(res));
         }
-        upBar.increment();
+        bar.increment(1, `, ${accepted.length} uploaded`);
       },
       () => fatal !== null,
     );
   } finally {
-    upBar.stop();
+    bar.stop();
   }
   if (fatal !== null) {
-    const done = `${accepted.length} of ${uploads.length} uploads were accepted before it; run the push again to resume`;
-    throw new CliError(`${(fatal as CliError).message}\n${done}`);
+    throw new CliError(`${(fatal as CliError).message}\n${accepted.length} uploads were accepted before it; run the push again to resume`);
   }
 
   // The tree's files whose ingest is not over: this push's uploads and earlier ones still pending.
@@ -169,7 +175,7 @@ export async function push(client: ApiClient, options: PushOptions): Promise<Pus
     deleted,
     ready: held.size - errorFiles.length - pending.size,
     pending: pending.size,
-    errors: errorFiles.map((f) => ({ path: f.path, errorDetail: f.errorDetail })),
+    errors: errorFiles.map((f) => ({ path: f.path, errorDetail: f.errorDetail })).sort((a, b) => (a.path < b.path ? -1 : 1)),
     refused: refused.sort((a, b) => (a.path < b.path ? -1 : 1)),
     skipped: tree.skipped,
   };
@@ -192,30 +198,37 @@ export function formatSummary(s: PushSummary): string {
   return lines.join('\n');
 }
 
-async function hashAll(files: readonly LocalFile[], bars: StartBar): Promise<Array<{ sha256: string; size: number }>> {
-  const hashes = new Array<{ sha256: string; size: number }>(files.length);
+/**
+ * Starts hashing every file, `HASH_CONCURRENCY` at a time in the files' order, and returns one
+ * promise per file. Once `stopped()` is true the files not yet started are not read.
+ */
+function hashAhead(files: readonly LocalFile[], stopped: () => boolean): Array<Promise<{ sha256: string; size: number }>> {
+  const settle: Array<{ resolve: (h: { sha256: string; size: number }) => void; reject: (e: unknown) => void }> = [];
+  const promises = files.map(
+    () =>
+      new Promise<{ sha256: string; size: number }>((resolve, reject) => {
+        settle.push({ resolve, reject });
+      }),
+  );
+  // A hash nobody waits for any more (the push stopped) must not fail the process as unhandled.
+  for (const p of promises) p.catch(() => {});
   const buffers: Buffer[] = [];
-  const bar = bars('hashing', files.length);
-  try {
-    await forEachLimited(
-      files.map((_, i) => i),
-      HASH_CONCURRENCY,
-      async (i) => {
-        const buffer = buffers.pop() ?? hashBuffer();
-        try {
-          hashes[i] = await hashFile(files[i].absolute, buffer);
-        } catch (error) {
-          throw new CliError(`cannot read ${files[i].absolute}: ${(error as Error).message}`);
-        } finally {
-          buffers.push(buffer);
-        }
-        bar.increment();
-      },
-    );
-  } finally {
-    bar.stop();
-  }
-  return hashes;
+  void forEachLimited(
+    files.map((_, i) => i),
+    HASH_CONCURRENCY,
+    async (i) => {
+      const buffer = buffers.pop() ?? hashBuffer();
+      try {
+        settle[i].resolve(await hashFile(files[i].absolute, buffer));
+      } catch (error) {
+        settle[i].reject(new CliError(`cannot read ${files[i].absolute}: ${(error as Error).message}`));
+      } finally {
+        buffers.push(buffer);
+      }
+    },
+    stopped,
+  );
+  return promises;
 }
 
 /** Sends one file; its body is made again for a retried attempt. */
@@ -243,18 +256,28 @@ function sameClaims(a: readonly string[] | null, b: readonly string[] | null): b
   return a.length === b.length && a.every((claim, i) => claim === b[i]);
 }
 
-/** Polls the pending files until none of `watch` is pending; returns the ones still pending (none). */
+/**
+ * Waits until no file of `watch` is pending. Every `POLL_MS` one row of the pending files is
+ * asked for (none left in the workspace: done); every `SCAN_MS` all of them are listed, which
+ * moves the bar and sees this push's files done while another client's are still pending.
+ * Listing thousands of rows four times a second would take CPU from the ingest it waits for.
+ */
 async function waitIngest(client: ApiClient, workspace: string, watch: Set<string>, bars: StartBar): Promise<Set<string>> {
   const bar = bars('ingesting', watch.size);
   let pending = watch;
+  let scanned = Date.now();
   try {
     while (pending.size > 0) {
-      const started = Date.now();
-      const now = new Set<string>();
-      for (const f of await listAll(client, workspace, 'pending')) if (pending.has(f.path)) now.add(f.path);
-      pending = now;
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      if (!(await anyWithStatus(client, workspace, 'pending'))) {
+        pending = new Set();
+      } else if (Date.now() - scanned >= SCAN_MS) {
+        const now = new Set<string>();
+        for (const f of await listAll(client, workspace, 'pending')) if (pending.has(f.path)) now.add(f.path);
+        pending = now;
+        scanned = Date.now();
+      }
       bar.update(watch.size - pending.size);
-      if (pending.size > 0) await new Promise((r) => setTimeout(r, Math.max(POLL_MS, Date.now() - started)));
     }
   } finally {
     bar.stop();
