@@ -34,10 +34,9 @@ const UNREACHABLE: Record<string, string> = {
   EHOSTUNREACH: 'host unreachable',
   ENETUNREACH: 'network unreachable',
   ETIMEDOUT: 'connection timed out',
-  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
 };
 
-/** The errno-style code of a failed fetch (undici wraps it as the `cause` of a TypeError), or null. */
+/** The errno-style code of a failed request (on the error itself, or on an address's error when several were tried), or null. */
 export function networkCode(error: unknown): string | null {
   let e: unknown = error;
   // AggregateError (several addresses tried) and nested causes both carry the code further down.
@@ -50,7 +49,7 @@ export function networkCode(error: unknown): string | null {
   return null;
 }
 
-/** Words for a failed fetch: its errno-style code, else the message of its innermost cause ("bad port"). */
+/** Words for a failed request: its errno-style code, else the message of its innermost cause. */
 export function networkReason(error: unknown): string {
   const code = networkCode(error);
   if (code !== null) return code;
@@ -59,7 +58,7 @@ export function networkReason(error: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** True when a fetch failed because the host cannot be reached (as opposed to a dropped connection). */
+/** True when a request failed because the host cannot be reached (as opposed to a dropped connection). */
 export function isUnreachable(error: unknown): boolean {
   const code = networkCode(error);
   return code !== null && code in UNREACHABLE;

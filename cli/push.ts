@@ -18,11 +18,8 @@
  * 4. Wait for ingest by polling the listing's pending files until every
  *    file of the tree is ready or in error, then summarize.
  */
-import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { Readable } from 'node:stream';
-import type { ApiClient } from './client.js';
-import { errorText } from './client.js';
+import { type ApiClient, errorText, type Reply } from './client.js';
 import { forEachLimited } from './concurrency.js';
 import { contentTypeOf } from './content-type.js';
 import { CliError, httpError } from './errors.js';
@@ -142,7 +139,7 @@ export async function push(client: ApiClient, options: PushOptions): Promise<Pus
         }
         const res = await upload(client, options.workspace, { ...file, size }, query);
         if (res.status === 202) {
-          await res.body?.cancel();
+          await res.discard();
           accepted.push(file.remote);
         } else if (res.status === 400 || res.status === 413 || res.status >= 500) {
           refused.push({ path: file.remote, status: res.status, message: await errorText(res) });
@@ -231,18 +228,11 @@ function hashAhead(files: readonly LocalFile[], stopped: () => boolean): Array<P
   return promises;
 }
 
-/** Sends one file; its body is made again for a retried attempt. */
-async function upload(client: ApiClient, workspace: string, file: LocalFile & { size: number }, query: string): Promise<Response> {
-  const headers: Record<string, string> = { 'content-type': contentTypeOf(file.remote) };
-  let body: () => NonNullable<RequestInit['body']>;
-  if (file.size <= WHOLE_FILE_BYTES) {
-    const bytes = await readFile(file.absolute);
-    body = () => bytes;
-  } else {
-    // The declared length lets the service refuse a file over the plan's limit before any byte is sent.
-    headers['content-length'] = String(file.size);
-    body = () => Readable.toWeb(createReadStream(file.absolute)) as ReadableStream<Uint8Array>;
-  }
+/** Sends one file: read whole when small, else streamed from disk (and reopened for a retried attempt). */
+async function upload(client: ApiClient, workspace: string, file: LocalFile & { size: number }, query: string): Promise<Reply> {
+  const headers = { 'content-type': contentTypeOf(file.remote) };
+  // A streamed upload declares its length too: the service refuses a file over the plan's limit before reading it.
+  const body = file.size <= WHOLE_FILE_BYTES ? await readFile(file.absolute) : { file: file.absolute, size: file.size };
   return client.send({ method: 'PUT', path: filePath(workspace, file.remote) + query, what: `upload ${file.remote}`, headers, body });
 }
 

@@ -4,8 +4,7 @@
  * ARG is the path for `ls` and `cat` and the pattern for `find` and `grep`;
  * every other parameter is an option named like the query parameter.
  */
-import type { ApiClient } from './client.js';
-import { errorText } from './client.js';
+import { type ApiClient, errorText } from './client.js';
 import { httpError } from './errors.js';
 import type { Output } from './output.js';
 
@@ -83,5 +82,5 @@ export async function runTool(client: ApiClient, out: Output, tool: Tool, worksp
     return;
   }
   // Streamed as it arrives: a large cat or grep prints its first lines at once and never sits whole in memory.
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) await out.raw(chunk);
+  for await (const chunk of res.body) await out.raw(chunk as Buffer);
 }
