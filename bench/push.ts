@@ -11,7 +11,7 @@
  * command's own default). Each round runs both, in alternating order, into
  * fresh workspaces, after one read of the whole tree and one unmeasured
  * ingest of it, so that neither side pays for a cold page cache or a cold
- * service. The command runs compiled (dist/cli/main.js, as
+ * service; each run starts once the service is idle again. The command runs compiled (dist/cli/main.js, as
  * `npx agent-vfs` does), its time measured from spawn to exit: process start,
  * hashing and the listing are part of what it costs.
  */
@@ -54,6 +54,28 @@ const files = await walk(dir);
 let bytes = 0;
 for (const [full] of files) bytes += (await readFile(full)).length; // warms the page cache for both sides
 
+/** CPU seconds the service process has used (utime + stime from /proc, in clock ticks of 1/100 s). */
+async function serviceCpu(service: BenchService): Promise<number> {
+  const fields = (await readFile(`/proc/${service.child.pid}/stat`, 'utf8')).split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Waits until the service is idle (under 5% of a core over half a second, at most 60 s): after
+ * an ingest it merges the new segments in the background, which would slow whichever run came
+ * next and favour the one that came first.
+ */
+async function idle(service: BenchService): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let before = await serviceCpu(service);
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = await serviceCpu(service);
+    if (now - before < 0.025) return;
+    before = now;
+  }
+}
+
 /** bench/ingest.ts's path: upload every file, then poll until none is pending. */
 async function ingestPath(service: BenchService, workspace: string): Promise<number> {
   await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: workspace }));
@@ -93,9 +115,12 @@ try {
     const pushFirst = round % 2 === 1;
     let ingestSeconds = 0;
     let pushed = { seconds: 0, uploaded: 0 };
+    await idle(service);
     if (pushFirst) pushed = await pushPath(service, `push-${round}`);
-    ingestSeconds = await ingestPath(service, `ingest-${round}`);
-    if (!pushFirst) pushed = await pushPath(service, `push-${round}`);
+    else ingestSeconds = await ingestPath(service, `ingest-${round}`);
+    await idle(service);
+    if (pushFirst) ingestSeconds = await ingestPath(service, `ingest-${round}`);
+    else pushed = await pushPath(service, `push-${round}`);
     if (pushed.uploaded !== files.length) throw new Error(`push uploaded ${pushed.uploaded} of ${files.length} files`);
     runs.push({
       round,

@@ -2,11 +2,12 @@
  * `push DIR WORKSPACE`: makes the workspace hold the directory's files.
  *
  * Phases, each resumable by running the command again:
- * 1. Compare: list the remote files while the local ones are hashed
- *    (local-tree.ts). A file is uploaded when it is new, its SHA-256 differs,
- *    its visibility differs from what `--visibility` asks, or (with
- *    `--retry-errors`) its last ingest failed. Everything else is unchanged,
- *    so a second push of the same tree uploads nothing.
+ * 1. Compare: list the remote files, then hash (local-tree.ts) the local
+ *    files the workspace holds already; a new file needs no hash. A file is
+ *    uploaded when it is new, its SHA-256 differs, its visibility differs
+ *    from what `--visibility` asks, or (with `--retry-errors`) its last
+ *    ingest failed. Everything else is unchanged, so a second push of the
+ *    same tree uploads nothing.
  * 2. Delete (only with `--delete`) remote files that are not in the tree,
  *    before the uploads, so that the freed file count and storage are there
  *    for them under a plan's limits.
@@ -18,7 +19,7 @@
  * 4. Wait for ingest by polling the listing's pending files until every
  *    file of the tree is ready or in error, then summarize.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { type ApiClient, errorText, type Reply } from './client.js';
 import { forEachLimited } from './concurrency.js';
 import { contentTypeOf } from './content-type.js';
@@ -72,6 +73,9 @@ export interface PushSummary {
  * bounded by concurrency × this.
  */
 const WHOLE_FILE_BYTES = 1024 * 1024;
+/** A file's SHA-256 (hex) and size. */
+type Hashed = { sha256: string; size: number };
+
 /** Files hashed at once: enough to keep the disk and one core busy. */
 const HASH_CONCURRENCY = 8;
 /** Pause between two checks for pending files while ingest runs. */
@@ -88,11 +92,16 @@ export async function push(client: ApiClient, options: PushOptions): Promise<Pus
     throw new CliError(`cannot read the directory ${options.dir}: ${error.code === 'ENOENT' ? 'it does not exist' : error.message}`);
   });
   let fatal: CliError | null = null;
-  // Hashing starts at once and runs ahead of the uploads, which take each file as soon as its
-  // hash is known: the disk and the network work side by side (measured with bench/push.ts).
-  const hashes = hashAhead(tree.files, () => fatal !== null);
   const remoteFiles = await listAll(client, options.workspace);
   const remote = new Map(remoteFiles.map((f) => [f.path, f]));
+  // Only a file the workspace holds already is hashed: a new one is uploaded whatever its hash
+  // (a first push reads each file once). Hashing runs ahead of the uploads, which take each file
+  // as soon as its hash is known, so the disk and the network work side by side.
+  const hashes = hashAhead(
+    tree.files,
+    (file) => remote.has(file.remote),
+    () => fatal !== null,
+  );
   const local = new Set(tree.files.map((f) => f.remote));
   const doomed = options.delete ? remoteFiles.filter((f) => !local.has(f.path)).map((f) => f.path) : [];
 
@@ -125,19 +134,19 @@ export async function push(client: ApiClient, options: PushOptions): Promise<Pus
       concurrency,
       async (i) => {
         const file = tree.files[i];
-        const { sha256, size } = await hashes[i];
         const there = remote.get(file.remote);
-        const same =
-          there !== undefined &&
-          there.sha256 === sha256 &&
-          sameClaims(there.visibility, options.visibility) &&
-          !(options.retryErrors && there.status === 'error');
-        if (same) {
-          unchanged.push(there);
-          bar.increment();
-          return;
+        let size: number | null = null;
+        if (there !== undefined) {
+          const hashed = await hashes[i]!;
+          size = hashed.size;
+          const same = there.sha256 === hashed.sha256 && sameClaims(there.visibility, options.visibility) && !(options.retryErrors && there.status === 'error');
+          if (same) {
+            unchanged.push(there);
+            bar.increment();
+            return;
+          }
         }
-        const res = await upload(client, options.workspace, { ...file, size }, query);
+        const res = await upload(client, options.workspace, file, size, query);
         if (res.status === 202) {
           await res.discard();
           accepted.push(file.remote);
@@ -196,29 +205,29 @@ export function formatSummary(s: PushSummary): string {
 }
 
 /**
- * Starts hashing every file, `HASH_CONCURRENCY` at a time in the files' order, and returns one
- * promise per file. Once `stopped()` is true the files not yet started are not read.
+ * Starts hashing the files `wanted` picks, `HASH_CONCURRENCY` at a time in the files' order,
+ * and returns one promise per file (null for a file not wanted). Once `stopped()` is true the
+ * files not yet started are not read.
  */
-function hashAhead(files: readonly LocalFile[], stopped: () => boolean): Array<Promise<{ sha256: string; size: number }>> {
-  const settle: Array<{ resolve: (h: { sha256: string; size: number }) => void; reject: (e: unknown) => void }> = [];
-  const promises = files.map(
-    () =>
-      new Promise<{ sha256: string; size: number }>((resolve, reject) => {
-        settle.push({ resolve, reject });
-      }),
-  );
-  // A hash nobody waits for any more (the push stopped) must not fail the process as unhandled.
-  for (const p of promises) p.catch(() => {});
+function hashAhead(files: readonly LocalFile[], wanted: (file: LocalFile) => boolean, stopped: () => boolean): Array<Promise<Hashed> | null> {
+  const settle = new Map<number, { resolve: (h: Hashed) => void; reject: (e: unknown) => void }>();
+  const promises = files.map((file, i) => {
+    if (!wanted(file)) return null;
+    const p = new Promise<Hashed>((resolve, reject) => settle.set(i, { resolve, reject }));
+    // A hash nobody waits for any more (the push stopped) must not fail the process as unhandled.
+    p.catch(() => {});
+    return p;
+  });
   const buffers: Buffer[] = [];
   void forEachLimited(
-    files.map((_, i) => i),
+    [...settle.keys()],
     HASH_CONCURRENCY,
     async (i) => {
       const buffer = buffers.pop() ?? hashBuffer();
       try {
-        settle[i].resolve(await hashFile(files[i].absolute, buffer));
+        settle.get(i)!.resolve(await hashFile(files[i].absolute, buffer));
       } catch (error) {
-        settle[i].reject(new CliError(`cannot read ${files[i].absolute}: ${(error as Error).message}`));
+        settle.get(i)!.reject(new CliError(`cannot read ${files[i].absolute}: ${(error as Error).message}`));
       } finally {
         buffers.push(buffer);
       }
@@ -228,11 +237,12 @@ function hashAhead(files: readonly LocalFile[], stopped: () => boolean): Array<P
   return promises;
 }
 
-/** Sends one file: read whole when small, else streamed from disk (and reopened for a retried attempt). */
-async function upload(client: ApiClient, workspace: string, file: LocalFile & { size: number }, query: string): Promise<Reply> {
+/** Sends one file (`size` when known from hashing): read whole when small, else streamed from disk (reopened for a retried attempt). */
+async function upload(client: ApiClient, workspace: string, file: LocalFile, size: number | null, query: string): Promise<Reply> {
   const headers = { 'content-type': contentTypeOf(file.remote) };
+  const bytes = size ?? (await stat(file.absolute)).size;
   // A streamed upload declares its length too: the service refuses a file over the plan's limit before reading it.
-  const body = file.size <= WHOLE_FILE_BYTES ? await readFile(file.absolute) : { file: file.absolute, size: file.size };
+  const body = bytes <= WHOLE_FILE_BYTES ? await readFile(file.absolute) : { file: file.absolute, size: bytes };
   return client.send({ method: 'PUT', path: filePath(workspace, file.remote) + query, what: `upload ${file.remote}`, headers, body });
 }
 
