@@ -213,6 +213,31 @@ describe('push', () => {
     expect((await listAll(t, 'counted', key)).map((f) => f.path)).toEqual(['/f0.txt', '/f1.txt', '/f2.txt', '/f3.txt', '/f4.txt', '/f5.txt']);
   });
 
+  it('a push killed midway is resumed by the next one, which uploads only what is missing', async () => {
+    await workspace('killed');
+    const many = await tree('killed', Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`k/${String(i).padStart(3, '0')}.txt`, `killed ${i}\n`])));
+    const first = start(['push', many, 'killed', '--concurrency', '1']);
+    let held = 0;
+    while (held < 20) {
+      await new Promise((r) => setTimeout(r, 20));
+      held = (await listAll(t, 'killed')).length;
+    }
+    first.child.kill('SIGKILL');
+    expect((await first.done).code).toBeNull();
+    // An upload the killed process had sent whole may still be accepted: let it land before counting.
+    await new Promise((r) => setTimeout(r, 300));
+    const before = (await listAll(t, 'killed')).length;
+    expect(before).toBeGreaterThanOrEqual(20);
+    expect(before).toBeLessThan(600);
+
+    const resumed = await cli(['push', many, 'killed', '--json']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ uploaded: 600 - before, unchanged: before, ready: 600, pending: 0 });
+    const listed = await listAll(t, 'killed');
+    expect(listed).toHaveLength(600);
+    expect(listed.every((f) => f.status === 'ready')).toBe(true);
+  });
+
   it('a file over the per-file limit is refused by name (413), small and streamed alike, and the others go in', async () => {
     const key = await t.newAccount('sized');
     await setAccountLimits(t.service.db, 'sized', { limits: { maxFileBytes: 1000 } });
