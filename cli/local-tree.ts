@@ -31,7 +31,7 @@ export interface LocalFile {
 /** Why a local entry was left out, with its path relative to the directory. */
 export interface Skipped {
   path: string;
-  reason: 'dot-directory' | 'symlink-outside' | 'symlink-broken' | 'symlink-directory' | 'special-file' | 'same-path-as-another';
+  reason: 'dot-directory' | 'git-file' | 'symlink-outside' | 'symlink-broken' | 'symlink-directory' | 'special-file' | 'same-path-as-another';
 }
 
 /** The files to push, sorted by remote path, and what was left out. */
@@ -55,7 +55,7 @@ export async function walkTree(root: string): Promise<LocalTree> {
         if (entry.name.startsWith('.')) skipped.push({ path: rel, reason: 'dot-directory' });
         else await visit(full);
       } else if (entry.name === '.git') {
-        skipped.push({ path: rel, reason: 'dot-directory' });
+        skipped.push({ path: rel, reason: 'git-file' });
       } else if (entry.isFile()) {
         files.push({ absolute: full, remote: remotePath(rel) });
       } else if (entry.isSymbolicLink()) {

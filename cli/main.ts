@@ -29,6 +29,9 @@ interface GlobalOptions {
   retries: number;
 }
 
+/** The client of the command that runs, closed once it is done. */
+let client: ApiClient | null = null;
+
 /** What a command runs with: the client, where its result goes, and the global options. */
 function context(command: Command): { client: ApiClient; out: Output; globals: GlobalOptions } {
   const globals = command.optsWithGlobals<GlobalOptions>();
@@ -38,7 +41,8 @@ function context(command: Command): { client: ApiClient; out: Output; globals: G
   if (!/^https?:\/\//.test(url)) throw usageError(`the service URL must start with http:// or https://, got ${JSON.stringify(url)}`);
   if (key === undefined || key === '')
     throw usageError('no key: pass --key or set AGENT_VFS_KEY (a management key svc_sk_…, or a scoped token svc_at_… for the read tools)');
-  return { client: new ApiClient({ baseUrl: url, key, retries: globals.retries }), out: stdoutOutput(globals.json === true), globals };
+  client = new ApiClient({ baseUrl: url, key, retries: globals.retries });
+  return { client, out: stdoutOutput(globals.json === true), globals };
 }
 
 /** A parser for a whole-number option in [min, max]. */
@@ -216,6 +220,7 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 
 try {
   await program.parseAsync(process.argv);
+  (client as ApiClient | null)?.close();
 } catch (error) {
   if (error instanceof CommanderError) {
     // Commander has printed its message. Asked-for help and the version are successes; help

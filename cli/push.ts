@@ -113,6 +113,7 @@ export async function push(client: ApiClient, options: PushOptions): Promise<Pus
         const res = await client.send({ method: 'DELETE', path: filePath(options.workspace, path), what: `delete ${path}` });
         // 404: gone already (another push, or a workspace member deleting too): the goal is met.
         if (res.status !== 204 && res.status !== 404) throw httpError(res.status, `delete ${path}`, await errorText(res));
+        await res.discard();
         deleted++;
         bar.increment();
       });

@@ -107,6 +107,9 @@ describe('push', () => {
       '.hidden.txt': 'hidden files are pushed\n',
       '.git/config': '[core]\n',
       '.venv/lib.txt': 'tooling\n',
+      // A submodule's pointer file.
+      'vendor/lib/.git': 'gitdir: ../../.git/modules/lib\n',
+      'vendor/lib/readme.txt': 'vendored\n',
     };
     dir = await tree('push', files);
     await writeFile(join(scratch, 'outside.txt'), 'not in the tree\n');
@@ -125,6 +128,7 @@ describe('push', () => {
     '/readme.md',
     '/reports/q3.pdf',
     '/unicode/日本語/caf\u00e9.md',
+    '/vendor/lib/readme.txt',
   ];
 
   it('uploads the tree, waits for ingest, and names the file in error', async () => {
@@ -132,7 +136,7 @@ describe('push', () => {
     expect(run.code, run.stderr).toBe(1);
     expect(run.stderr).toBe('');
     const summary = JSON.parse(run.stdout);
-    expect(summary).toMatchObject({ workspace: 'pushed', files: 8, uploaded: 8, unchanged: 0, deleted: 0, ready: 7, pending: 0, refused: [] });
+    expect(summary).toMatchObject({ workspace: 'pushed', files: 9, uploaded: 9, unchanged: 0, deleted: 0, ready: 8, pending: 0, refused: [] });
     expect(summary.errors).toEqual([{ path: '/bin/prog.bin', errorDetail: expect.stringMatching(/binary/) }]);
     expect(summary.skipped).toEqual(
       expect.arrayContaining([
@@ -140,9 +144,10 @@ describe('push', () => {
         { path: '.venv', reason: 'dot-directory' },
         { path: 'link-outside.txt', reason: 'symlink-outside' },
         { path: 'linked-dir', reason: 'symlink-directory' },
+        { path: 'vendor/lib/.git', reason: 'git-file' },
       ]),
     );
-    expect(summary.skipped).toHaveLength(4);
+    expect(summary.skipped).toHaveLength(5);
 
     const listed = await listAll(t, 'pushed');
     expect(listed.map((f) => f.path)).toEqual(expected);
@@ -159,7 +164,7 @@ describe('push', () => {
     const run = await cli(['push', dir, 'pushed']);
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(
-      /^uploaded: 0 {2}unchanged: 8 {2}deleted: 0 {2}skipped: 4\nready: 7 {2}in error: 1 {2}refused: 0\nerror \/bin\/prog\.bin: .*binary/,
+      /^uploaded: 0 {2}unchanged: 9 {2}deleted: 0 {2}skipped: 5\nready: 8 {2}in error: 1 {2}refused: 0\nerror \/bin\/prog\.bin: .*binary/,
     );
     expect(run.stdout).toContain('skipped link-outside.txt (symlink-outside)\n');
     expect(await listAll(t, 'pushed')).toEqual(before);
@@ -170,25 +175,28 @@ describe('push', () => {
     await unlink(join(dir, 'bin/prog.bin'));
     const kept = await cli(['push', dir, 'pushed', '--json']);
     expect(kept.code, kept.stderr).toBe(0);
-    expect(JSON.parse(kept.stdout)).toMatchObject({ files: 7, uploaded: 1, unchanged: 6, deleted: 0, ready: 7, errors: [] });
+    expect(JSON.parse(kept.stdout)).toMatchObject({ files: 8, uploaded: 1, unchanged: 7, deleted: 0, ready: 8, errors: [] });
     expect((await listAll(t, 'pushed')).map((f) => f.path)).toContain('/bin/prog.bin');
     expect((await t.call('GET', '/v1/workspaces/pushed/cat?path=/docs/guide.txt')).text).toBe('     1\tfirst line, edited\n');
 
+    const started = Date.now();
     const pruned = await cli(['push', dir, 'pushed', '--delete', '--json']);
     expect(pruned.code, pruned.stderr).toBe(0);
-    expect(JSON.parse(pruned.stdout)).toMatchObject({ uploaded: 0, unchanged: 7, deleted: 1, ready: 7 });
+    // A reply left unread would hold its connection, and the process, until the service's 10 s idle timeout.
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(JSON.parse(pruned.stdout)).toMatchObject({ uploaded: 0, unchanged: 8, deleted: 1, ready: 8 });
     expect((await listAll(t, 'pushed')).map((f) => f.path)).toEqual(expected.filter((p) => p !== '/bin/prog.bin'));
   });
 
   it('uploads again when the visibility asked for differs, and not after', async () => {
     const first = await cli(['push', dir, 'pushed', '--visibility', 'user:ann,group:eng,user:ann', '--json']);
     expect(first.code, first.stderr).toBe(0);
-    expect(JSON.parse(first.stdout)).toMatchObject({ uploaded: 7, unchanged: 0 });
+    expect(JSON.parse(first.stdout)).toMatchObject({ uploaded: 8, unchanged: 0 });
     for (const f of await listAll(t, 'pushed')) expect(f.visibility).toEqual(['group:eng', 'user:ann']);
     const again = await cli(['push', dir, 'pushed', '--visibility', 'group:eng,user:ann', '--json']);
-    expect(JSON.parse(again.stdout)).toMatchObject({ uploaded: 0, unchanged: 7 });
+    expect(JSON.parse(again.stdout)).toMatchObject({ uploaded: 0, unchanged: 8 });
     const open = await cli(['push', dir, 'pushed', '--json']);
-    expect(JSON.parse(open.stdout)).toMatchObject({ uploaded: 7, unchanged: 0 });
+    expect(JSON.parse(open.stdout)).toMatchObject({ uploaded: 8, unchanged: 0 });
     for (const f of await listAll(t, 'pushed')) expect(f.visibility).toBeNull();
   });
 
