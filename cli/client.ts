@@ -30,12 +30,15 @@ export type Body = string | Buffer | { file: string; size: number };
 
 /** One request. */
 export interface RequestSpec {
+  /** Only a POST is never sent again after a dropped connection (it may have taken effect). */
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Path and query under the base address, starting with `/`. */
   path: string;
   /** What the request does, for error messages ("upload /a/b.txt"). */
   what: string;
+  /** Headers besides Authorization and Content-Length, which the client sets. */
   headers?: Record<string, string>;
+  /** No body when undefined. */
   body?: Body;
 }
 

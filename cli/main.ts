@@ -30,7 +30,7 @@ interface GlobalOptions {
 }
 
 /** The client of the command that runs, closed once it is done. */
-let client: ApiClient | null = null;
+let running: ApiClient | null = null;
 
 /** What a command runs with: the client, where its result goes, and the global options. */
 function context(command: Command): { client: ApiClient; out: Output; globals: GlobalOptions } {
@@ -41,8 +41,8 @@ function context(command: Command): { client: ApiClient; out: Output; globals: G
   if (!/^https?:\/\//.test(url)) throw usageError(`the service URL must start with http:// or https://, got ${JSON.stringify(url)}`);
   if (key === undefined || key === '')
     throw usageError('no key: pass --key or set AGENT_VFS_KEY (a management key svc_sk_…, or a scoped token svc_at_… for the read tools)');
-  client = new ApiClient({ baseUrl: url, key, retries: globals.retries });
-  return { client, out: stdoutOutput(globals.json === true), globals };
+  running = new ApiClient({ baseUrl: url, key, retries: globals.retries });
+  return { client: running, out: stdoutOutput(globals.json === true), globals };
 }
 
 /** A parser for a whole-number option in [min, max]. */
@@ -220,7 +220,7 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 
 try {
   await program.parseAsync(process.argv);
-  (client as ApiClient | null)?.close();
+  (running as ApiClient | null)?.close();
 } catch (error) {
   if (error instanceof CommanderError) {
     // Commander has printed its message. Asked-for help and the version are successes; help

@@ -28,7 +28,8 @@ export function progressBars(stream: NodeJS.WriteStream, enabled: boolean): Star
       format: `${label.padEnd(9)} [{bar}] {value}/{total} files{note} | {percentage}% | {duration_formatted} | ETA {eta_formatted}`,
       barCompleteChar: '#',
       barIncompleteChar: '-',
-      hideCursor: true,
+      // The cursor stays: a push interrupted with Ctrl-C would leave the terminal without one.
+      hideCursor: false,
       etaBuffer: 100,
     });
     bar.start(total, 0, { note: '' });

@@ -20,7 +20,7 @@
  *    file of the tree is ready or in error, then summarize.
  */
 import { readFile, stat } from 'node:fs/promises';
-import { type ApiClient, errorText, type Reply } from './client.js';
+import { type ApiClient, type Body, errorText, type Reply } from './client.js';
 import { forEachLimited } from './concurrency.js';
 import { contentTypeOf } from './content-type.js';
 import { CliError, httpError } from './errors.js';
@@ -32,6 +32,7 @@ import type { StartBar } from './progress.js';
 export interface PushOptions {
   /** The local directory. */
   dir: string;
+  /** The workspace, which must exist. */
   workspace: string;
   /** Visibility claims every pushed file gets (sorted, without duplicates); null: visible to every token. */
   visibility: string[] | null;
@@ -241,9 +242,14 @@ function hashAhead(files: readonly LocalFile[], wanted: (file: LocalFile) => boo
 /** Sends one file (`size` when known from hashing): read whole when small, else streamed from disk (reopened for a retried attempt). */
 async function upload(client: ApiClient, workspace: string, file: LocalFile, size: number | null, query: string): Promise<Reply> {
   const headers = { 'content-type': contentTypeOf(file.remote) };
-  const bytes = size ?? (await stat(file.absolute)).size;
-  // A streamed upload declares its length too: the service refuses a file over the plan's limit before reading it.
-  const body = bytes <= WHOLE_FILE_BYTES ? await readFile(file.absolute) : { file: file.absolute, size: bytes };
+  let body: Body;
+  try {
+    const bytes = size ?? (await stat(file.absolute)).size;
+    // A streamed upload declares its length too: the service refuses a file over the plan's limit before reading it.
+    body = bytes <= WHOLE_FILE_BYTES ? await readFile(file.absolute) : { file: file.absolute, size: bytes };
+  } catch (error) {
+    throw new CliError(`cannot read ${file.absolute}: ${(error as Error).message}`);
+  }
   return client.send({ method: 'PUT', path: filePath(workspace, file.remote) + query, what: `upload ${file.remote}`, headers, body });
 }
 
