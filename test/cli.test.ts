@@ -170,6 +170,12 @@ describe('push', () => {
     expect(await listAll(t, 'pushed')).toEqual(before);
   });
 
+  it('--retry-errors uploads the unchanged file in error again', async () => {
+    const run = await cli(['push', dir, 'pushed', '--retry-errors', '--json']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ uploaded: 1, unchanged: 8, ready: 8, errors: [{ path: '/bin/prog.bin' }] });
+  });
+
   it('uploads only what changed, and deletes files gone from the tree only with --delete', async () => {
     await writeFile(join(dir, 'docs/guide.txt'), 'first line, edited\n');
     await unlink(join(dir, 'bin/prog.bin'));
@@ -283,6 +289,16 @@ describe('push', () => {
     expect(tty.stdout).toMatch(/uploading \[#+\] 20\/20 files, 1 uploaded/);
     expect(tty.stdout).toMatch(/ingesting \[#+\] 1\/1 files/);
     expect(tty.stdout).toContain('uploaded: 1  unchanged: 19');
+  });
+
+  it('--no-wait summarizes at once, counting the files still pending', async () => {
+    await workspace('nowait');
+    const dir = await tree('nowait', { 'a.txt': 'a\n', 'b/c.txt': 'c\n', 'b/d.md': '# d\n' });
+    const run = await cli(['push', dir, 'nowait', '--no-wait', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ uploaded: 3, ready: 0, pending: 3 });
+    await settled(t, 'nowait');
+    expect(JSON.parse((await cli(['push', dir, 'nowait', '--json'])).stdout)).toMatchObject({ uploaded: 0, unchanged: 3, ready: 3, pending: 0 });
   });
 
   it('fails with the cause when the directory or the workspace does not exist', async () => {
