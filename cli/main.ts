@@ -19,6 +19,7 @@ import { tokensMint, tokensRevoke } from './tokens.js';
 import { runTool, type Tool, TOOLS } from './tools.js';
 import { workspacesCreate, workspacesDelete, workspacesList } from './workspaces.js';
 
+// The environment is read here and nowhere else.
 const ENV = Object.freeze({ url: process.env.AGENT_VFS_URL, key: process.env.AGENT_VFS_KEY });
 
 /** The options every command takes. */
@@ -32,8 +33,8 @@ interface GlobalOptions {
 /** The client of the command that runs, closed once it is done. */
 let running: ApiClient | null = null;
 
-/** What a command runs with: the client, where its result goes, and the global options. */
-function context(command: Command): { client: ApiClient; out: Output; globals: GlobalOptions } {
+/** What a command runs with: the client, and where its result goes. */
+function context(command: Command): { client: ApiClient; out: Output } {
   const globals = command.optsWithGlobals<GlobalOptions>();
   const url = globals.url ?? ENV.url;
   const key = globals.key ?? ENV.key;
@@ -42,14 +43,18 @@ function context(command: Command): { client: ApiClient; out: Output; globals: G
   if (key === undefined || key === '')
     throw usageError('no key: pass --key or set AGENT_VFS_KEY (a management key svc_sk_…, or a scoped token svc_at_… for the read tools)');
   running = new ApiClient({ baseUrl: url, key, retries: globals.retries });
-  return { client: running, out: stdoutOutput(globals.json === true), globals };
+  return { client: running, out: stdoutOutput(globals.json === true) };
 }
 
 /** A parser for a whole-number option in [min, max]. */
 function integer(min: number, max = Number.MAX_SAFE_INTEGER): (raw: string) => number {
   return (raw) => {
     const n = Number(raw);
-    if (!/^\d+$/.test(raw) || n < min || n > max) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}`);
+    if (!/^\d+$/.test(raw) || n < min || n > max) {
+      throw new InvalidArgumentError(
+        max === Number.MAX_SAFE_INTEGER ? `expected a whole number of at least ${min}` : `expected a whole number from ${min} to ${max}`,
+      );
+    }
     return n;
   };
 }

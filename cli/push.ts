@@ -127,8 +127,8 @@ export async function push(client: ApiClient, options: PushOptions): Promise<Pus
   const accepted: string[] = [];
   const unchanged: RemoteFile[] = [];
   const query = options.visibility === null ? '' : `?visibility=${encodeURIComponent(options.visibility.join(','))}`;
-  // One bar over every file of the tree: how many uploads there will be is known only once
-  // every file is hashed, which is when the uploads end too.
+  // One bar over every file of the tree, unchanged ones included: how many uploads there will
+  // be is known only once the last file the workspace holds is hashed, near the end.
   const bar = options.bars('uploading', tree.files.length);
   try {
     await forEachLimited(
