@@ -11,6 +11,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retryAfterSeconds } from '../cli/client.js';
+import { contentTypeOf } from '../cli/content-type.js';
+import { remotePath } from '../cli/local-tree.js';
 import { issueManagementKey, setAccountLimits } from '../db/accounts.js';
 import { makePdf } from './helpers/make-pdf.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
@@ -611,5 +614,43 @@ describe('audit export', () => {
     expect(JSON.parse(lines()[before])).toMatchObject({ tool: 'grep', params: expect.objectContaining({ pattern: 'followed' }) });
     follow.child.kill('SIGINT');
     expect((await follow.done).code).toBe(0);
+  });
+});
+
+describe('pieces', () => {
+  it.each([
+    ['2', 2, 2],
+    ['0', 0, 0],
+    [' ', null, null],
+    ['soon', null, null],
+    // An HTTP date: whole seconds from now, rounded up (a second may pass while the test runs).
+    [new Date(Date.now() + 30_000).toUTCString(), 29, 30],
+    [new Date(Date.now() - 30_000).toUTCString(), 0, 0],
+  ])('Retry-After %j waits from %j to %j s', (header, least, most) => {
+    const got = retryAfterSeconds(header);
+    if (least === null) expect(got).toBeNull();
+    else {
+      expect(got).toBeGreaterThanOrEqual(least);
+      expect(got).toBeLessThanOrEqual(most!);
+    }
+  });
+
+  it.each([
+    ['notes.md', 'text/plain; charset=utf-8'],
+    ['REPORT.PDF', 'application/pdf'],
+    ['deck.pptx', 'application/vnd.openxmlformats-officedocument.presentationml.presentation'],
+    ['book.epub', 'application/epub+zip'],
+    ['Makefile', 'application/octet-stream'],
+    ['main.c', 'application/octet-stream'],
+  ])('%s is sent as %s', (name, type) => {
+    expect(contentTypeOf(name)).toBe(type);
+  });
+
+  it.each([
+    ['a.txt', '/a.txt'],
+    ['dir/sub/b.md', '/dir/sub/b.md'],
+    ['cafe\u0301/x.txt', '/caf\u00e9/x.txt'],
+  ])('%s is %s in the workspace', (relative, remote) => {
+    expect(remotePath(relative)).toBe(remote);
   });
 });
