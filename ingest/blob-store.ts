@@ -89,7 +89,11 @@ export class BlobStore {
   /** Creates the temp directory and the store's directory or bucket. */
   async init(): Promise<void> {
     await mkdir(this.tmp, { recursive: true });
-    await this.objects.init();
+    try {
+      await this.objects.init();
+    } catch (error) {
+      throw new Error(`the object store ${this.objects.location} cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   /** Starts receiving a blob. */

@@ -11,6 +11,7 @@ import type { BlobStore } from './blob-store.js';
 import type { LocalCopy } from '../storage/object-store.js';
 import type { ExtractResult } from './extract.js';
 import type { ExtractPool } from './extract-pool.js';
+import type { ShardSnapshots } from './shard-snapshots.js';
 import type { ShardDoc, Shards } from './shards.js';
 
 /** Settings of the loop; every field has a default. */
@@ -73,6 +74,8 @@ export class IngestLoop {
     options: IngestOptions = {},
     /** Told of each extraction: the file's type (extractedType), its outcome and its seconds (metrics). */
     private readonly onExtracted: ((type: string, outcome: 'ok' | 'error' | 'capped', seconds: number) => void) | null = null,
+    /** Told of each shard change, and asked to snapshot the shards that are due; null: no snapshots. */
+    private readonly snapshots: ShardSnapshots | null = null,
   ) {
     this.options = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
   }
@@ -131,6 +134,7 @@ export class IngestLoop {
         // Nothing queued: merge what the last batches left in level 0, so that reads look up fewer lists.
         await writing;
         await this.shards.mergeWritten().catch((error: unknown) => this.onError("ingest: merging a shard's recent postings failed", error));
+        await this.snapshots?.makeDue(true);
         await this.idle();
         continue;
       }
@@ -245,12 +249,20 @@ export class IngestLoop {
         }
       }
       // A file becomes ready only after its shard write is durable.
-      if (docs.length > 0) await this.shards.write(workspaceId, docs);
+      if (docs.length > 0) {
+        await this.shards.write(workspaceId, docs);
+        this.snapshots?.changed(workspaceId, items[0].job.accountId, docs.length);
+      }
     }
     for (const [accountId, accountOutcomes] of groupBy(outcomes, (o) => o.job.accountId)) {
       const gone = await this.db.inAccount(accountId, (tx) => finishJobs(tx, accountOutcomes));
-      for (const job of gone) await this.shards.remove(job.workspaceId, job.path);
+      for (const job of gone) {
+        await this.shards.remove(job.workspaceId, job.path);
+        this.snapshots?.changed(job.workspaceId, accountId, 1);
+      }
     }
+    // While ingest keeps going, only a workspace whose oldest unsnapshotted change is old enough.
+    await this.snapshots?.makeDue(false);
   }
 }
 

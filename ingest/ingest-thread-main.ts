@@ -3,6 +3,7 @@
  * every shard writer run here, off the HTTP thread, with their own database
  * pool. The HTTP thread talks to it through IngestThread (ingest-thread.ts).
  */
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Database } from '../db/database.js';
@@ -12,6 +13,7 @@ import { ExtractPool } from './extract-pool.js';
 import { IngestLoop } from './ingest-loop.js';
 import type { IngestThreadData, IngestThreadReply, IngestThreadRequest } from './ingest-thread.js';
 import { ShardRepair } from './shard-repair.js';
+import { ShardSnapshots } from './shard-snapshots.js';
 import { Shards, shardsRoot } from './shards.js';
 
 const data = workerData as IngestThreadData;
@@ -24,16 +26,21 @@ const shards = new Shards(shardsRoot(data.dataDir));
 const pool = new ExtractPool(data.extract);
 const reportExtraction = (fileType: string, outcome: 'ok' | 'error' | 'capped', seconds: number): void =>
   port.postMessage({ type: 'extracted', fileType, outcome, seconds } satisfies IngestThreadReply);
+const objects = openObjectStore(data.storage);
+// Copies in transit when a process stopped: never a snapshot a row names.
+await rm(join(data.dataDir, 'snapshots-tmp'), { recursive: true, force: true });
+const snapshots = new ShardSnapshots(db, shards, objects, join(data.dataDir, 'snapshots-tmp'), data.snapshot, log);
 const loop = new IngestLoop(
   db,
-  new BlobStore(join(data.dataDir, 'blobs'), openObjectStore(data.storage)),
+  new BlobStore(join(data.dataDir, 'blobs'), objects),
   pool,
   shards,
   log,
   data.loop,
   data.reportExtractions ? reportExtraction : null,
+  snapshots,
 );
-const repair = new ShardRepair(db, shards, log);
+const repair = new ShardRepair(db, shards, log, snapshots);
 // Before the first claim: every shard is checked against PostgreSQL (missing or out-of-date
 // shards are rebuilt from the blobs; damaged ones were deleted before this thread started).
 loop.between(() => repair.checkAll()).catch((error: unknown) => log('the start-up shard check failed', error));

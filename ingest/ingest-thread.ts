@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads';
 import { FROM_SOURCE, siblingModule, tsxUrl, workerExecArgv } from '../core/run-mode.js';
 import type { DatabaseTargets } from '../db/database.js';
 import type { StorageSettings } from '../storage/open-store.js';
+import type { SnapshotOptions } from './shard-snapshots.js';
 import type { ExtractPoolOptions } from './extract-pool.js';
 import type { IngestOptions } from './ingest-loop.js';
 
@@ -17,6 +18,8 @@ export interface IngestThreadData {
   dataDir: string;
   /** Where originals are kept (the thread makes its own client). */
   storage: StorageSettings;
+  /** When shards are snapshotted into the object store. */
+  snapshot: SnapshotOptions;
   extract: ExtractPoolOptions;
   loop: IngestOptions;
   /** Report each extraction (metrics are on). */

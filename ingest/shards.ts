@@ -7,6 +7,7 @@
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openShardReader } from '../engine/reader-cache.js';
+import { acquireShardEnv, releaseShardEnv } from '../engine/shard-env.js';
 import { type DocInput, type ShardWriter, openShardWriter } from '../engine/shard-writer.js';
 
 /** The directory holding every workspace shard of a data directory. */
@@ -63,6 +64,25 @@ export class Shards {
     const written = [...this.written];
     this.written.clear();
     for (const workspaceId of written) await this.inTurn(workspaceId, () => this.writer(workspaceId).flush());
+  }
+
+  /**
+   * Writes a consistent copy of a workspace's shard (LMDB's own copy, `data.mdb`) into the empty
+   * directory `target`, between two writes; false when the workspace has no shard.
+   */
+  async backup(workspaceId: string, target: string): Promise<boolean> {
+    let copied = false;
+    await this.inTurn(workspaceId, async () => {
+      if ((await stat(this.dir(workspaceId)).catch(() => null)) === null) return;
+      const shard = acquireShardEnv(this.dir(workspaceId));
+      try {
+        await shard.env.backup(target, false);
+        copied = true;
+      } finally {
+        await releaseShardEnv(shard);
+      }
+    });
+    return copied;
   }
 
   /** Removes one path from a workspace's shard. */

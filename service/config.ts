@@ -8,6 +8,7 @@ import { MIN_MCP_MAX_CHARS } from '../api/mcp-tools.js';
 import type { HttpChoice } from '../api/uws.js';
 import { fileURLToPath } from 'node:url';
 import { credentialKind } from '../core/credentials.js';
+import type { SnapshotOptions } from '../ingest/shard-snapshots.js';
 import type { StorageSettings } from '../storage/open-store.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -64,6 +65,8 @@ const schema = z
     AWS_SECRET_ACCESS_KEY: z.string().min(1).optional(),
     VFS_S3_PATH_STYLE: z.enum(['true', 'false', '1', '0']).optional(),
     VFS_S3_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(10),
+    VFS_SNAPSHOT_CHANGES: z.coerce.number().int().min(0).max(100_000_000).default(1000),
+    VFS_SNAPSHOT_SECONDS: z.coerce.number().int().min(0).max(604_800).default(600),
     VFS_MCP_ALLOWED_ORIGINS: z
       .string()
       .default('')
@@ -148,6 +151,8 @@ export interface Config {
   metricsPort: number | null;
   /** The cap on an MCP tool result's characters; past it the result is cut at a line boundary with a footer. */
   mcpMaxChars: number;
+  /** When a workspace's shard is copied into the object store (ingest/shard-snapshots.ts). */
+  snapshot: SnapshotOptions;
   /** Where originals are kept (storage/): the local directory `<dataDir>` by default, or an S3 bucket. */
   storage: StorageSettings;
   /** Origins whose pages may call the MCP endpoint (a request with another Origin header gets 403). */
@@ -216,5 +221,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     mcpMaxChars: e.VFS_MCP_MAX_CHARS,
     mcpAllowedOrigins: Object.freeze(e.VFS_MCP_ALLOWED_ORIGINS),
     storage: Object.freeze(storageSettings(e, resolve(e.DATA_DIR))),
+    snapshot: Object.freeze({ everyChanges: e.VFS_SNAPSHOT_CHANGES, everyMs: e.VFS_SNAPSHOT_SECONDS * 1000 }),
   });
 }

@@ -31,6 +31,7 @@ import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { ingestQueueStats } from '../db/ingest-jobs.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
+import { SNAPSHOTS } from '../ingest/shard-snapshots.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { IngestThread } from '../ingest/ingest-thread.js';
 import { dropDamagedShards } from '../ingest/shard-repair.js';
@@ -156,11 +157,7 @@ async function startParts(
   const objects = openObjectStore(config.storage);
   made.push(async () => objects.close());
   const blobs = new BlobStore(join(config.dataDir, 'blobs'), objects);
-  try {
-    await blobs.init();
-  } catch (error) {
-    throw new Error(`the object store ${objects.location} cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  await blobs.init();
   log.info(`originals are kept in ${objects.location}`);
   // One service per data directory (data-lock.ts): every temp file left now is an upload of a
   // process that died.
@@ -173,6 +170,7 @@ async function startParts(
       targets,
       dataDir: config.dataDir,
       storage: config.storage,
+      snapshot: config.snapshot,
       extract: { threads: config.extractThreads, timeoutMs: config.extractTimeoutMs, maxMemoryMb: config.extractMemoryMb },
       loop: { leaseSeconds: config.ingestLeaseSeconds, maxAttempts: config.ingestMaxAttempts },
       reportExtractions: metrics !== null,
@@ -263,6 +261,12 @@ async function startParts(
         lookups.workspaceDeleted();
         await ingest.drop(workspaceId);
         readPool.shardDropped(shardDir(workspaceId));
+        // Its shard snapshots: the row that named them is gone.
+        try {
+          for await (const { key } of objects.list(`${SNAPSHOTS}/${workspaceId}/`)) await objects.delete(key);
+        } catch (error) {
+          log.error(`removing the shard snapshots of deleted workspace ${workspaceId} failed`, error);
+        }
       },
     },
     config.host,

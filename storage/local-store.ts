@@ -38,7 +38,7 @@ export class LocalObjectStore implements ObjectStore {
   async getFile(key: string): Promise<LocalCopy | null> {
     const path = join(this.root, key);
     if ((await stat(path).catch(() => null)) === null) return null;
-    return { path, release: async () => {} };
+    return { path, temporary: false, release: async () => {} };
   }
 
   async delete(key: string): Promise<void> {

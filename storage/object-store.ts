@@ -14,6 +14,8 @@ export interface StoredObject {
 /** A local file holding an object's bytes, to read while it is held. */
 export interface LocalCopy {
   path: string;
+  /** True for a downloaded copy, which the holder may move; false for the local store's own file. */
+  temporary: boolean;
   /** Drops the copy (a downloaded one is deleted; the local store's own file is kept). */
   release(): Promise<void>;
 }

@@ -102,7 +102,7 @@ export class S3ObjectStore implements ObjectStore {
       await rm(path, { force: true });
       throw error;
     }
-    return { path, release: () => rm(path, { force: true }) };
+    return { path, temporary: true, release: () => rm(path, { force: true }) };
   }
 
   async delete(key: string): Promise<void> {

@@ -5,7 +5,8 @@
  * crash the process opening it: it is found by a probe in a child process), a
  * shard of an older format, a shard entry whose file row is gone (a deletion
  * cut short), and a rebuild asked for with the operator command while the
- * service runs: after each, the read tools answer exactly as before.
+ * service runs: after each, the read tools answer exactly as before, and nothing was extracted
+ * again (the texts kept in the object store are read instead).
  */
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -16,6 +17,8 @@ import { acquireShardEnv, releaseShardEnv } from '../engine/shard-env.js';
 import { EMBEDDED_NAMES } from '../service/service.js';
 import { FaultService, liftReadLimits, listFiles, settled } from './helpers/faults.js';
 import { makePdf } from './helpers/make-pdf.js';
+import { loadConfig } from '../service/config.js';
+import { openObjectStore } from '../storage/open-store.js';
 
 let svc: FaultService | null = null;
 afterAll(async () => svc?.dispose());
@@ -47,6 +50,15 @@ async function answers(token: string): Promise<Record<string, string>> {
   return out;
 }
 
+/** Extractions the running service has made since it started (its metrics; kept texts are not extractions). */
+async function extractions(): Promise<number> {
+  const url = [...svc!.current!.stderr().matchAll(/metrics on (http:\/\/\S+\/metrics)/g)].at(-1)![1];
+  const text = await (await fetch(url)).text();
+  let count = 0;
+  for (const [, n] of text.matchAll(/^vfs_extraction_seconds_count\{[^}]*\} (\d+)$/gm)) count += Number(n);
+  return count;
+}
+
 /** Waits until the running service has logged a line matching `pattern`. */
 async function logged(pattern: RegExp): Promise<void> {
   const deadline = Date.now() + 30_000;
@@ -57,8 +69,8 @@ async function logged(pattern: RegExp): Promise<void> {
 }
 
 describe('shard loss', () => {
-  it('rebuilds a missing, damaged or stale shard from the blobs and PostgreSQL', { timeout: 120_000 }, async () => {
-    svc = await FaultService.create();
+  it('rebuilds a missing, damaged or stale shard from the kept texts and PostgreSQL, extracting nothing', { timeout: 120_000 }, async () => {
+    svc = await FaultService.create({ VFS_METRICS_PORT: '0' });
     await svc.start();
     expect((await svc.api('POST', '/v1/workspaces', JSON.stringify({ name: 'ws' }))).status).toBe(201);
     for (let i = 0; i < 30; i++) {
@@ -68,6 +80,7 @@ describe('shard loss', () => {
     }
     expect((await svc.api('PUT', '/v1/workspaces/ws/files/doc.pdf', await makePdf([['A PDF page with a needle'], ['Page two']]))).status).toBe(202);
     expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
+    expect(await extractions()).toBe(31);
     await liftReadLimits(svc);
     const minted = await svc.api('POST', '/v1/workspaces/ws/tokens', JSON.stringify({ claims: ['group:eng'] }));
     const token = ((await minted.json()) as { token: string }).token;
@@ -83,6 +96,8 @@ describe('shard loss', () => {
     await logged(/repaired: 31 files re-queued/);
     expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
     expect(await answers(token)).toEqual(before);
+    // Rebuilt from the texts kept in the object store: nothing was extracted again.
+    expect(await extractions()).toBe(0);
 
     // 2. Its data file is garbage.
     expect(await svc.stop()).toBe(0);
@@ -92,6 +107,8 @@ describe('shard loss', () => {
     await logged(/repaired: 31 files re-queued/);
     expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
     expect(await answers(token)).toEqual(before);
+    // Rebuilt from the texts kept in the object store: nothing was extracted again.
+    expect(await extractions()).toBe(0);
 
     // 2b. It was written in an older format (version 2 listed quadgrams without folding their case).
     expect(await svc.stop()).toBe(0);
@@ -102,6 +119,8 @@ describe('shard loss', () => {
     await logged(/repaired: 31 files re-queued/);
     expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
     expect(await answers(token)).toEqual(before);
+    // Rebuilt from the texts kept in the object store: nothing was extracted again.
+    expect(await extractions()).toBe(0);
 
     // 3. A file row deleted without its shard entry (a crash between the two steps of a DELETE).
     expect(await svc.stop()).toBe(0);
@@ -129,6 +148,58 @@ describe('shard loss', () => {
     expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
     expect((await listFiles(svc, 'ws')).length).toBe(30);
     expect(await answers(token)).toEqual(pruned);
+    expect(await extractions()).toBe(0);
+    expect(await svc.stop()).toBe(0);
+  });
+
+  it('restores a lost shard from its snapshot in the object store plus the changes since, extracting nothing', { timeout: 120_000 }, async () => {
+    await svc?.dispose();
+    // A snapshot once ingest goes idle after 30 changes: the first 31 files make one, the next 3 changes do not.
+    svc = await FaultService.create({ VFS_METRICS_PORT: '0', VFS_SNAPSHOT_CHANGES: '30' });
+    await svc.start();
+    expect((await svc.api('POST', '/v1/workspaces', JSON.stringify({ name: 'ws' }))).status).toBe(201);
+    for (let i = 0; i < 30; i++) {
+      const body = `needle ${i}\n` + `line ${i}\n`.repeat(i % 7);
+      expect((await svc.api('PUT', `/v1/workspaces/ws/files/d${i % 4}/f${i}.txt`, body)).status).toBe(202);
+    }
+    expect((await svc.api('PUT', '/v1/workspaces/ws/files/doc.pdf', await makePdf([['A PDF page with a needle'], ['Page two']]))).status).toBe(202);
+    expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
+    await liftReadLimits(svc);
+    const minted = await svc.api('POST', '/v1/workspaces/ws/tokens', JSON.stringify({ claims: ['*'] }));
+    const token = ((await minted.json()) as { token: string }).token;
+    const snapshotKey = async (): Promise<string | null> => {
+      const objects = openObjectStore(loadConfig(svc!.environment).storage);
+      try {
+        const keys: string[] = [];
+        for await (const { key } of objects.list('shard-snapshots/')) keys.push(key);
+        expect(keys.length).toBeLessThanOrEqual(1); // a newer snapshot replaces the older one
+        return keys[0] ?? null;
+      } finally {
+        objects.close();
+      }
+    };
+    const deadline = Date.now() + 30_000;
+    while ((await snapshotKey()) === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const snapshot = await snapshotKey();
+    expect(snapshot).toMatch(/^shard-snapshots\/[0-9a-f-]{36}\/[0-9a-z]+-[0-9a-f]{8}\.mdb$/);
+
+    // Changes after the snapshot: one file replaced, one added, one deleted.
+    expect((await svc.api('PUT', '/v1/workspaces/ws/files/d1/f1.txt', 'needle replaced\n')).status).toBe(202);
+    expect((await svc.api('PUT', '/v1/workspaces/ws/files/new.txt', 'a needle added later\n')).status).toBe(202);
+    expect((await svc.api('DELETE', '/v1/workspaces/ws/files/d2/f2.txt')).status).toBe(204);
+    expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
+    const before = await answers(token);
+    expect(before['key find?pattern=**/*']).toContain('/new.txt');
+    expect(await snapshotKey()).toBe(snapshot);
+
+    expect(await svc.stop()).toBe(0);
+    const shards = join(svc.dataDir, 'shards');
+    for (const name of await readdir(shards)) await rm(join(shards, name), { recursive: true });
+    await svc.start();
+    await logged(/restored from its snapshot: 2 files re-queued, 1 stale entries removed/);
+    expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
+    expect(await answers(token)).toEqual(before);
+    expect(await extractions()).toBe(0);
     expect(await svc.stop()).toBe(0);
   });
 });

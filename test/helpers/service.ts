@@ -26,6 +26,8 @@ export interface TestService {
   targets: DatabaseTargets;
   names: { database: string; ownerRole: string; appRole: string };
   dataDir: string;
+  /** The service's configuration. */
+  config: Readonly<Config>;
   /** A client as the cluster's superuser, for catalog checks and fault injection. */
   superuser(): Promise<pg.Client>;
   /** Makes another account and returns its management key. */
@@ -100,6 +102,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     targets,
     names,
     dataDir,
+    config,
     superuser: async () => {
       const client = new pg.Client({ ...superuserAddress, database: names.database });
       await client.connect();

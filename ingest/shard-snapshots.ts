@@ -1,0 +1,126 @@
+/**
+ * Shard snapshots in the object store, so that a shard lost with its machine is restored rather
+ * than rebuilt file by file. Runs in the ingest thread, which writes every shard.
+ *
+ * A snapshot is LMDB's own consistent copy of the workspace's environment (`env.backup`, one
+ * `data.mdb`), put under `shard-snapshots/<workspace id>/<made at>-<random>.mdb` (not `shards/`: the
+ * default local store's root is the data directory, whose `shards/` holds the live shards); the
+ * workspace row then
+ * names it (the previous one is deleted once the row no longer names it). A workspace is
+ * snapshotted once ingest goes idle after `everyChanges` documents written or removed, or, while
+ * ingest keeps going, once its first unsnapshotted change is `everyMs` old.
+ *
+ * Restoring installs the latest snapshot as the shard; shard repair then compares it with the
+ * file rows as for any shard and re-queues what changed since, whose texts the object store
+ * keeps, so nothing is extracted again.
+ */
+import { randomBytes } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Database } from '../db/database.js';
+import { setShardSnapshot, shardSnapshot } from '../db/shard-snapshots.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import type { Shards } from './shards.js';
+
+/** The key prefix of shard snapshots in the object store. */
+export const SNAPSHOTS = 'shard-snapshots';
+
+/** When to snapshot (Config.snapshot). */
+export interface SnapshotOptions {
+  /** Changes (documents written or removed) after which an idle workspace is snapshotted; 0: never. */
+  everyChanges: number;
+  /** Age of the oldest unsnapshotted change after which a workspace is snapshotted even while ingest runs; 0: never. */
+  everyMs: number;
+}
+
+/** Changes to a workspace's shard since its last snapshot. */
+interface Pending {
+  accountId: string;
+  count: number;
+  since: number;
+}
+
+/** Makes and restores shard snapshots. */
+export class ShardSnapshots {
+  private readonly pending = new Map<string, Pending>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly shards: Shards,
+    private readonly objects: ObjectStore,
+    /** A directory on the shards' file system for copies in transit. */
+    private readonly scratch: string,
+    private readonly options: SnapshotOptions,
+    private readonly log: (message: string, error: unknown) => void,
+  ) {}
+
+  /** Notes `count` documents written to or removed from a workspace's shard. */
+  changed(workspaceId: string, accountId: string, count: number, now = Date.now()): void {
+    const p = this.pending.get(workspaceId);
+    if (p === undefined) this.pending.set(workspaceId, { accountId, count, since: now });
+    else p.count += count;
+  }
+
+  /** Snapshots the workspaces that are due; `idle`: ingest has nothing queued. */
+  async makeDue(idle: boolean, now = Date.now()): Promise<void> {
+    for (const [workspaceId, p] of [...this.pending]) {
+      const byCount = idle && this.options.everyChanges > 0 && p.count >= this.options.everyChanges;
+      const byAge = this.options.everyMs > 0 && now - p.since >= this.options.everyMs;
+      if (!byCount && !byAge) continue;
+      this.pending.delete(workspaceId);
+      try {
+        await this.snapshot(workspaceId, p.accountId);
+      } catch (error) {
+        // Counted again from now: the next try comes after as many changes or as long.
+        this.pending.set(workspaceId, { ...p, since: now });
+        this.log(`snapshot of the shard of workspace ${workspaceId} failed (tried again later)`, error);
+      }
+    }
+  }
+
+  /** Copies a workspace's shard into the object store and makes the workspace row name it. */
+  async snapshot(workspaceId: string, accountId: string): Promise<string | null> {
+    await mkdir(this.scratch, { recursive: true });
+    const dir = await mkdtemp(join(this.scratch, 'snapshot-'));
+    try {
+      if (!(await this.shards.backup(workspaceId, dir))) return null;
+      const key = `${SNAPSHOTS}/${workspaceId}/${Date.now().toString(36)}-${randomBytes(4).toString('hex')}.mdb`;
+      await this.objects.putFile(key, join(dir, 'data.mdb'));
+      const previous = await this.db.inAccount(accountId, (tx) => setShardSnapshot(tx, workspaceId, key));
+      // The workspace was deleted meanwhile (undefined): its snapshot goes too.
+      if (previous === undefined) await this.objects.delete(key);
+      else if (previous !== null) await this.objects.delete(previous);
+      return previous === undefined ? null : key;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Installs the workspace's latest snapshot as its shard, which must be missing (at start,
+   * before any thread opens it). False when it has no snapshot or the object is gone.
+   */
+  async restore(workspaceId: string, accountId: string): Promise<boolean> {
+    const key = await this.db.inAccount(accountId, (tx) => shardSnapshot(tx, workspaceId));
+    if (key === null) return false;
+    const copy = await this.objects.getFile(key, this.scratch);
+    if (copy === null) {
+      this.log(`the snapshot of the shard of workspace ${workspaceId} is missing from the object store`, key);
+      return false;
+    }
+    const dir = this.shards.dir(workspaceId);
+    const partial = `${dir}.restoring`;
+    try {
+      await rm(partial, { recursive: true, force: true });
+      await mkdir(partial, { recursive: true });
+      // A download is ours to move; the local store's own file is copied.
+      if (copy.temporary) await rename(copy.path, join(partial, 'data.mdb'));
+      else await copyFile(copy.path, join(partial, 'data.mdb'));
+      await rename(partial, dir);
+    } finally {
+      await copy.release();
+      await rm(partial, { recursive: true, force: true });
+    }
+    return true;
+  }
+}
