@@ -21,3 +21,13 @@ export async function setShardSnapshot(tx: Tx, workspaceId: string, key: string)
   );
   return rows.length === 0 ? undefined : rows[0].previous;
 }
+
+/** The snapshot keys the given workspaces' rows name (ids that are not valid uuids name none). */
+export async function namedSnapshots(tx: Tx, workspaceIds: string[]): Promise<Set<string>> {
+  const ids = workspaceIds.filter((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id));
+  const { rows } = await tx.query<{ key: string }>(
+    'SELECT shard_snapshot_key AS key FROM workspaces WHERE id = ANY($1::uuid[]) AND shard_snapshot_key IS NOT NULL',
+    [ids],
+  );
+  return new Set(rows.map((r) => r.key));
+}

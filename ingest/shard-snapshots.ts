@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Database } from '../db/database.js';
-import { setShardSnapshot, shardSnapshot } from '../db/shard-snapshots.js';
+import { namedSnapshots, setShardSnapshot, shardSnapshot } from '../db/shard-snapshots.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { Shards } from './shards.js';
 
@@ -123,4 +123,31 @@ export class ShardSnapshots {
     }
     return true;
   }
+}
+
+/**
+ * Removes snapshot objects no workspace row names (a snapshot whose row update never came, a
+ * workspace deleted while its snapshots were being removed) once older than `graceMs`, so that a
+ * snapshot being recorded right now is spared. Returns how many it removed.
+ */
+export async function sweepSnapshots(db: Database, objects: ObjectStore, graceMs: number, signal?: AbortSignal): Promise<number> {
+  const cutoff = Date.now() - graceMs;
+  const byWorkspace = new Map<string, string[]>();
+  for await (const { key, lastModified } of objects.list(`${SNAPSHOTS}/`)) {
+    if (signal?.aborted === true) return 0;
+    if (lastModified.getTime() > cutoff) continue;
+    const workspaceId = key.split('/')[1];
+    byWorkspace.set(workspaceId, [...(byWorkspace.get(workspaceId) ?? []), key]);
+  }
+  if (byWorkspace.size === 0) return 0;
+  const named = await db.asOwner((tx) => namedSnapshots(tx, [...byWorkspace.keys()]));
+  let removed = 0;
+  for (const keys of byWorkspace.values()) {
+    for (const key of keys) {
+      if (named.has(key)) continue;
+      await objects.delete(key);
+      removed++;
+    }
+  }
+  return removed;
 }

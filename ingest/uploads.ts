@@ -8,6 +8,7 @@ import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
 import { deleteFile, lockBlob, lockBlobs, recordUploads, referencedBlobs, type UploadLimits, type UploadOutcome, type UploadRecord } from '../db/files.js';
 import type { BlobStore, BlobUpload } from './blob-store.js';
+import { sweepSnapshots } from './shard-snapshots.js';
 
 /** What the upload path tells the rest of ingest. */
 export interface UploadEvents {
@@ -164,27 +165,26 @@ export class Uploads {
 }
 
 /**
- * Removes upload temp files untouched for `tempGraceMs` and every blob no
- * file references. Each blob is checked and removed under its blob lock, the
+ * Removes upload temp files untouched for `tempGraceMs`, every blob (with its
+ * kept text) no file references, and shard snapshots no workspace names once
+ * older than `tempGraceMs` (shard-snapshots.ts). Each blob is checked and removed under its blob lock, the
  * one an upload holds from publishing the blob until its row commits, so a
  * blob is never removed between the two: no grace period is needed for
  * blobs, and the sweep is safe from another process (the operator command).
  */
 export async function sweepBlobs(db: Database, blobs: BlobStore, tempGraceMs: number, signal?: AbortSignal): Promise<number> {
-  return blobs.sweep(
-    (accountId, shas) =>
-      db.inAccount(accountId, async (tx) => {
-        await lockBlobs(tx, accountId, shas);
-        const keep = await referencedBlobs(tx, shas);
-        let removed = 0;
-        for (const sha of shas) {
-          if (keep.has(sha)) continue;
-          await blobs.remove(accountId, sha);
-          removed++;
-        }
-        return removed;
-      }),
-    tempGraceMs,
-    signal,
-  );
+  const snapshots = await sweepSnapshots(db, blobs.objects, tempGraceMs, signal);
+  const collect = (accountId: string, shas: string[]): Promise<number> =>
+    db.inAccount(accountId, async (tx) => {
+      await lockBlobs(tx, accountId, shas);
+      const keep = await referencedBlobs(tx, shas);
+      let removed = 0;
+      for (const sha of shas) {
+        if (keep.has(sha)) continue;
+        await blobs.remove(accountId, sha);
+        removed++;
+      }
+      return removed;
+    });
+  return snapshots + (await blobs.sweep(collect, tempGraceMs, signal));
 }

@@ -80,4 +80,34 @@ describe('kept texts', () => {
       objects.close();
     }
   });
+
+  it('the sweep removes shard snapshots no workspace names, once past the grace period', async () => {
+    const objects = openObjectStore(t.config.storage);
+    try {
+      const su = await t.superuser();
+      const workspaceId = (await su.query("SELECT id FROM workspaces WHERE name = 'two'")).rows[0].id as string;
+      await su.end();
+      const planted = [`shard-snapshots/${workspaceId}/0-00000000.mdb`, 'shard-snapshots/00000000-0000-4000-8000-000000000000/0-00000000.mdb'];
+      for (const key of planted) {
+        const file = join(t.dataDir, 'planted');
+        await writeFile(file, 'not a shard');
+        await objects.putFile(key, file);
+      }
+      const snapshots = async (): Promise<string[]> => {
+        const keys: string[] = [];
+        for await (const { key } of objects.list('shard-snapshots/')) keys.push(key);
+        return keys.sort();
+      };
+      expect(await snapshots()).toEqual([...planted].sort());
+      // Within the grace period they stay: a snapshot is put before its row names it.
+      expect(await sweepBlobs(t.service.db, new BlobStore(join(t.dataDir, 'blobs'), objects), 3600_000)).toBe(0);
+      expect(await snapshots()).toHaveLength(2);
+      // Swift's S3 API gives times rounded up to the second: past it, the grace of 0 has passed for sure.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      expect(await sweepBlobs(t.service.db, new BlobStore(join(t.dataDir, 'blobs'), objects), 0)).toBe(2);
+      expect(await snapshots()).toEqual([]);
+    } finally {
+      objects.close();
+    }
+  });
 });
