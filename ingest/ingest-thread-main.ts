@@ -40,7 +40,7 @@ const loop = new IngestLoop(
   data.reportExtractions ? reportExtraction : null,
   snapshots,
 );
-const repair = new ShardRepair(db, shards, log, snapshots);
+const repair = new ShardRepair(db, shards, log);
 // Before the first claim: every shard is checked against PostgreSQL (missing or out-of-date
 // shards are rebuilt from the blobs; damaged ones were deleted before this thread started).
 loop.between(() => repair.checkAll()).catch((error: unknown) => log('the start-up shard check failed', error));

@@ -24,7 +24,6 @@ import { join } from 'node:path';
 import type { Database } from '../db/database.js';
 import { type ShardWorkspace, clearRebuildRequest, requeueFiles, shardFiles, workspaceShards } from '../db/shard-repair.js';
 import { probeShards } from './shard-probe.js';
-import type { ShardSnapshots } from './shard-snapshots.js';
 import type { Shards } from './shards.js';
 
 /** What one check did. */
@@ -35,8 +34,6 @@ export interface RepairResult {
   removed: number;
   /** True when the shard was emptied or deleted before being refilled. */
   reset: boolean;
-  /** True when the missing shard was restored from its snapshot before the comparison. */
-  restored: boolean;
 }
 
 /** Checks and repairs workspace shards against PostgreSQL. */
@@ -45,8 +42,6 @@ export class ShardRepair {
     private readonly db: Database,
     private readonly shards: Shards,
     private readonly log: (message: string, error: unknown) => void,
-    /** Restores a missing shard from its snapshot before it is compared; null: rebuilt from the files alone. */
-    private readonly snapshots: ShardSnapshots | null = null,
   ) {}
 
   /** Checks every workspace (at start, after `dropDamagedShards`); rebuilds those with a request. */
@@ -78,8 +73,8 @@ export class ShardRepair {
     for (const ws of workspaces) {
       try {
         const r = await this.repair(ws, damaged.has(ws.id));
-        if (r.requeued > 0 || r.removed > 0 || r.reset || r.restored) {
-          const what = ws.rebuildRequestedAt !== null ? 'rebuilt on request' : r.restored ? 'restored from its snapshot' : r.reset ? 'rebuilt' : 'repaired';
+        if (r.requeued > 0 || r.removed > 0 || r.reset) {
+          const what = ws.rebuildRequestedAt !== null ? 'rebuilt on request' : r.reset ? 'rebuilt' : 'repaired';
           this.log(`shard of workspace ${ws.id} ${what}`, `${r.requeued} files re-queued, ${r.removed} stale entries removed`);
         }
       } catch (error) {
@@ -90,22 +85,16 @@ export class ShardRepair {
 
   /** Brings one workspace's shard in line with its files; `dropped`: its damaged shard was just deleted. */
   async repair(ws: ShardWorkspace, dropped: boolean): Promise<RepairResult> {
-    let contents: Map<string, string> | null;
+    let contents: Map<string, string>;
     let reset = dropped;
-    let restored = false;
     if (dropped) {
-      contents = null;
+      contents = new Map();
     } else if (ws.rebuildRequestedAt !== null) {
       await this.shards.clear(ws.id);
       contents = new Map();
       reset = true;
     } else {
-      contents = await this.shards.contents(ws.id);
-    }
-    if (contents === null) {
-      // Missing (a new machine, a lost disk) or just deleted as damaged: its latest snapshot, then the changes since.
-      restored = await this.restore(ws);
-      contents = (restored ? await this.shards.contents(ws.id) : null) ?? new Map();
+      contents = (await this.shards.contents(ws.id)) ?? new Map();
     }
     const files = await this.db.inAccount(ws.accountId, (tx) => shardFiles(tx, ws.id));
     const rows = new Set(files.map((f) => f.path));
@@ -123,18 +112,7 @@ export class ShardRepair {
       if (ws.rebuildRequestedAt !== null) await clearRebuildRequest(tx, ws.id, ws.rebuildRequestedAt);
       return n;
     });
-    return { requeued, removed, reset, restored };
-  }
-
-  /** Installs the workspace's latest snapshot as its missing shard; false when there is none or it fails. */
-  private async restore(ws: ShardWorkspace): Promise<boolean> {
-    if (this.snapshots === null) return false;
-    try {
-      return await this.snapshots.restore(ws.id, ws.accountId);
-    } catch (error) {
-      this.log(`restoring the shard of workspace ${ws.id} from its snapshot failed; rebuilding it from its files`, error);
-      return false;
-    }
+    return { requeued, removed, reset };
   }
 }
 

@@ -10,14 +10,15 @@
  * snapshotted once ingest goes idle after `everyChanges` documents written or removed, or, while
  * ingest keeps going, once its first unsnapshotted change is `everyMs` old.
  *
- * Restoring installs the latest snapshot as the shard; shard repair then compares it with the
- * file rows as for any shard and re-queues what changed since, whose texts the object store
- * keeps, so nothing is extracted again.
+ * At start, before any thread opens a shard, a missing shard is restored from its latest snapshot
+ * (restoreMissingShards); shard repair then compares it with the file rows as for any shard and
+ * re-queues what changed since, whose texts the object store keeps, so nothing is extracted again.
  */
 import { randomBytes } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Database } from '../db/database.js';
+import { workspaceShards } from '../db/shard-repair.js';
 import { namedSnapshots, setShardSnapshot, shardSnapshot } from '../db/shard-snapshots.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { Shards } from './shards.js';
@@ -95,34 +96,68 @@ export class ShardSnapshots {
       await rm(dir, { recursive: true, force: true });
     }
   }
+}
 
-  /**
-   * Installs the workspace's latest snapshot as its shard, which must be missing (at start,
-   * before any thread opens it). False when it has no snapshot or the object is gone.
-   */
-  async restore(workspaceId: string, accountId: string): Promise<boolean> {
-    const key = await this.db.inAccount(accountId, (tx) => shardSnapshot(tx, workspaceId));
-    if (key === null) return false;
-    const copy = await this.objects.getFile(key, this.scratch);
-    if (copy === null) {
-      this.log(`the snapshot of the shard of workspace ${workspaceId} is missing from the object store`, key);
-      return false;
-    }
-    const dir = this.shards.dir(workspaceId);
-    const partial = `${dir}.restoring`;
+/** What restoring reports. */
+export interface RestoreLog {
+  info(message: string): void;
+  error(message: string, error: unknown): void;
+}
+
+/**
+ * At start, before any thread opens a shard (after dropDamagedShards): installs the latest
+ * snapshot of every workspace whose shard directory is missing (a new machine, a lost disk, a
+ * shard deleted as damaged). Shard repair then brings each up to date with the file rows. A
+ * read would otherwise create the missing shard empty first. Returns how many were restored.
+ */
+export async function restoreMissingShards(db: Database, objects: ObjectStore, root: string, scratch: string, log: RestoreLog): Promise<number> {
+  const present = new Set(await readdir(root).catch(() => [] as string[]));
+  let restored = 0;
+  for (const ws of await workspaceShards(db, false)) {
+    if (present.has(ws.id)) continue;
+    const started = performance.now();
     try {
-      await rm(partial, { recursive: true, force: true });
-      await mkdir(partial, { recursive: true });
-      // A download is ours to move; the local store's own file is copied.
-      if (copy.temporary) await rename(copy.path, join(partial, 'data.mdb'));
-      else await copyFile(copy.path, join(partial, 'data.mdb'));
-      await rename(partial, dir);
-    } finally {
-      await copy.release();
-      await rm(partial, { recursive: true, force: true });
+      if (!(await restoreShard(db, objects, join(root, ws.id), scratch, ws.id, ws.accountId, log))) continue;
+      restored++;
+      log.info(`shard of workspace ${ws.id} restored from its snapshot in ${Math.round(performance.now() - started)} ms`);
+    } catch (error) {
+      log.error(`restoring the shard of workspace ${ws.id} from its snapshot failed; it is rebuilt from its files`, error);
     }
-    return true;
   }
+  return restored;
+}
+
+/** Installs the workspace's latest snapshot as its (missing) shard in `dir`; false when it has none or the object is gone. */
+async function restoreShard(
+  db: Database,
+  objects: ObjectStore,
+  dir: string,
+  scratch: string,
+  workspaceId: string,
+  accountId: string,
+  log: RestoreLog,
+): Promise<boolean> {
+  const key = await db.inAccount(accountId, (tx) => shardSnapshot(tx, workspaceId));
+  if (key === null) return false;
+  await mkdir(scratch, { recursive: true });
+  const copy = await objects.getFile(key, scratch);
+  if (copy === null) {
+    log.error(`the snapshot of the shard of workspace ${workspaceId} is missing from the object store; it is rebuilt from its files`, key);
+    return false;
+  }
+  const partial = `${dir}.restoring`;
+  try {
+    await rm(partial, { recursive: true, force: true });
+    await mkdir(partial, { recursive: true });
+    // A download is ours to move; the local store's own file is copied.
+    if (copy.temporary) await rename(copy.path, join(partial, 'data.mdb'));
+    else await copyFile(copy.path, join(partial, 'data.mdb'));
+    await rename(partial, dir);
+  } finally {
+    await copy.release();
+    await rm(partial, { recursive: true, force: true });
+  }
+  return true;
 }
 
 /**

@@ -31,7 +31,7 @@ import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { ingestQueueStats } from '../db/ingest-jobs.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
-import { SNAPSHOTS } from '../ingest/shard-snapshots.js';
+import { restoreMissingShards, SNAPSHOTS } from '../ingest/shard-snapshots.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { IngestThread } from '../ingest/ingest-thread.js';
 import { dropDamagedShards } from '../ingest/shard-repair.js';
@@ -149,13 +149,17 @@ async function startParts(
   // the rest of the start goes on.
   // Absolute and normalized, so that the read pool's per-thread reader cache finds it as given.
   const shards = resolve(shardsRoot(config.dataDir));
-  const shardsChecked = dropDamagedShards(db, shards, (message) => log.error(message));
+  const objects = openObjectStore(config.storage);
+  made.push(async () => objects.close());
+  // Then shards missing now (a new machine, a lost disk, or just deleted as damaged) are restored
+  // from their snapshots in the object store, still before anything opens them.
+  const shardsChecked = dropDamagedShards(db, shards, (message) => log.error(message)).then(async () => {
+    await restoreMissingShards(db, objects, shards, join(config.dataDir, 'snapshots-tmp'), log);
+  });
   made.push(() => shardsChecked.catch(() => {}));
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
   const auth = new Authenticator(db, config.authCacheMs);
 
-  const objects = openObjectStore(config.storage);
-  made.push(async () => objects.close());
   const blobs = new BlobStore(join(config.dataDir, 'blobs'), objects);
   await blobs.init();
   log.info(`originals are kept in ${objects.location}`);

@@ -196,7 +196,8 @@ describe('shard loss', () => {
     const shards = join(svc.dataDir, 'shards');
     for (const name of await readdir(shards)) await rm(join(shards, name), { recursive: true });
     await svc.start();
-    await logged(/restored from its snapshot: 2 files re-queued, 1 stale entries removed/);
+    await logged(/restored from its snapshot in \d+ ms/);
+    await logged(/repaired: 2 files re-queued, 1 stale entries removed/);
     expect((await settled(svc, 'ws')).every((f) => f.status === 'ready')).toBe(true);
     expect(await answers(token)).toEqual(before);
     expect(await extractions()).toBe(0);
