@@ -28,8 +28,9 @@ const swift: SwiftCluster | null = storeArg === 's3' ? await startSwift() : null
 const dataDir = await mkdtemp(join(tmpdir(), 'vfs-bench-restore-'));
 const env: Record<string, string> = {
   DATA_DIR: dataDir,
-  // One snapshot, once the whole tree is in.
-  VFS_SNAPSHOT_CHANGES: String(files.length),
+  // A snapshot whenever ingest goes idle (files in error are no change, so no count would be
+  // exact); the last one, after the whole tree, is the one restored.
+  VFS_SNAPSHOT_CHANGES: '1',
   VFS_SNAPSHOT_SECONDS: '0',
   ...(swift === null
     ? {}
@@ -74,8 +75,16 @@ try {
     await call(first.url, 'POST', '/v1/workspaces', first.key, JSON.stringify({ name: 'bench' }));
     await uploadAll(first, 'bench', files, 48);
     await waitReady(first, 'bench', 7_200_000);
-    const deadline = Date.now() + 1_800_000;
-    while ((await snapshots()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    // The snapshot of the whole tree: one made after the last file was written (or, after two
+    // minutes, the latest there is: the restore then applies what came after it).
+    const done = Date.now();
+    const deadline = done + 120_000;
+    const latest = async (): Promise<number> => {
+      let newest = 0;
+      for await (const { lastModified } of objects.list('shard-snapshots/')) newest = Math.max(newest, lastModified.getTime());
+      return newest;
+    };
+    while ((await latest()) < done - 1000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
   } finally {
     await first.stop();
   }
