@@ -2,28 +2,19 @@
  * The file listing of a workspace, every page of it: `files list` prints it,
  * `push` compares against it and polls it while ingest runs.
  */
+import type { z } from 'zod';
+import type { REPLIES } from '../api/schemas.js';
 import type { ApiClient } from './client.js';
 import type { Output } from './output.js';
 
+/** A file listing entry, as the service returns it (the type of the schema the OpenAPI document states it by). */
+export type RemoteFile = z.infer<typeof REPLIES.files>['files'][number];
+
 /** Ingest status of a file. */
-export type FileStatus = 'pending' | 'ready' | 'error';
+export type FileStatus = RemoteFile['status'];
 
 /** The ingest statuses, as the listing's `status` filter accepts them. */
 export const FILE_STATUSES: readonly FileStatus[] = ['pending', 'ready', 'error'];
-
-/** A file listing entry, as the service returns it. */
-export interface RemoteFile {
-  path: string;
-  status: FileStatus;
-  sizeBytes: number;
-  contentType: string;
-  updatedAt: string;
-  errorDetail: string | null;
-  /** Hex SHA-256 of the uploaded original. */
-  sha256: string;
-  /** Sorted visibility claims, or null when every token may see the file. */
-  visibility: string[] | null;
-}
 
 /** The largest page the listing serves: fewest round trips. */
 const PAGE = 1000;
