@@ -121,7 +121,8 @@ try {
     await idle(service);
     if (pushFirst) ingestSeconds = await ingestPath(service, `ingest-${round}`);
     else pushed = await pushPath(service, `push-${round}`);
-    if (pushed.uploaded !== files.length) throw new Error(`push uploaded ${pushed.uploaded} of ${files.length} files`);
+    // push also sends symbolic links to files inside the tree, which the uploader's walk skips (45 in the Linux tree).
+    if (pushed.uploaded < files.length) throw new Error(`push uploaded ${pushed.uploaded} of ${files.length} files`);
     runs.push({
       round,
       first: pushFirst ? 'push' : 'ingest',
