@@ -8,7 +8,7 @@
  * `files` takes the first N files (by path) of the tree. Reports, per store and round, the
  * seconds from the first upload to the last file ready, and the ratio S3 ÷ local.
  */
-import { startSwift } from '../test/helpers/swift.js';
+import { startSwift, swiftStorageEnv } from '../test/helpers/swift.js';
 import { call, startBenchService, uploadAll, waitReady, walk } from './lib.js';
 
 const [dir, filesArg, roundsArg, concurrencyArg] = process.argv.slice(2);
@@ -22,13 +22,7 @@ const rounds = Number(roundsArg ?? 1);
 const concurrency = Number(concurrencyArg ?? 48);
 
 const swift = await startSwift();
-const s3Env = (round: number): Record<string, string> => ({
-  VFS_STORAGE_URL: `s3://vfs-bench-${round}/originals`,
-  AWS_ENDPOINT_URL_S3: swift.endpoint,
-  AWS_ACCESS_KEY_ID: swift.accessKeyId,
-  AWS_SECRET_ACCESS_KEY: swift.secretAccessKey,
-  AWS_REGION: swift.region,
-});
+const s3Env = (round: number): Record<string, string> => swiftStorageEnv(swift, `s3://vfs-bench-${round}/originals`);
 
 /** Seconds from the first upload to the last file ready, on a fresh service with `env`. */
 async function ingest(env: Record<string, string>): Promise<{ seconds: number; errors: number; refused: number }> {

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../service/config.js';
 import { openObjectStore } from '../storage/open-store.js';
-import { startSwift, type SwiftCluster } from '../test/helpers/swift.js';
+import { startSwift, type SwiftCluster, swiftStorageEnv } from '../test/helpers/swift.js';
 import { call, duBytes, startBenchService, uploadAll, waitReady, walk } from './lib.js';
 
 const [dir, filesArg, storeArg] = process.argv.slice(2);
@@ -32,15 +32,7 @@ const env: Record<string, string> = {
   // exact); the last one, after the whole tree, is the one restored.
   VFS_SNAPSHOT_CHANGES: '1',
   VFS_SNAPSHOT_SECONDS: '0',
-  ...(swift === null
-    ? {}
-    : {
-        VFS_STORAGE_URL: 's3://vfs-bench-restore/store',
-        AWS_ENDPOINT_URL_S3: swift.endpoint,
-        AWS_ACCESS_KEY_ID: swift.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: swift.secretAccessKey,
-        AWS_REGION: swift.region,
-      }),
+  ...(swift === null ? {} : swiftStorageEnv(swift, 's3://vfs-bench-restore/store')),
 };
 const objects = openObjectStore(loadConfig(env).storage);
 

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
-import { startSwift, type SwiftCluster } from './helpers/swift.js';
+import { startSwift, type SwiftCluster, swiftStorageEnv } from './helpers/swift.js';
 
 let swift: SwiftCluster;
 let t: TestService;
@@ -18,11 +18,7 @@ const BUCKET = 'vfs-fault-store';
 beforeAll(async () => {
   swift = await startSwift();
   t = await startTestService({
-    VFS_STORAGE_URL: `s3://${BUCKET}/svc`,
-    AWS_ENDPOINT_URL_S3: swift.endpoint,
-    AWS_ACCESS_KEY_ID: swift.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: swift.secretAccessKey,
-    AWS_REGION: swift.region,
+    ...swiftStorageEnv(swift, `s3://${BUCKET}/svc`),
     VFS_S3_TIMEOUT_SECONDS: '1',
   });
   s3 = new S3Client({

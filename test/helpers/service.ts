@@ -15,7 +15,7 @@ import { type Config, loadConfig } from '../../service/config.js';
 import { createLogger } from '../../service/log.js';
 import { type Service, startWithDatabase } from '../../service/service.js';
 import { openObjectStore } from '../../storage/open-store.js';
-import './swift.js'; // its ProvidedContext entry
+import { swiftStorageEnv } from './swift.js';
 
 /** A running service with the default account's key and a client for it. */
 export interface TestService {
@@ -149,14 +149,7 @@ export interface ListedFile {
  */
 export function testStorage(id: string): Record<string, string> {
   if (process.env.VFS_TEST_STORAGE !== 's3') return {};
-  const swift = inject('swift');
-  return {
-    VFS_STORAGE_URL: `s3://vfs-test-${id}/service`,
-    AWS_ENDPOINT_URL_S3: swift.endpoint,
-    AWS_ACCESS_KEY_ID: swift.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: swift.secretAccessKey,
-    AWS_REGION: swift.region,
-  };
+  return swiftStorageEnv(inject('swift'), `s3://vfs-test-${id}/service`);
 }
 
 /** Every file of a workspace, paging through the listing. */

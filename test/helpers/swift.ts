@@ -96,6 +96,17 @@ export interface SwiftAddress {
   region: string;
 }
 
+/** The service's environment for keeping its objects at `url` (`s3://bucket/prefix`) on the cluster at `address`. */
+export function swiftStorageEnv(address: SwiftAddress, url: string): Record<string, string> {
+  return {
+    VFS_STORAGE_URL: url,
+    AWS_ENDPOINT_URL_S3: address.endpoint,
+    AWS_ACCESS_KEY_ID: address.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: address.secretAccessKey,
+    AWS_REGION: address.region,
+  };
+}
+
 /** A running cluster, with the controls fault tests use on its proxy. */
 export interface SwiftCluster extends SwiftAddress {
   /** Kills the proxy: connections to the endpoint are refused until `startProxy`. */
