@@ -15,8 +15,8 @@ import { BodyStream } from './body-stream.js';
 import type { Lookups } from './lookups.js';
 import { type RequestContext, send, sendJson, snapshot } from './http.js';
 import { CLAIM, workspaceParam } from './params.js';
-import { queryReader } from './query.js';
-import { NO_QUERY, UPLOAD_QUERY } from './schemas.js';
+import { noQuery, queryReader } from './query.js';
+import { UPLOAD_QUERY } from './schemas.js';
 import { type ErrorLog, toVfsError } from './respond.js';
 
 /** What the file routes need. */
@@ -30,7 +30,6 @@ export interface FileRouteDeps {
 
 const MAX_VISIBILITY_CLAIMS = 64;
 const uploadQuery = queryReader(UPLOAD_QUERY);
-const noQuery = queryReader(NO_QUERY);
 
 /** Registers PUT and DELETE of files. */
 export function registerFileRoutes(app: TemplatedApp, deps: FileRouteDeps): void {

@@ -16,8 +16,8 @@ import { type Authenticator, requireManagementKey } from './auth.js';
 import type { Guard } from './guard.js';
 import { type RequestContext, readBody, sendJson, snapshot } from './http.js';
 import { decodeURIComponentSafe, workspaceParam } from './params.js';
-import { queryReader } from './query.js';
-import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY, NO_QUERY } from './schemas.js';
+import { noQuery, queryReader } from './query.js';
+import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY } from './schemas.js';
 import { type ErrorLog, sendJsonError } from './respond.js';
 
 /** What the management routes need. */
@@ -43,7 +43,6 @@ type ManagementHandler = (ctx: RequestContext, accountId: string, body: unknown)
 
 const filesQuery = queryReader(FILES_QUERY);
 const auditQuery = queryReader(AUDIT_QUERY);
-const noQuery = queryReader(NO_QUERY);
 
 /** Registers every management route on the app. */
 export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps): void {

@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { invalidParameter } from '../core/errors.js';
 import { onlyParams, parseBoundedInt, quote, single } from './params.js';
+import { NO_QUERY } from './schemas.js';
 
 /** What one parameter's JSON Schema says about it: enough to read its text. */
 interface ParamShape {
@@ -66,3 +67,6 @@ function readValue(name: string, raw: string, shape: ParamShape, isRequired: boo
   if (shape.maxLength !== undefined && raw.length > shape.maxLength) throw invalidParameter(name, `longer than ${shape.maxLength} characters`);
   return raw;
 }
+
+/** The reader of routes that take no query parameter: any parameter is refused, naming it. */
+export const noQuery = queryReader(NO_QUERY);
