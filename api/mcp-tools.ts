@@ -161,6 +161,11 @@ export async function callTool(
     return answer(errorText(error, deps, options.where), null);
   }
   if (options.resource === true) (request as CatRequest).lineNumbers = false;
+  try {
+    await deps.freshness?.ensure(caller.workspaceId, caller.principal.accountId);
+  } catch (error) {
+    return answer(errorText(error, deps, options.where), null);
+  }
 
   const text = new McpText(options.maxChars);
   let call: ReadCall | undefined;

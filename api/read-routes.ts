@@ -13,6 +13,7 @@ import { fileState } from '../db/files.js';
 import { checkFilePath } from '../core/paths.js';
 import { type CatRequest, type FindRequest, type GrepRequest, type GrepStats, type LsRequest, Visibility } from '../engine/index.js';
 import type { Principal } from './auth.js';
+import type { Freshness } from './freshness.js';
 import type { Guard } from './guard.js';
 import { type RequestContext, snapshot } from './http.js';
 import type { Lookups } from './lookups.js';
@@ -40,6 +41,8 @@ export interface ReadRouteDeps {
   grepTimeoutMs: number;
   /** Where read latencies are observed; null when metrics are off. */
   metrics: Metrics | null;
+  /** On a node of a cluster, what brings the node's copy of a workspace up to date before a read; else null. */
+  freshness: Freshness | null;
 }
 
 const MAX_PATTERN_BYTES = 16 * 1024;
@@ -128,6 +131,13 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
   let request: unknown;
   try {
     request = parseReadRequest(tool, ctx.query, principal, deps);
+  } catch (error) {
+    await answerAfter(ctx, toVfsError(error, deps.log, ctx), () => audit(null), deps.log);
+    return;
+  }
+
+  try {
+    await deps.freshness?.ensure(caller.workspaceId, principal.accountId);
   } catch (error) {
     await answerAfter(ctx, toVfsError(error, deps.log, ctx), () => audit(null), deps.log);
     return;

@@ -28,6 +28,8 @@ export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps
   db: Database;
   /** Writes one line per request (method, route, status, milliseconds, request id); null: none. */
   requestLog: ((fields: Record<string, unknown>) => void) | null;
+  /** False while this node drains or its object store does not answer (GET /readyz says 503). */
+  ready: () => boolean;
 }
 
 /** A listening server. */
@@ -65,7 +67,8 @@ export async function startServer(deps: ServerDeps, host: string, port: number, 
   const readyz = (res: HttpResponse, req: HttpRequest): void => {
     const ctx = snapshot(res, req, 0);
     void deps.db.ping().then(({ owner, app: appRole }) => {
-      const ok = owner && appRole;
+      // A node of a cluster also says 503 while it drains or its object store does not answer.
+      const ok = owner && appRole && deps.ready();
       sendJson(ctx, ok ? 200 : 503, { ok });
     });
   };

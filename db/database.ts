@@ -214,7 +214,9 @@ function grantsFor(app: string): string {
     GRANT SELECT, INSERT ON audit_events TO ${app};
     GRANT USAGE ON SEQUENCE audit_events_id_seq, ingest_jobs_id_seq, file_generations TO ${app};
     GRANT SELECT, INSERT, UPDATE ON account_usage TO ${app};
-    GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea), claim_ingest_jobs(integer, integer), workspace_shards(boolean), ingest_queue_stats(),
+    GRANT SELECT, INSERT ON workspace_changes TO ${app};
+    GRANT SELECT, INSERT, UPDATE, DELETE ON nodes TO ${app};
+    GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea), claim_ingest_jobs(integer, integer), workspace_shards(boolean), ingest_queue_stats(), workspace_versions(uuid[]),
       append_audit_batch(uuid[], uuid[], text[], text[], text[], integer[], jsonb, integer[], integer[]) TO ${app};
   `;
 }

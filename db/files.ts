@@ -1,5 +1,6 @@
 /** File rows of a workspace: the listing (uploads and ingest state live beside it). */
 import { VfsError } from '../core/errors.js';
+import { recordChanges } from './changes.js';
 import type { Tx } from './database.js';
 import { iso } from './rows.js';
 
@@ -197,7 +198,7 @@ export async function deleteFile(tx: Tx, accountId: string, workspaceId: string,
   );
   if (rows.length === 0) return null;
   await tx.query('DELETE FROM ingest_jobs WHERE workspace_id = $1 AND path = $2', [workspaceId, path]);
-  await tx.query('UPDATE workspaces SET version = version + 1 WHERE id = $1', [workspaceId]);
+  await recordChanges(tx, workspaceId, 1, [path]);
   return rows[0].blob_sha256;
 }
 

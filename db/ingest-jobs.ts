@@ -6,6 +6,7 @@
  * same path replaces the job, and an outcome for an older generation changes
  * nothing.
  */
+import { recordChanges } from './changes.js';
 import type { Database, Tx } from './database.js';
 
 /** A claimed job. */
@@ -117,15 +118,15 @@ export async function finishJobs(tx: Tx, outcomes: Outcome[]): Promise<Job[]> {
     );
     const exists = new Set(present.rows.map((r) => jobKey(r.workspace_id, r.path)));
     for (const o of done) if (o.kind === 'ready' && !exists.has(jobKey(o.job.workspaceId, o.job.path))) gone.push(o.job);
-    const { rows } = await tx.query<{ workspace_id: string; n: string }>(
+    const { rows } = await tx.query<{ workspace_id: string; n: string; ready: string[] }>(
       `WITH o AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS o(ws, path, gen, status, detail)),
             changed AS (
               UPDATE files f SET status = o.status, error_detail = o.detail FROM o
                WHERE f.workspace_id = o.ws AND f.path = o.path AND f.generation = o.gen
-              RETURNING f.workspace_id),
+              RETURNING f.workspace_id, f.path, f.status),
             dequeued AS (
               DELETE FROM ingest_jobs q USING o WHERE q.workspace_id = o.ws AND q.path = o.path AND q.generation = o.gen)
-       SELECT workspace_id, count(*) AS n FROM changed GROUP BY workspace_id`,
+       SELECT workspace_id, count(*) AS n, coalesce(array_agg(path) FILTER (WHERE status = 'ready'), '{}') AS ready FROM changed GROUP BY workspace_id ORDER BY workspace_id`,
       [
         done.map((o) => o.job.workspaceId),
         done.map((o) => o.job.path),
@@ -134,7 +135,8 @@ export async function finishJobs(tx: Tx, outcomes: Outcome[]): Promise<Job[]> {
         done.map((o) => (o.kind === 'error' ? o.detail : null)),
       ],
     );
-    for (const r of rows) await tx.query('UPDATE workspaces SET version = version + $2 WHERE id = $1', [r.workspace_id, Number(r.n)]);
+    // Errors move the version (the listing changed) but not what a shard holds: only ready paths are logged.
+    for (const r of rows) await recordChanges(tx, r.workspace_id, Number(r.n), r.ready);
   }
   const retries = outcomes.filter((o): o is Extract<Outcome, { kind: 'retry' }> => o.kind === 'retry');
   if (retries.length > 0) {

@@ -1,5 +1,6 @@
 /** Workspaces of the transaction's account (row level security confines every query). */
 import { VfsError } from '../core/errors.js';
+import { CHANGES_CHANNEL } from './changes.js';
 import type { Tx } from './database.js';
 import { lockUsage } from './files.js';
 import { iso } from './rows.js';
@@ -51,5 +52,7 @@ export async function requireWorkspace(tx: Tx, name: string): Promise<WorkspaceR
 export async function deleteWorkspace(tx: Tx, accountId: string, name: string): Promise<string | null> {
   await lockUsage(tx, accountId, false); // the lock order of lockUsage: the cascade deletes files, which changes usage
   const { rows } = await tx.query<{ id: string }>('DELETE FROM workspaces WHERE name = $1 RETURNING id', [name]);
+  // Every node holding a copy of its shard drops it (ingest/shard-sync.ts).
+  if (rows.length === 1) await tx.query(`SELECT pg_notify('${CHANGES_CHANNEL}', $1 || ' gone')`, [rows[0].id]);
   return rows[0]?.id ?? null;
 }

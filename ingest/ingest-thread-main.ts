@@ -6,7 +6,9 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
+import { CHANGES_CHANNEL, workspaceVersions } from '../db/changes.js';
 import { Database } from '../db/database.js';
+import { clearRebuildRequest, workspaceShards } from '../db/shard-repair.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { BlobStore } from './blob-store.js';
 import { ExtractPool } from './extract-pool.js';
@@ -14,9 +16,12 @@ import { IngestLoop } from './ingest-loop.js';
 import type { IngestThreadData, IngestThreadReply, IngestThreadRequest } from './ingest-thread.js';
 import { ShardRepair } from './shard-repair.js';
 import { ShardSnapshots } from './shard-snapshots.js';
+import { ShardSync } from './shard-sync.js';
 import { Shards, shardsRoot } from './shards.js';
 
 const data = workerData as IngestThreadData;
+/** How often a node compares the versions of its copies with the committed ones (a NOTIFY may be lost). */
+const POLL_MS = 2000;
 const port = parentPort!;
 const log = (message: string, error: unknown): void =>
   port.postMessage({ type: 'log', message: `${message}: ${error instanceof Error ? error.message : String(error)}` } satisfies IngestThreadReply);
@@ -30,21 +35,81 @@ const objects = openObjectStore(data.storage);
 // Copies in transit when a process stopped: never a snapshot a row names.
 await rm(join(data.dataDir, 'snapshots-tmp'), { recursive: true, force: true });
 const snapshots = new ShardSnapshots(db, shards, objects, join(data.dataDir, 'snapshots-tmp'), data.snapshot, log);
-const loop = new IngestLoop(
-  db,
-  new BlobStore(join(data.dataDir, 'blobs'), objects),
-  pool,
-  shards,
-  log,
-  data.loop,
-  data.reportExtractions ? reportExtraction : null,
-  snapshots,
-);
+const blobs = new BlobStore(join(data.dataDir, 'blobs'), objects);
+const loop = new IngestLoop(db, blobs, pool, shards, log, data.loop, data.reportExtractions ? reportExtraction : null, snapshots);
 const repair = new ShardRepair(db, shards, log);
-// Before the first claim: every shard is checked against PostgreSQL (missing or out-of-date
-// shards are rebuilt from the blobs; damaged ones were deleted before this thread started).
-loop.between(() => repair.checkAll()).catch((error: unknown) => log('the start-up shard check failed', error));
+const sync = data.cluster
+  ? new ShardSync(
+      db,
+      shards,
+      blobs,
+      objects,
+      join(data.dataDir, 'snapshots-tmp'),
+      (workspaceId, version) => port.postMessage({ type: 'applied', workspaceId, version } satisfies IngestThreadReply),
+      log,
+    )
+  : null;
+if (sync === null) {
+  // Before the first claim: every shard is checked against PostgreSQL (missing or out-of-date
+  // shards are rebuilt from the blobs; damaged ones were deleted before this thread started).
+  loop.between(() => repair.checkAll()).catch((error: unknown) => log('the start-up shard check failed', error));
+} else {
+  // A node's shards are copies: those on disk are compared with the rows (never re-queued, which
+  // would take ready files from every node), the others are filled on their first read.
+  await followChanges(sync);
+}
 loop.start();
+
+/** Keeps this node's copies up to date: told by NOTIFY, and by polling in case one was lost. */
+async function followChanges(sync: ShardSync): Promise<void> {
+  const accounts = new Map<string, string>();
+  const catchUp = (workspaceId: string, version?: number): void => {
+    const accountId = accounts.get(workspaceId);
+    if (accountId === undefined) return;
+    sync.catchUp(workspaceId, accountId, version).catch((error: unknown) => log(`bringing the copy of workspace ${workspaceId} up to date failed`, error));
+  };
+  const dropped = async (workspaceId: string): Promise<void> => {
+    sync.forget(workspaceId);
+    accounts.delete(workspaceId);
+    await shards.drop(workspaceId);
+    port.postMessage({ type: 'dropped', workspaceId } satisfies IngestThreadReply);
+  };
+  const held = async (): Promise<void> => {
+    for (const ws of await workspaceShards(db, false)) {
+      accounts.set(ws.id, ws.accountId);
+      if (sync.version(ws.id) === undefined && (await shards.exists(ws.id))) catchUp(ws.id);
+    }
+  };
+  const poll = async (): Promise<void> => {
+    try {
+      const ids = sync.held();
+      if (ids.length === 0) return;
+      const versions = await workspaceVersions(db, ids);
+      for (const id of ids) {
+        const version = versions.get(id);
+        if (version === undefined) await dropped(id);
+        else if ((sync.version(id) ?? -1) < version) catchUp(id, version);
+      }
+    } catch (error) {
+      log('polling workspace versions failed', error);
+    }
+  };
+  await db.listen(
+    CHANGES_CHANNEL,
+    (payload) => {
+      const [workspaceId, version, accountId] = payload.split(' ');
+      if (version === 'gone') {
+        void dropped(workspaceId).catch((error: unknown) => log(`dropping the copy of deleted workspace ${workspaceId} failed`, error));
+        return;
+      }
+      if (accountId !== undefined) accounts.set(workspaceId, accountId);
+      if (sync.version(workspaceId) !== undefined) catchUp(workspaceId, Number(version));
+    },
+    () => void poll(),
+  );
+  setInterval(() => void poll(), POLL_MS).unref();
+  await held().catch((error: unknown) => log('the start-up comparison of shard copies failed', error));
+}
 
 port.on('message', (request: IngestThreadRequest) => {
   void handle(request).then(
@@ -59,13 +124,18 @@ async function handle(request: IngestThreadRequest): Promise<void> {
       loop.poke();
       return;
     case 'checkShards':
-      await loop.between(() => repair.rebuildRequested().catch((error: unknown) => log('shard rebuild requests could not be read', error)));
+      if (sync !== null) await rebuildCopies(sync).catch((error: unknown) => log('shard rebuild requests could not be read', error));
+      else await loop.between(() => repair.rebuildRequested().catch((error: unknown) => log('shard rebuild requests could not be read', error)));
       return;
     case 'remove':
       await shards.remove(request.workspaceId, request.path);
       return;
     case 'drop':
+      sync?.forget(request.workspaceId);
       await shards.drop(request.workspaceId);
+      return;
+    case 'catchUp':
+      await sync?.catchUp(request.workspaceId, request.accountId, request.version, request.lost);
       return;
     case 'stop':
       await loop.stop();
@@ -73,5 +143,17 @@ async function handle(request: IngestThreadRequest): Promise<void> {
       await shards.close();
       await db.close();
       return;
+  }
+}
+
+/** A node's rebuild of the copies the operator asked for: emptied, then filled from the kept texts. */
+async function rebuildCopies(sync: ShardSync): Promise<void> {
+  for (const ws of await workspaceShards(db, true)) {
+    if (!(await shards.exists(ws.id))) continue;
+    await shards.clear(ws.id);
+    sync.forget(ws.id);
+    await sync.catchUp(ws.id, ws.accountId);
+    await db.inAccount(ws.accountId, (tx) => clearRebuildRequest(tx, ws.id, ws.rebuildRequestedAt!));
+    log(`shard of workspace ${ws.id} rebuilt on request`, 'from the kept texts');
   }
 }

@@ -24,6 +24,8 @@ export interface IngestThreadData {
   loop: IngestOptions;
   /** Report each extraction (metrics are on). */
   reportExtractions: boolean;
+  /** One node of a cluster: shards are copies kept up to date from the change log (shard-sync.ts). */
+  cluster: boolean;
 }
 
 /** Requests to the ingest thread. */
@@ -32,6 +34,7 @@ export type IngestThreadRequest = { id: number } & (
   | { type: 'checkShards' }
   | { type: 'remove'; workspaceId: string; path: string }
   | { type: 'drop'; workspaceId: string }
+  | { type: 'catchUp'; workspaceId: string; accountId: string; version: number; lost: boolean }
   | { type: 'stop' }
 );
 
@@ -40,7 +43,11 @@ export type IngestThreadReply =
   | { type: 'done'; id: number }
   | { type: 'failed'; id: number; message: string }
   | { type: 'log'; message: string }
-  | { type: 'extracted'; fileType: string; outcome: 'ok' | 'error' | 'capped'; seconds: number };
+  | { type: 'extracted'; fileType: string; outcome: 'ok' | 'error' | 'capped'; seconds: number }
+  | ShardEvent;
+
+/** A copy of a shard reached a version, or was dropped (its workspace deleted on another node). */
+export type ShardEvent = { type: 'applied'; workspaceId: string; version: number } | { type: 'dropped'; workspaceId: string };
 
 /** Told of each extraction the ingest thread ran (metrics). */
 export type ExtractionObserver = (fileType: string, outcome: 'ok' | 'error' | 'capped', seconds: number) => void;
@@ -53,7 +60,12 @@ export class IngestThread {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
 
-  constructor(data: IngestThreadData, log: (message: string) => void, onExtracted: ExtractionObserver | null = null) {
+  constructor(
+    data: IngestThreadData,
+    log: (message: string) => void,
+    onExtracted: ExtractionObserver | null = null,
+    onShard: ((event: ShardEvent) => void) | null = null,
+  ) {
     const entry = siblingModule('ingest-thread-main', import.meta.url);
     // From source, a one-line script registers tsx in the new thread, then imports the entry.
     const source = `import(${JSON.stringify(tsxUrl('tsx/esm/api'))}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${JSON.stringify(entry.href)}); })`;
@@ -70,6 +82,10 @@ export class IngestThread {
       }
       if (reply.type === 'extracted') {
         onExtracted?.(reply.fileType, reply.outcome, reply.seconds);
+        return;
+      }
+      if (reply.type === 'applied' || reply.type === 'dropped') {
+        onShard?.(reply);
         return;
       }
       const waiter = this.pending.get(reply.id);
@@ -102,6 +118,14 @@ export class IngestThread {
   /** Closes and deletes a workspace's shard. */
   drop(workspaceId: string): Promise<void> {
     return this.request({ type: 'drop', workspaceId });
+  }
+
+  /**
+   * Brings this node's copy of a workspace's shard to at least `version` (cluster mode);
+   * `lost`: its directory went missing, and is restored first.
+   */
+  catchUp(workspaceId: string, accountId: string, version: number, lost: boolean): Promise<void> {
+    return this.request({ type: 'catchUp', workspaceId, accountId, version, lost });
   }
 
   /** Finishes the batch in hand, closes everything and ends the thread. */

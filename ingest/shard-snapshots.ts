@@ -128,7 +128,7 @@ export async function restoreMissingShards(db: Database, objects: ObjectStore, r
 }
 
 /** Installs the workspace's latest snapshot as its (missing) shard in `dir`; false when it has none or the object is gone. */
-async function restoreShard(
+export async function restoreShard(
   db: Database,
   objects: ObjectStore,
   dir: string,

@@ -8,6 +8,7 @@ import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openShardReader } from '../engine/reader-cache.js';
 import { acquireShardEnv, releaseShardEnv } from '../engine/shard-env.js';
+import type { DocMeta } from '../engine/shard-format.js';
 import { type DocInput, type ShardWriter, openShardWriter } from '../engine/shard-writer.js';
 
 /** The directory holding every workspace shard of a data directory. */
@@ -83,6 +84,28 @@ export class Shards {
       }
     });
     return copied;
+  }
+
+  /** What a workspace's shard holds for `path` (opening the shard, empty if it was missing). */
+  lookup(workspaceId: string, path: string): DocMeta | undefined {
+    return this.writer(workspaceId).lookup(path);
+  }
+
+  /** True when the workspace's shard is on disk. */
+  async exists(workspaceId: string): Promise<boolean> {
+    return (await stat(join(this.dir(workspaceId), 'data.mdb')).catch(() => null)) !== null;
+  }
+
+  /**
+   * Closes the workspace's writer once the operations queued before have ended, without
+   * forgetting the workspace (its shard directory went missing, and is restored in its place).
+   */
+  release(workspaceId: string): Promise<void> {
+    return this.inTurn(workspaceId, async () => {
+      const writer = this.writers.get(workspaceId);
+      this.writers.delete(workspaceId);
+      await writer?.close();
+    });
   }
 
   /** Removes one path from a workspace's shard. */

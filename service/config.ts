@@ -51,6 +51,16 @@ const schema = z
     VFS_METRICS_PORT: port.optional(),
     VFS_LOG_LEVEL: z.enum(['debug', 'info', 'error', 'silent']).default('info'),
     VFS_MCP_MAX_CHARS: z.coerce.number().int().min(MIN_MCP_MAX_CHARS).max(10_000_000).default(40_000),
+    VFS_CLUSTER: z.enum(['on', 'off']).default('off'),
+    VFS_NODE_ID: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, '1-64 of A-Z a-z 0-9 . _ - (not starting with . _ -)')
+      .optional(),
+    VFS_NODE_HEARTBEAT_SECONDS: z.coerce.number().min(0.1).max(60).default(2),
+    VFS_NODE_DEAD_SECONDS: z.coerce.number().min(1).max(3600).default(10),
+    VFS_SYNC_WAIT_SECONDS: z.coerce.number().min(0.1).max(600).default(5),
+    VFS_DRAIN_SECONDS: z.coerce.number().min(0).max(600).default(5),
+    VFS_CHANGES_KEEP_SECONDS: z.coerce.number().int().min(60).max(31_536_000).default(86_400),
     VFS_STORAGE_URL: z
       .string()
       .regex(
@@ -81,6 +91,10 @@ const schema = z
   .refine((env) => (env.AWS_ACCESS_KEY_ID === undefined) === (env.AWS_SECRET_ACCESS_KEY === undefined), {
     message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together',
     path: ['AWS_SECRET_ACCESS_KEY'],
+  })
+  .refine((env) => env.VFS_CLUSTER === 'off' || env.VFS_STORAGE_URL !== undefined, {
+    message: "VFS_CLUSTER=on needs VFS_STORAGE_URL: the object store every node shares (each node's data directory is its own)",
+    path: ['VFS_CLUSTER'],
   })
   .refine((env) => (env.DATABASE_URL === undefined) === (env.DATABASE_APP_URL === undefined), {
     message: 'DATABASE_URL (owner role) and DATABASE_APP_URL (application role) must be set together',
@@ -157,6 +171,24 @@ export interface Config {
   storage: StorageSettings;
   /** Origins whose pages may call the MCP endpoint (a request with another Origin header gets 403). */
   mcpAllowedOrigins: readonly string[];
+  /** Running as one node of several on one database and object store (docs/architecture.md, "Many nodes"); null: alone. */
+  cluster: ClusterSettings | null;
+}
+
+/** How a node takes part in a cluster. */
+export interface ClusterSettings {
+  /** This node's id (VFS_NODE_ID); null: the one generated once and kept in the data directory. */
+  nodeId: string | null;
+  /** How often the node's row is refreshed. */
+  heartbeatMs: number;
+  /** A node not seen for this long is dead. */
+  deadMs: number;
+  /** At SIGTERM, how long the node keeps serving with /readyz at 503 before it closes its socket. */
+  drainMs: number;
+  /** Longest a read waits for this node's copy of the workspace to catch up before answering 503. */
+  syncWaitMs: number;
+  /** Age after which change-log entries are forgotten (a copy older than the log is compared whole). */
+  keepChangesSeconds: number;
 }
 
 /** VFS_STORAGE_URL and the AWS SDK's standard variables as the object store's settings. */
@@ -222,5 +254,16 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     mcpAllowedOrigins: Object.freeze(e.VFS_MCP_ALLOWED_ORIGINS),
     storage: Object.freeze(storageSettings(e, resolve(e.DATA_DIR))),
     snapshot: Object.freeze({ everyChanges: e.VFS_SNAPSHOT_CHANGES, everyMs: e.VFS_SNAPSHOT_SECONDS * 1000 }),
+    cluster:
+      e.VFS_CLUSTER === 'on'
+        ? Object.freeze({
+            nodeId: e.VFS_NODE_ID ?? null,
+            heartbeatMs: e.VFS_NODE_HEARTBEAT_SECONDS * 1000,
+            deadMs: e.VFS_NODE_DEAD_SECONDS * 1000,
+            syncWaitMs: e.VFS_SYNC_WAIT_SECONDS * 1000,
+            drainMs: e.VFS_DRAIN_SECONDS * 1000,
+            keepChangesSeconds: e.VFS_CHANGES_KEEP_SECONDS,
+          })
+        : null,
   });
 }

@@ -20,12 +20,14 @@ import { join, resolve } from 'node:path';
 import type pg from 'pg';
 import { Authenticator } from '../api/auth.js';
 import { ReadPool } from '../reads/read-pool.js';
+import { Freshness } from '../api/freshness.js';
 import { Guard } from '../api/guard.js';
 import { Lookups } from '../api/lookups.js';
 import { Metrics, type MetricsServer, startMetricsServer } from '../api/metrics.js';
 import { startServer } from '../api/server.js';
 import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
 import { AuditLog } from '../db/audit.js';
+import { trimChanges, workspaceVersions } from '../db/changes.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { ingestQueueStats } from '../db/ingest-jobs.js';
@@ -40,6 +42,7 @@ import { Uploads } from '../ingest/uploads.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { type DataDirLock, lockDataDir } from './data-lock.js';
+import { Membership, nodeId } from './membership.js';
 
 export type { Logger } from './log.js';
 
@@ -153,8 +156,10 @@ async function startParts(
   made.push(async () => objects.close());
   // Then shards missing now (a new machine, a lost disk, or just deleted as damaged) are restored
   // from their snapshots in the object store, still before anything opens them.
+  // On a node of a cluster, a shard missing here is filled on its first read instead.
+  const shardDir = (workspaceId: string): string => `${shards}/${workspaceId}`; // per request: no join()
   const shardsChecked = dropDamagedShards(db, shards, (message) => log.error(message)).then(async () => {
-    await restoreMissingShards(db, objects, shards, join(config.dataDir, 'snapshots-tmp'), log);
+    if (config.cluster === null) await restoreMissingShards(db, objects, shards, join(config.dataDir, 'snapshots-tmp'), log);
   });
   made.push(() => shardsChecked.catch(() => {}));
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
@@ -178,9 +183,17 @@ async function startParts(
       extract: { threads: config.extractThreads, timeoutMs: config.extractTimeoutMs, maxMemoryMb: config.extractMemoryMb },
       loop: { leaseSeconds: config.ingestLeaseSeconds, maxAttempts: config.ingestMaxAttempts },
       reportExtractions: metrics !== null,
+      cluster: config.cluster !== null,
     },
     (message) => log.error(message),
     metrics === null ? null : (type, outcome, seconds) => metrics.extractions.observe({ type, outcome }, seconds),
+    (event) => {
+      if (event.type === 'applied') freshness?.reached(event.workspaceId, event.version);
+      else {
+        freshness?.forget(event.workspaceId);
+        readPool.shardDropped(shardDir(event.workspaceId));
+      }
+    },
   );
   made.push(() => ingest.stop());
   const uploads = new Uploads(db, blobs, {
@@ -189,7 +202,17 @@ async function startParts(
   });
   const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes);
   made.push(() => readPool.close());
-  const shardDir = (workspaceId: string): string => `${shards}/${workspaceId}`; // per request: no join()
+  const freshness =
+    config.cluster === null
+      ? null
+      : new Freshness({
+          versions: (ids) => workspaceVersions(db, ids),
+          catchUp: (workspaceId, accountId, version, lost) => ingest.catchUp(workspaceId, accountId, version, lost),
+          shardDir,
+          shardLost: (workspaceId) => readPool.shardDropped(shardDir(workspaceId)),
+          failed: (workspaceId, error) => log.error(`bringing this node's copy of workspace ${workspaceId} up to date failed`, error),
+          waitMs: config.cluster.syncWaitMs,
+        });
   const audit = new AuditLog(
     db,
     undefined,
@@ -203,6 +226,7 @@ async function startParts(
   );
   made.push(() => audit.drain());
   const lookups = new Lookups(db);
+  let membership: Membership | null = null;
   // Another process (the operator command) changed credentials or limits, or asked for a shard
   // rebuild; after a gap in notifications, assume the first two changed and look for the third.
   await db.listen(
@@ -261,6 +285,8 @@ async function startParts(
       grepTimeoutMs: config.grepTimeoutMs,
       mcpMaxChars: config.mcpMaxChars,
       mcpAllowedOrigins: config.mcpAllowedOrigins,
+      freshness,
+      ready: () => membership === null || membership.ready,
       workspaceDeleted: async (workspaceId) => {
         lookups.workspaceDeleted();
         await ingest.drop(workspaceId);
@@ -279,6 +305,26 @@ async function startParts(
   );
   log.info(`HTTP: ${server.http}`);
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  if (config.cluster !== null) {
+    const id = await nodeId(config.dataDir, config.cluster.nodeId);
+    membership = new Membership(
+      id,
+      `http://${shownHost}:${server.port}`,
+      db,
+      objects,
+      { cacheBytes: () => directoryBytes(shards), applied: () => freshness?.held() ?? {} },
+      config.cluster.heartbeatMs,
+      (message, error) => log.error(message, error),
+    );
+    const trimEvery = Math.max(60_000, config.cluster.keepChangesSeconds * 100);
+    const trim = setInterval(() => {
+      trimChanges(db, config.cluster!.keepChangesSeconds).catch((error: unknown) => log.error('trimming the change log failed', error));
+    }, trimEvery).unref();
+    made.push(async () => clearInterval(trim));
+    await membership.start();
+    made.push(() => membership!.stop());
+    log.info(`node ${id} of a cluster: shards are copies kept up to date from the change log`);
+  }
   let metricsServer: MetricsServer | null = null;
   if (metrics !== null && config.metricsPort !== null) {
     metricsServer = await startMetricsServer(metrics, config.host, config.metricsPort);
@@ -291,6 +337,12 @@ async function startParts(
     db,
     createdKey,
     stop: async () => {
+      if (membership !== null) {
+        // Draining: /readyz says 503 while requests are still served, so that a load balancer
+        // checking it moves new requests to the other nodes before the socket closes.
+        await membership.drain();
+        await new Promise((resolve) => setTimeout(resolve, config.cluster!.drainMs));
+      }
       await metricsServer?.close();
       const cut = await server.close(config.shutdownGraceMs);
       if (cut > 0) log.error(`stopping with ${cut} requests still in flight after ${config.shutdownGraceMs / 1000} s`);

@@ -34,7 +34,17 @@ describe('catalog', () => {
          AND (EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'account_id' AND NOT a.attisdropped)
               OR c.relname = 'accounts')`);
     const names = rows.map((r) => r.relname).sort();
-    expect(names).toEqual(['account_usage', 'accounts', 'audit_events', 'files', 'ingest_jobs', 'management_keys', 'tokens', 'workspaces']);
+    expect(names).toEqual([
+      'account_usage',
+      'accounts',
+      'audit_events',
+      'files',
+      'ingest_jobs',
+      'management_keys',
+      'tokens',
+      'workspace_changes',
+      'workspaces',
+    ]);
     for (const row of rows) expect([row.relname, row.relrowsecurity, row.relforcerowsecurity]).toEqual([row.relname, true, true]);
   });
 

@@ -1,0 +1,112 @@
+/**
+ * Read-your-writes across nodes: before a read tool runs on a node of a
+ * cluster, the node's copy of the workspace's shard must hold the version
+ * committed when the request arrived (so a file any node has shown `ready` is
+ * seen). The committed versions of the workspaces waiting are asked in one
+ * statement per round trip: a request waits for a query that starts after it
+ * arrived (one in flight at a time, the next one collecting meanwhile). A copy
+ * behind catches up in the ingest thread (ingest/shard-sync.ts); one that
+ * cannot within `waitMs` answers 503 with Retry-After, and keeps catching up.
+ */
+import { existsSync } from 'node:fs';
+import { VfsError } from '../core/errors.js';
+
+/** What the gate asks of the rest of the service. */
+export interface FreshnessDeps {
+  /** The committed versions of the workspaces (absent: deleted). */
+  versions: (ids: string[]) => Promise<Map<string, number>>;
+  /** Brings this node's copy to at least `version`; `lost`: its directory went missing. */
+  catchUp: (workspaceId: string, accountId: string, version: number, lost: boolean) => Promise<void>;
+  /** The shard directory of a workspace on this node. */
+  shardDir: (workspaceId: string) => string;
+  /** Closes the read threads' handles on a copy whose directory went missing. */
+  shardLost: (workspaceId: string) => void;
+  /** Told why a catch-up failed (the read answers 503). */
+  failed: (workspaceId: string, error: unknown) => void;
+  /** Longest a read waits for a copy to catch up. */
+  waitMs: number;
+}
+
+interface Waiter {
+  workspaceId: string;
+  resolve: (version: number | undefined) => void;
+  reject: (error: unknown) => void;
+}
+
+/** The gate the read tools pass on a node of a cluster. */
+export class Freshness {
+  /** Workspace → the version this node's copy holds (told by the ingest thread). */
+  private readonly applied = new Map<string, number>();
+  private queue: Waiter[] = [];
+  private asking = false;
+
+  constructor(private readonly deps: FreshnessDeps) {}
+
+  /** This node's copy of a workspace reached `version`. */
+  reached(workspaceId: string, version: number): void {
+    if ((this.applied.get(workspaceId) ?? -1) < version) this.applied.set(workspaceId, version);
+  }
+
+  /** This node's copy of a workspace was dropped. */
+  forget(workspaceId: string): void {
+    this.applied.delete(workspaceId);
+  }
+
+  /** The version of each copy this node holds (for the heartbeat). */
+  held(): Record<string, number> {
+    return Object.fromEntries(this.applied);
+  }
+
+  /** Resolves once this node's copy of the workspace holds what was committed when it was called. */
+  async ensure(workspaceId: string, accountId: string): Promise<void> {
+    const committed = await this.committed(workspaceId).catch(() => {
+      throw new VfsError('UNAVAILABLE', { what: 'the database' }, { 'retry-after': '1' });
+    });
+    // Deleted meanwhile: the read answers as it would for any workspace gone.
+    if (committed === undefined) return;
+    const have = this.applied.get(workspaceId);
+    const lost = have !== undefined && !existsSync(`${this.deps.shardDir(workspaceId)}/data.mdb`);
+    if (!lost && have !== undefined && have >= committed) return;
+    if (lost) {
+      this.applied.delete(workspaceId);
+      this.deps.shardLost(workspaceId);
+    }
+    const behind = (): VfsError => new VfsError('UNAVAILABLE', { what: "this node's copy of the workspace (catching up)" }, { 'retry-after': '1' });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(behind()), this.deps.waitMs);
+    });
+    const caughtUp = this.deps.catchUp(workspaceId, accountId, committed, lost).catch((error: unknown) => {
+      this.deps.failed(workspaceId, error);
+      throw behind();
+    });
+    try {
+      await Promise.race([caughtUp, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The workspace's committed version, from a query started after this call. */
+  private committed(workspaceId: string): Promise<number | undefined> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ workspaceId, resolve, reject });
+      if (!this.asking) void this.ask();
+    });
+  }
+
+  private async ask(): Promise<void> {
+    this.asking = true;
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      try {
+        const versions = await this.deps.versions([...new Set(batch.map((w) => w.workspaceId))]);
+        for (const w of batch) w.resolve(versions.get(w.workspaceId));
+      } catch (error) {
+        for (const w of batch) w.reject(error);
+      }
+    }
+    this.asking = false;
+  }
+}
