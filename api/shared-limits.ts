@@ -1,0 +1,157 @@
+/**
+ * The rate limits and the failed-authentication lock held for all service
+ * nodes on one database (VFS_CLUSTER_LIMITS=on), on top of each node's own
+ * (rate-limit.ts), which stay the first check:
+ *
+ * - a request the node's buckets refuse never reaches PostgreSQL; one they
+ *   admit waits for the shared buckets, where all the checks waiting on this
+ *   node go in one statement per round trip (coalescer.ts), computed on the
+ *   database's clock. The answer also tells how far each shared bucket is
+ *   ahead, and the node's bucket moves up to it, so that once the other nodes
+ *   have used a credential's rate this node refuses it without asking;
+ * - only failed authentications go to PostgreSQL (also coalesced). An address
+ *   that reaches the threshold is announced by NOTIFY, and every node locks it
+ *   in its own window, so the lock check stays in memory;
+ * - if PostgreSQL cannot answer, the node's own limits decide alone (and the
+ *   error is counted and logged): reads then fail on their audit commit anyway.
+ */
+import { countSharedFailures, parseLockNotice, sharedLocks, sweepSharedLimits, takeSharedLimits, type BucketBatch } from '../db/cluster-limits.js';
+import type { Database } from '../db/database.js';
+import { Coalescer } from './coalescer.js';
+import type { Metrics } from './metrics.js';
+import type { Allowance, FailureWindow, Limit, RateLimiter } from './rate-limit.js';
+
+/** How often each node deletes the shared buckets and windows whose time has passed. */
+const SWEEP_MS = 60_000;
+/** The most locks loaded after a gap in notifications (the node's window holds 100,000 addresses). */
+const MAX_LOCKS_LOADED = 10_000;
+/** At most one log line per this interval while the shared limits fail. */
+const ERROR_LOG_MS = 60_000;
+
+const ALLOWED: Allowance = { ok: true };
+
+/** What the shared failed-authentication lock needs to know. */
+export interface SharedLockOptions {
+  /** Failed authentications from one address that lock it. */
+  authFailures: number;
+  /** Window in which they are counted, and how long the lock lasts. */
+  authFailureWindowMs: number;
+}
+
+/** This node's side of the limits shared by the nodes. */
+export class SharedLimits {
+  private readonly buckets: Coalescer<readonly Limit[], Allowance>;
+  private readonly failures: Coalescer<string, undefined>;
+  private readonly sweeper: NodeJS.Timeout;
+  private lastErrorLog = -Infinity;
+
+  constructor(
+    private readonly db: Database,
+    /** The node's own buckets: refunded and moved up after each answer. */
+    private readonly limiter: RateLimiter,
+    /** The node's own failure windows: announced locks go there. */
+    private readonly window: FailureWindow,
+    private readonly options: SharedLockOptions,
+    private readonly metrics: Metrics | null,
+    private readonly log: (message: string, error: unknown) => void,
+  ) {
+    this.buckets = new Coalescer((requests) => this.takeBatch(requests));
+    this.failures = new Coalescer((addresses) => this.failBatch(addresses));
+    this.sweeper = setInterval(() => {
+      sweepSharedLimits(db).catch((error: unknown) => this.report('sweeping the shared rate limits failed', error));
+    }, SWEEP_MS).unref();
+  }
+
+  /** Checks a request that the node's own buckets admitted against the shared buckets. */
+  take(limits: readonly Limit[]): Promise<Allowance> {
+    return this.buckets.submit(limits);
+  }
+
+  /** Counts a failed authentication from the address; resolves once counted (and locked here, if that locks it). */
+  fail(address: string): Promise<undefined> {
+    return this.failures.submit(address);
+  }
+
+  /** Handles a notification of the invalidation channel; false when it is not a lock announcement. */
+  notified(payload: string): boolean {
+    const lock = parseLockNotice(payload);
+    if (lock === null) return false;
+    this.window.lock(lock.address, lock.lastsMs);
+    return true;
+  }
+
+  /** Locks here every address locked in the shared windows (announcements may have been missed). */
+  async reloadLocks(): Promise<void> {
+    try {
+      const now = Date.now();
+      for (const lock of await sharedLocks(this.db, this.options.authFailures, MAX_LOCKS_LOADED)) this.window.lock(lock.address, lock.lastsMs, now);
+    } catch (error) {
+      this.report('loading the shared failed-authentication locks failed', error);
+    }
+  }
+
+  /** Stops the periodic sweep. */
+  close(): void {
+    clearInterval(this.sweeper);
+  }
+
+  private async takeBatch(requests: ReadonlyArray<readonly Limit[]>): Promise<Allowance[]> {
+    const batch: BucketBatch = { keys: [], intervals: [], tolerances: [], members: [], ends: [] };
+    const positions = new Map<string, number>();
+    for (const limits of requests) {
+      for (const limit of limits) {
+        let position = positions.get(limit.key);
+        if (position === undefined) {
+          position = batch.keys.push(limit.key);
+          positions.set(limit.key, position);
+          const interval = 1000 / limit.ratePerSecond;
+          batch.intervals.push(interval);
+          batch.tolerances.push(interval * (limit.burst - 1));
+        }
+        batch.members.push(position);
+      }
+      batch.ends.push(batch.members.length);
+    }
+    const started = performance.now();
+    let answer: Awaited<ReturnType<typeof takeSharedLimits>>;
+    try {
+      answer = await takeSharedLimits(this.db, batch);
+    } catch (error) {
+      this.report('the shared rate limits failed (each node limits alone meanwhile)', error);
+      return requests.map(() => ALLOWED);
+    }
+    this.metrics?.sharedLimitSeconds.observe((performance.now() - started) / 1000);
+    this.metrics?.sharedLimitBatch.observe(requests.length);
+    const decisions = answer.waits.map((wait, r): Allowance => {
+      if (wait <= 0) return ALLOWED;
+      this.limiter.refund(requests[r]);
+      return { ok: false, retryAfter: Math.max(1, Math.ceil(wait / 1000)) };
+    });
+    // After the refunds: a bucket moved up to the shared one must not then drop below it.
+    const now = Date.now();
+    for (let k = 0; k < batch.keys.length; k++) this.limiter.adopt(batch.keys[k], answer.ahead[k], now);
+    return decisions;
+  }
+
+  private async failBatch(addresses: readonly string[]): Promise<undefined[]> {
+    const counts = new Map<string, number>();
+    for (const address of addresses) counts.set(address, (counts.get(address) ?? 0) + 1);
+    try {
+      const { authFailures, authFailureWindowMs } = this.options;
+      const locks = await countSharedFailures(this.db, [...counts.keys()], [...counts.values()], authFailures, authFailureWindowMs);
+      const now = Date.now();
+      for (const lock of locks) this.window.lock(lock.address, lock.lastsMs, now);
+    } catch (error) {
+      this.report('counting failed authentications in the shared windows failed', error);
+    }
+    return addresses.map(() => undefined);
+  }
+
+  private report(message: string, error: unknown): void {
+    this.metrics?.sharedLimitErrors.inc();
+    const now = Date.now();
+    if (now - this.lastErrorLog < ERROR_LOG_MS) return;
+    this.lastErrorLog = now;
+    this.log(message, error);
+  }
+}
