@@ -17,9 +17,16 @@ interface Waiting<I, O> {
 export class Coalescer<I, O> {
   private waiting: Waiting<I, O>[] = [];
   private running = false;
+  private lastStart = -Infinity;
 
   constructor(
     private readonly flush: (items: I[]) => Promise<O[]>,
+    /**
+     * Least time from the start of one flush to the start of the next: under load it caps the
+     * flushes per second (and so their cost) and makes the batches larger; an item submitted
+     * after a quiet spell of at least this long goes at once.
+     */
+    private readonly minIntervalMs = 0,
     /** Most items in one flush (the rest wait for the next). */
     private readonly maxItems = 1000,
   ) {}
@@ -30,9 +37,7 @@ export class Coalescer<I, O> {
       this.waiting.push({ item, resolve, reject });
       if (!this.running) {
         this.running = true;
-        // The first flush after a quiet spell waits for the end of this turn of the event loop,
-        // so that the requests that arrived together travel together.
-        setImmediate(() => void this.run());
+        void this.run();
       }
     });
   }
@@ -44,6 +49,11 @@ export class Coalescer<I, O> {
 
   private async run(): Promise<void> {
     while (this.waiting.length > 0) {
+      // At least the end of this turn of the event loop, so that the requests that arrived
+      // together travel together.
+      const wait = this.lastStart + this.minIntervalMs - performance.now();
+      await new Promise((resolve) => (wait > 0 ? setTimeout(resolve, wait) : setImmediate(resolve)));
+      this.lastStart = performance.now();
       const batch = this.waiting.length <= this.maxItems ? this.waiting : this.waiting.slice(0, this.maxItems);
       this.waiting = batch === this.waiting ? [] : this.waiting.slice(this.maxItems);
       try {

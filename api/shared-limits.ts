@@ -15,12 +15,26 @@
  * - if PostgreSQL cannot answer, the node's own limits decide alone (and the
  *   error is counted and logged): reads then fail on their audit commit anyway.
  */
-import { countSharedFailures, parseLockNotice, sharedLocks, sweepSharedLimits, takeSharedLimits, type BucketBatch } from '../db/cluster-limits.js';
+import {
+  type BucketAnswer,
+  type BucketBatch,
+  countSharedFailures,
+  parseLockNotice,
+  sharedLocks,
+  sweepSharedLimits,
+  takeSharedLimits,
+} from '../db/cluster-limits.js';
 import type { Database } from '../db/database.js';
 import { Coalescer } from './coalescer.js';
 import type { Metrics } from './metrics.js';
 import type { Allowance, FailureWindow, Limit, RateLimiter } from './rate-limit.js';
 
+/**
+ * Least ms between the starts of two round trips of one node's rate-limit checks (Coalescer):
+ * under load, larger batches for fewer statements; a read after a quiet spell waits for none.
+ * From bench/cluster-limits.ts (docs/benchmarks.md, "Limits across nodes").
+ */
+const ROUND_TRIP_INTERVAL_MS = 1;
 /** How often each node deletes the shared buckets and windows whose time has passed. */
 const SWEEP_MS = 60_000;
 /** The most locks loaded after a gap in notifications (the node's window holds 100,000 addresses). */
@@ -55,7 +69,7 @@ export class SharedLimits {
     private readonly metrics: Metrics | null,
     private readonly log: (message: string, error: unknown) => void,
   ) {
-    this.buckets = new Coalescer((requests) => this.takeBatch(requests));
+    this.buckets = new Coalescer((requests) => this.takeBatch(requests), ROUND_TRIP_INTERVAL_MS);
     this.failures = new Coalescer((addresses) => this.failBatch(addresses));
     this.sweeper = setInterval(() => {
       sweepSharedLimits(db).catch((error: unknown) => this.report('sweeping the shared rate limits failed', error));
@@ -96,24 +110,35 @@ export class SharedLimits {
   }
 
   private async takeBatch(requests: ReadonlyArray<readonly Limit[]>): Promise<Allowance[]> {
-    const batch: BucketBatch = { keys: [], intervals: [], tolerances: [], members: [], ends: [] };
-    const positions = new Map<string, number>();
-    for (const limits of requests) {
-      for (const limit of limits) {
-        let position = positions.get(limit.key);
-        if (position === undefined) {
-          position = batch.keys.push(limit.key);
-          positions.set(limit.key, position);
-          const interval = 1000 / limit.ratePerSecond;
-          batch.intervals.push(interval);
-          batch.tolerances.push(interval * (limit.burst - 1));
-        }
-        batch.members.push(position);
+    // Requests with the same keys (one credential's) go as one group: the database's work is
+    // per group, not per request. The keys go sorted: the database locks them in this order.
+    const groups = new Map<string, { limits: readonly Limit[]; requests: number[] }>();
+    const distinct = new Map<string, Limit>();
+    for (let r = 0; r < requests.length; r++) {
+      const limits = requests[r];
+      const signature = limits.length === 1 ? limits[0].key : limits.map((l) => l.key).join('\n');
+      const group = groups.get(signature);
+      if (group !== undefined) group.requests.push(r);
+      else {
+        groups.set(signature, { limits, requests: [r] });
+        for (const limit of limits) if (!distinct.has(limit.key)) distinct.set(limit.key, limit);
       }
+    }
+    const batch: BucketBatch = { keys: [...distinct.keys()].sort(), intervals: [], tolerances: [], members: [], ends: [], counts: [] };
+    const positions = new Map<string, number>();
+    for (const key of batch.keys) {
+      const { ratePerSecond, burst } = distinct.get(key)!;
+      batch.intervals.push(1000 / ratePerSecond);
+      batch.tolerances.push((1000 / ratePerSecond) * (burst - 1));
+      positions.set(key, positions.size + 1);
+    }
+    for (const group of groups.values()) {
+      for (const limit of group.limits) batch.members.push(positions.get(limit.key)!);
       batch.ends.push(batch.members.length);
+      batch.counts.push(group.requests.length);
     }
     const started = performance.now();
-    let answer: Awaited<ReturnType<typeof takeSharedLimits>>;
+    let answer: BucketAnswer;
     try {
       answer = await takeSharedLimits(this.db, batch);
     } catch (error) {
@@ -122,11 +147,21 @@ export class SharedLimits {
     }
     this.metrics?.sharedLimitSeconds.observe((performance.now() - started) / 1000);
     this.metrics?.sharedLimitBatch.observe(requests.length);
-    const decisions = answer.waits.map((wait, r): Allowance => {
-      if (wait <= 0) return ALLOWED;
-      this.limiter.refund(requests[r]);
-      return { ok: false, retryAfter: Math.max(1, Math.ceil(wait / 1000)) };
-    });
+    const decisions: Allowance[] = new Array(requests.length);
+    let g = 0;
+    for (const group of groups.values()) {
+      const admitted = answer.admitted[g];
+      const refused: Allowance = { ok: false, retryAfter: Math.max(1, Math.ceil(answer.waits[g] / 1000)) };
+      for (let i = 0; i < group.requests.length; i++) {
+        const r = group.requests[i];
+        if (i < admitted) decisions[r] = ALLOWED;
+        else {
+          decisions[r] = refused;
+          this.limiter.refund(requests[r]);
+        }
+      }
+      g++;
+    }
     // After the refunds: a bucket moved up to the shared one must not then drop below it.
     const now = Date.now();
     for (let k = 0; k < batch.keys.length; k++) this.limiter.adopt(batch.keys[k], answer.ahead[k], now);

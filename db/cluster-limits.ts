@@ -5,35 +5,41 @@
  */
 import type { Database } from './database.js';
 
-/** A batch of rate-limit checks: distinct keys, and per request the positions of its keys. */
+/** A batch of rate-limit checks: distinct keys, and groups of requests that use the same keys. */
 export interface BucketBatch {
+  /** Distinct and sorted (by UTF-16 code units, as every node sorts them): the order the rows are locked in. */
   keys: string[];
   /** Per key, ms between two requests at the steady rate. */
   intervals: number[];
   /** Per key, how far (ms) its TAT may run ahead of now: interval × (burst - 1). */
   tolerances: number[];
-  /** The keys of every request one after another, as 1-based positions in `keys`. */
+  /** The keys of every group one after another, as 1-based positions in `keys`. */
   members: number[];
-  /** Per request, the position in `members` of its last key. */
+  /** Per group, the position in `members` of its last key. */
   ends: number[];
+  /** Per group, its requests. */
+  counts: number[];
 }
 
 /** What the database decided for a batch. */
 export interface BucketAnswer {
-  /** Per request, 0 when admitted, else the ms to wait. */
+  /** Per group, how many of its requests are admitted. */
+  admitted: number[];
+  /** Per group, the ms its other requests must wait (0 when all are admitted). */
   waits: number[];
   /** Per key, the ms its TAT is ahead of the database's now after the batch. */
   ahead: number[];
 }
 
-/** Takes a slot from every key of each request that all its keys allow, in order. */
+/** Admits what the shared buckets allow of each group, in order. */
 export async function takeSharedLimits(db: Database, batch: BucketBatch): Promise<BucketAnswer> {
-  const { rows } = await db.appStatement<BucketAnswer>('SELECT waits, ahead FROM take_rate_limits($1, $2, $3, $4, $5)', [
+  const { rows } = await db.appStatement<BucketAnswer>('SELECT admitted, waits, ahead FROM take_rate_limits($1, $2, $3, $4, $5, $6)', [
     batch.keys,
     batch.intervals,
     batch.tolerances,
     batch.members,
     batch.ends,
+    batch.counts,
   ]);
   return rows[0];
 }
