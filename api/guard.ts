@@ -89,6 +89,7 @@ export class Guard {
   /** Admits a read-tool call under the plan's per-credential and per-account rates. */
   async admitRead(principal: Principal): Promise<void> {
     const limits = await this.lookups.accountLimits(principal.accountId);
+    // The credential's key first: the shared limits group requests by it (shared-limits.ts).
     const taken: Limit[] = [
       { key: `c:${principal.actorId}`, ratePerSecond: limits.readRatePerCredential, burst: limits.readRatePerCredential },
       { key: `a:${principal.accountId}`, ratePerSecond: limits.readRatePerAccount, burst: limits.readRatePerAccount },

@@ -42,7 +42,40 @@ const MAX_LOCKS_LOADED = 10_000;
 /** At most one log line per this interval while the shared limits fail. */
 const ERROR_LOG_MS = 60_000;
 
+/**
+ * A node asks for the slots its waiting requests need plus as many as the same credential used
+ * in this many ms before (its lease), so that at a steady rate most requests find a slot granted
+ * ahead and cost no round trip. A lease never exceeds a quarter of any of its keys' burst, so the
+ * other nodes find room, and what it holds expires after LEASE_EXPIRY_MS: a slot used late counts
+ * against the window in which it was granted, which can let through at most rate × that much
+ * more in a window.
+ */
+const LEASE_MS = 50;
+const LEASE_EXPIRY_MS = 100;
+/** The largest lease, in requests. */
+const MAX_LEASE = 1000;
+/** Leases kept at most (one per credential in use); past it they are all dropped. */
+const MAX_LEASES = 10_000;
+
 const ALLOWED: Allowance = { ok: true };
+
+/** Requests that use the same keys (one credential's), and what this node holds for them. */
+interface Lease {
+  /** Slots granted ahead and not used yet. */
+  slots: number;
+  /** When (performance.now()) the slots lapse. */
+  expires: number;
+  /** Requests of this group since `since` (for the size of the next lease). */
+  seen: number;
+  since: number;
+}
+
+/** One check waiting for a round trip. */
+interface Check {
+  limits: readonly Limit[];
+  /** Its first key: requests with equal signatures form one group. */
+  signature: string;
+}
 
 /** What the shared failed-authentication lock needs to know. */
 export interface SharedLockOptions {
@@ -54,7 +87,8 @@ export interface SharedLockOptions {
 
 /** This node's side of the limits shared by the nodes. */
 export class SharedLimits {
-  private readonly buckets: Coalescer<readonly Limit[], Allowance>;
+  private readonly buckets: Coalescer<Check, Allowance>;
+  private readonly leases = new Map<string, Lease>();
   private readonly failures: Coalescer<string, undefined>;
   private readonly sweeper: NodeJS.Timeout;
   private lastErrorLog = -Infinity;
@@ -77,8 +111,19 @@ export class SharedLimits {
   }
 
   /** Checks a request that the node's own buckets admitted against the shared buckets. */
-  take(limits: readonly Limit[]): Promise<Allowance> {
-    return this.buckets.submit(limits);
+  take(limits: readonly Limit[]): Allowance | Promise<Allowance> {
+    // The first key names the group: the guard puts the credential first, and it determines the
+    // others (its account).
+    const signature = limits[0].key;
+    const lease = this.leases.get(signature);
+    if (lease !== undefined) {
+      lease.seen++;
+      if (lease.slots > 0 && lease.expires > performance.now()) {
+        lease.slots--;
+        return ALLOWED;
+      }
+    }
+    return this.buckets.submit({ limits, signature });
   }
 
   /** Counts a failed authentication from the address; resolves once counted (and locked here, if that locks it). */
@@ -109,18 +154,17 @@ export class SharedLimits {
     clearInterval(this.sweeper);
   }
 
-  private async takeBatch(requests: ReadonlyArray<readonly Limit[]>): Promise<Allowance[]> {
+  private async takeBatch(checks: readonly Check[]): Promise<Allowance[]> {
     // Requests with the same keys (one credential's) go as one group: the database's work is
     // per group, not per request. The keys go sorted: the database locks them in this order.
-    const groups = new Map<string, { limits: readonly Limit[]; requests: number[] }>();
+    const groups = new Map<string, { limits: readonly Limit[]; checks: number[]; lease: number }>();
     const distinct = new Map<string, Limit>();
-    for (let r = 0; r < requests.length; r++) {
-      const limits = requests[r];
-      const signature = limits.length === 1 ? limits[0].key : limits.map((l) => l.key).join('\n');
+    for (let c = 0; c < checks.length; c++) {
+      const { limits, signature } = checks[c];
       const group = groups.get(signature);
-      if (group !== undefined) group.requests.push(r);
+      if (group !== undefined) group.checks.push(c);
       else {
-        groups.set(signature, { limits, requests: [r] });
+        groups.set(signature, { limits, checks: [c], lease: 0 });
         for (const limit of limits) if (!distinct.has(limit.key)) distinct.set(limit.key, limit);
       }
     }
@@ -132,10 +176,12 @@ export class SharedLimits {
       batch.tolerances.push((1000 / ratePerSecond) * (burst - 1));
       positions.set(key, positions.size + 1);
     }
-    for (const group of groups.values()) {
+    const asked = performance.now();
+    for (const [signature, group] of groups) {
+      group.lease = this.leaseSize(signature, group.limits, asked);
       for (const limit of group.limits) batch.members.push(positions.get(limit.key)!);
       batch.ends.push(batch.members.length);
-      batch.counts.push(group.requests.length);
+      batch.counts.push(group.checks.length + group.lease);
     }
     const started = performance.now();
     let answer: BucketAnswer;
@@ -143,29 +189,52 @@ export class SharedLimits {
       answer = await takeSharedLimits(this.db, batch);
     } catch (error) {
       this.report('the shared rate limits failed (each node limits alone meanwhile)', error);
-      return requests.map(() => ALLOWED);
+      return checks.map(() => ALLOWED);
     }
-    this.metrics?.sharedLimitSeconds.observe((performance.now() - started) / 1000);
-    this.metrics?.sharedLimitBatch.observe(requests.length);
-    const decisions: Allowance[] = new Array(requests.length);
+    const now = performance.now();
+    this.metrics?.sharedLimitSeconds.observe((now - started) / 1000);
+    this.metrics?.sharedLimitBatch.observe(checks.length);
+    if (this.leases.size > MAX_LEASES) this.leases.clear();
+    const decisions: Allowance[] = new Array(checks.length);
+    // Per key, the slots granted ahead: this node's own buckets take them as they are used.
+    const held = new Array<number>(batch.keys.length).fill(0);
     let g = 0;
-    for (const group of groups.values()) {
+    for (const [signature, group] of groups) {
       const admitted = answer.admitted[g];
       const refused: Allowance = { ok: false, retryAfter: Math.max(1, Math.ceil(answer.waits[g] / 1000)) };
-      for (let i = 0; i < group.requests.length; i++) {
-        const r = group.requests[i];
-        if (i < admitted) decisions[r] = ALLOWED;
+      for (let i = 0; i < group.checks.length; i++) {
+        const c = group.checks[i];
+        if (i < admitted) decisions[c] = ALLOWED;
         else {
-          decisions[r] = refused;
-          this.limiter.refund(requests[r]);
+          decisions[c] = refused;
+          this.limiter.refund(checks[c].limits);
         }
       }
+      const ahead = Math.max(0, admitted - group.checks.length);
+      if (ahead > 0) for (const limit of group.limits) held[positions.get(limit.key)! - 1] += ahead;
+      // The rate for the next lease is measured from this round trip on.
+      if (this.leases.has(signature)) this.leases.set(signature, { slots: ahead, expires: now + LEASE_EXPIRY_MS, seen: 0, since: asked });
       g++;
     }
     // After the refunds: a bucket moved up to the shared one must not then drop below it.
-    const now = Date.now();
-    for (let k = 0; k < batch.keys.length; k++) this.limiter.adopt(batch.keys[k], answer.ahead[k], now);
+    const wall = Date.now();
+    for (let k = 0; k < batch.keys.length; k++) this.limiter.adopt(batch.keys[k], answer.ahead[k] - held[k] * batch.intervals[k], wall);
     return decisions;
+  }
+
+  /** The slots to ask for ahead for a group: its recent rate over LEASE_MS, within the bounds above. */
+  private leaseSize(signature: string, limits: readonly Limit[], now: number): number {
+    const lease = this.leases.get(signature);
+    let size = MAX_LEASE;
+    for (const limit of limits) size = Math.min(size, Math.floor(limit.burst / 4));
+    if (size < 1) return 0;
+    if (lease === undefined) {
+      // A group seen for the first time gets a lease record, and a lease once it is busy.
+      this.leases.set(signature, { slots: 0, expires: 0, seen: 0, since: now });
+      return 0;
+    }
+    const rate = lease.seen / Math.max(1, now - lease.since);
+    return Math.min(size, Math.floor(rate * LEASE_MS));
   }
 
   private async failBatch(addresses: readonly string[]): Promise<undefined[]> {
