@@ -8,7 +8,9 @@
  *   node go in one statement per round trip (coalescer.ts), computed on the
  *   database's clock. The answer also tells how far each shared bucket is
  *   ahead, and the node's bucket moves up to it, so that once the other nodes
- *   have used a credential's rate this node refuses it without asking;
+ *   have used a credential's rate this node refuses it without asking. A busy
+ *   credential's round trip also takes slots ahead (a lease, see LEASE_MS), so
+ *   its next requests on this node cost no round trip;
  * - only failed authentications go to PostgreSQL (also coalesced). An address
  *   that reaches the threshold is announced by NOTIFY, and every node locks it
  *   in its own window, so the lock check stays in memory;
