@@ -89,7 +89,7 @@ async function upload(ctx: RequestContext, body: BodyStream, deps: FileRouteDeps
 
 async function admitted(ctx: RequestContext, deps: FileRouteDeps): Promise<Principal> {
   const principal = await deps.guard.principal(ctx);
-  deps.guard.admitManagement(principal);
+  await deps.guard.admitManagement(principal);
   return principal;
 }
 

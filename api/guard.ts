@@ -3,14 +3,17 @@
  * authentication lock (429), the credential (401), then the rate limits
  * (429) — read tools per credential and per account, as the plan says; every
  * other /v1 route per credential. Every 429 carries Retry-After in whole
- * seconds.
+ * seconds. With `shared` set, the limits and the lock hold for all the nodes
+ * on that database (shared-limits.ts); this process's own are checked first.
  */
 import { VfsError } from '../core/errors.js';
+import type { Database } from '../db/database.js';
 import type { Authenticator, Principal } from './auth.js';
 import { remoteAddress, type RequestContext } from './http.js';
 import type { Lookups } from './lookups.js';
 import type { Metrics } from './metrics.js';
-import { FailureWindow, RateLimiter } from './rate-limit.js';
+import { FailureWindow, type Limit, RateLimiter } from './rate-limit.js';
+import { SharedLimits } from './shared-limits.js';
 
 /** Settings of the gate. */
 export interface GuardOptions {
@@ -22,20 +25,25 @@ export interface GuardOptions {
   authFailureWindowMs: number;
   /** Requests per second per credential on the management routes (burst: one second's worth). */
   managementRate: number;
+  /** The database whose shared state holds the limits for every node on it (VFS_CLUSTER_LIMITS=on); null: this process's own only. */
+  shared: Database | null;
 }
 
 /** Authentication and rate limits for the routes. */
 export class Guard {
   private readonly failures: FailureWindow;
   private readonly limiter = new RateLimiter();
+  private readonly shared: SharedLimits | null;
 
   constructor(
     private readonly auth: Authenticator,
     private readonly lookups: Lookups,
     private readonly options: GuardOptions,
     private readonly metrics: Metrics | null = null,
+    log: (message: string, error: unknown) => void = () => {},
   ) {
     this.failures = new FailureWindow(options.authFailures, options.authFailureWindowMs);
+    this.shared = options.shared === null ? null : new SharedLimits(options.shared, this.limiter, this.failures, options, metrics, log);
   }
 
   /** The client's address, for the failed-authentication lock; read before the request's first await. */
@@ -71,6 +79,8 @@ export class Guard {
       if (error instanceof VfsError && error.code === 'UNAUTHENTICATED') {
         this.failures.fail(address);
         this.metrics?.authFailures.inc();
+        // Counted on every node before the 401 goes out: the next try, on any node, sees it.
+        if (this.shared !== null) await this.shared.fail(address);
       }
       throw error;
     }
@@ -79,24 +89,49 @@ export class Guard {
   /** Admits a read-tool call under the plan's per-credential and per-account rates. */
   async admitRead(principal: Principal): Promise<void> {
     const limits = await this.lookups.accountLimits(principal.accountId);
-    const decision = this.limiter.take([
+    // The credential's key first: the shared limits group requests by it (shared-limits.ts).
+    const taken: Limit[] = [
       { key: `c:${principal.actorId}`, ratePerSecond: limits.readRatePerCredential, burst: limits.readRatePerCredential },
       { key: `a:${principal.accountId}`, ratePerSecond: limits.readRatePerAccount, burst: limits.readRatePerAccount },
-    ]);
-    if (!decision.ok) {
-      this.metrics?.rateLimited.inc({ scope: 'read' });
-      throw tooMany('RATE_LIMITED', { scope: 'credential or account', retryAfter: decision.retryAfter }, decision.retryAfter);
-    }
+    ];
+    const decision = this.limiter.take(taken);
+    if (!decision.ok) throw this.refused(decision.retryAfter, 'read', 'credential or account');
+    if (this.shared !== null) await this.admitShared(taken, 'read', 'credential or account');
   }
 
   /** Admits a management-plane call under the per-credential rate. */
-  admitManagement(principal: Principal): void {
+  async admitManagement(principal: Principal): Promise<void> {
     const rate = this.options.managementRate;
-    const decision = this.limiter.take([{ key: `m:${principal.actorId}`, ratePerSecond: rate, burst: rate }]);
-    if (!decision.ok) {
-      this.metrics?.rateLimited.inc({ scope: 'management' });
-      throw tooMany('RATE_LIMITED', { scope: 'credential', retryAfter: decision.retryAfter }, decision.retryAfter);
-    }
+    const taken: Limit[] = [{ key: `m:${principal.actorId}`, ratePerSecond: rate, burst: rate }];
+    const decision = this.limiter.take(taken);
+    if (!decision.ok) throw this.refused(decision.retryAfter, 'management', 'credential');
+    if (this.shared !== null) await this.admitShared(taken, 'management', 'credential');
+  }
+
+  /** Handles a notification of the invalidation channel; false when it is not about the shared limits. */
+  notified(payload: string): boolean {
+    return this.shared?.notified(payload) ?? false;
+  }
+
+  /** After a gap in notifications: locks the addresses the other nodes locked meanwhile. */
+  async notificationGap(): Promise<void> {
+    await this.shared?.reloadLocks();
+  }
+
+  /** Stops the shared limits' background work. */
+  close(): void {
+    this.shared?.close();
+  }
+
+  /** After this node's buckets admitted a request (a request they refuse costs no round trip): the cluster's. */
+  private async admitShared(taken: readonly Limit[], metric: 'read' | 'management', scope: string): Promise<void> {
+    const decision = await this.shared!.take(taken);
+    if (!decision.ok) throw this.refused(decision.retryAfter, metric, scope);
+  }
+
+  private refused(retryAfter: number, metric: 'read' | 'management', scope: string): VfsError {
+    this.metrics?.rateLimited.inc({ scope: metric });
+    return tooMany('RATE_LIMITED', { scope, retryAfter }, retryAfter);
   }
 }
 

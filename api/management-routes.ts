@@ -56,7 +56,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
       void (async () => {
         try {
           const principal = await deps.guard.principal(ctx);
-          deps.guard.admitManagement(principal);
+          await deps.guard.admitManagement(principal);
           const accountId = requireManagementKey(principal);
           const parsed = raw === null ? undefined : parseJson(await raw, body === 'required');
           const reply = await handler(ctx, accountId, parsed);

@@ -9,6 +9,8 @@
  *   committed audit event;
  * - `vfs_grep_candidates_total`, `vfs_grep_verified_bytes_total`: what the greps read;
  * - `vfs_rate_limited_total{scope}`, `vfs_auth_failures_total`: refusals at the gate (guard.ts);
+ * - `vfs_shared_limit_batch_checks`, `vfs_shared_limit_seconds`, `vfs_shared_limit_errors_total`:
+ *   the round trips to the limits shared by the nodes (VFS_CLUSTER_LIMITS=on, shared-limits.ts);
  * - `vfs_audit_batch_events`, `vfs_audit_commit_seconds`: the audit log's group commits;
  * - `vfs_extraction_seconds{type,outcome}`: extractions, reported by the ingest thread;
  * - `vfs_ingest_queue_jobs`, `vfs_ingest_oldest_job_seconds`, `vfs_shard_bytes`: read when
@@ -51,6 +53,23 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly authFailures = new Counter({ name: 'vfs_auth_failures_total', help: 'Failed authentications', registers: [this.registry] });
+  readonly sharedLimitBatch = new Histogram({
+    name: 'vfs_shared_limit_batch_checks',
+    help: 'Rate-limit checks per round trip to the limits shared by the nodes',
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+    registers: [this.registry],
+  });
+  readonly sharedLimitSeconds = new Histogram({
+    name: 'vfs_shared_limit_seconds',
+    help: 'Time of one round trip to the rate limits shared by the nodes',
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly sharedLimitErrors = new Counter({
+    name: 'vfs_shared_limit_errors_total',
+    help: "Round trips to the shared limits that failed (the node's own limits decided alone)",
+    registers: [this.registry],
+  });
   readonly auditBatch = new Histogram({
     name: 'vfs_audit_batch_events',
     help: 'Audit events per group commit',

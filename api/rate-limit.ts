@@ -95,6 +95,26 @@ export class RateLimiter {
     return ALLOWED;
   }
 
+  /** Gives back the slots `take` took from each limit (a check shared with other nodes refused the request). */
+  refund(limits: readonly Limit[]): void {
+    for (const limit of limits) {
+      const cell = this.tats.get(limit.key);
+      if (cell !== undefined) cell.tat -= 1000 / limit.ratePerSecond;
+    }
+  }
+
+  /**
+   * Moves a key's TAT up to `aheadMs` past now when it is behind: the shared bucket of the key
+   * (which counts every node's requests) was that far ahead. A TAT never moves back, so the
+   * requests this node admitted since stay counted.
+   */
+  adopt(key: string, aheadMs: number, now = Date.now()): void {
+    if (aheadMs <= 0) return;
+    const cell = this.tats.get(key);
+    if (cell === undefined) this.tats.set(key, { tat: now + aheadMs });
+    else cell.tat = Math.max(cell.tat, now + aheadMs);
+  }
+
   /** Keys tracked now (for tests of the memory bound). */
   get size(): number {
     return this.tats.size;
@@ -137,6 +157,15 @@ export class FailureWindow {
     const w = this.windows.get(address);
     if (w === undefined || now - w.start >= this.windowMs) this.windows.set(address, { start: now, failures: 1 });
     else this.windows.set(address, { start: w.start, failures: w.failures + 1 });
+  }
+
+  /** Locks the address for `ms` (another node counted its failures to the threshold). */
+  lock(address: string, ms: number, now = Date.now()): void {
+    const start = now + Math.min(ms, this.windowMs) - this.windowMs;
+    const w = this.windows.get(address);
+    if (w !== undefined && w.failures >= this.threshold && w.start >= start) return;
+    this.windows.set(address, { start, failures: this.threshold });
+    this.lastFailure = Math.max(this.lastFailure, start);
   }
 
   /** Addresses tracked now (for tests of the memory bound). */

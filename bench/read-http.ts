@@ -12,10 +12,11 @@
  * audit log's commits), and the ratio to nginx's requests/s.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { cpuOf, cpuSince, postgresPids } from './cpu.js';
 import { call, startBenchService } from './lib.js';
 
 const [secondsArg, connectionsArg, pipeliningArg, roundsArg] = process.argv.slice(2);
@@ -25,45 +26,6 @@ const pipelining = Number(pipeliningArg ?? 4);
 const rounds = Number(roundsArg ?? 1);
 
 const HUNDRED_LINES = Array.from({ length: 100 }, (_, i) => `line ${i + 1}: the quick brown fox jumps over the lazy dog`).join('\n') + '\n';
-
-/** The fields of /proc/PID/stat after the command name (state, ppid, …), or null once the process is gone. */
-async function statFields(pid: number): Promise<string[] | null> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
-  return stat === null ? null : stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-}
-
-/** CPU seconds (user + system) used so far by a process and its threads; 0 once it is gone. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const fields = await statFields(pid);
-  return fields === null ? 0 : (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/**
- * The processes of the embedded PostgreSQL of `dataDir`: its postmaster (pg_ctl leaves it to
- * init, not under the service) and the postmaster's children.
- */
-async function postgresPids(dataDir: string): Promise<number[]> {
-  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
-  const cmdlines = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
-  const postmaster = pids.find((_, i) => cmdlines[i].split('\0').includes(join(dataDir, 'pg')));
-  if (postmaster === undefined) return [];
-  const stats = await Promise.all(pids.map(statFields));
-  const children = pids.filter((_, i) => stats[i] !== null && Number(stats[i]![1]) === postmaster);
-  return [postmaster, ...children];
-}
-
-/** CPU seconds used so far by each of `pids`. */
-async function cpuOf(pids: number[]): Promise<Map<number, number>> {
-  return new Map(await Promise.all(pids.map(async (pid): Promise<[number, number]> => [pid, await cpuSeconds(pid)])));
-}
-
-/** CPU seconds used by `pids` since `before` was taken (a process started meanwhile counts whole). */
-async function cpuSince(pids: number[], before: Map<number, number>): Promise<number> {
-  const now = await cpuOf(pids);
-  let cpu = 0;
-  for (const [pid, seconds] of now) cpu += seconds - (before.get(pid) ?? 0);
-  return cpu;
-}
 
 async function run(label: string, url: string, headers: Record<string, string>, pids: number[], postgres: () => Promise<number[]>) {
   const before = await cpuOf(pids);

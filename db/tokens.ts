@@ -1,5 +1,6 @@
 /** Scoped read-only tokens of the transaction's account. */
 import { credentialHash, newCredential } from '../core/credentials.js';
+import { INVALIDATE_CHANNEL } from './accounts.js';
 import type { Tx } from './database.js';
 import { iso } from './rows.js';
 
@@ -22,8 +23,12 @@ export async function mintToken(tx: Tx, accountId: string, workspaceId: string, 
   return { id: rows[0].id, token, claims, expiresAt: iso(rows[0].expires_at) };
 }
 
-/** Revokes a token of the account (idempotent); false when the account has no such token. */
+/**
+ * Revokes a token of the account (idempotent); false when the account has no such token. The
+ * other service processes on this database drop their cached credentials at the commit (NOTIFY).
+ */
 export async function revokeToken(tx: Tx, id: string): Promise<boolean> {
   const { rowCount } = await tx.query('UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [id]);
+  if (rowCount === 1) await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'credentials')`);
   return rowCount === 1;
 }

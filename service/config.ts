@@ -32,6 +32,7 @@ const schema = z
     VFS_AUTH_FAILURES: positiveInt.max(1_000_000).default(20),
     VFS_AUTH_FAILURE_WINDOW_SECONDS: positiveInt.max(86_400).default(60),
     VFS_MANAGEMENT_RATE: positiveInt.max(1_000_000).default(1000),
+    VFS_CLUSTER_LIMITS: z.enum(['on', 'off']).optional(),
     VFS_READ_THREADS: positiveInt.max(64).default(2),
     VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
     VFS_GREP_SPLIT_MIN_BYTES: z.coerce
@@ -127,6 +128,11 @@ export interface Config {
   authFailureWindowMs: number;
   /** Management-plane requests per second per credential. */
   managementRate: number;
+  /**
+   * Hold the rate limits and the failed-authentication lock for all service processes on this
+   * database (shared state in PostgreSQL, api/shared-limits.ts) rather than per process.
+   */
+  clusterLimits: boolean;
   /** Read-tool worker threads. */
   readThreads: number;
   /** Longest a grep searches before answering with what it found. */
@@ -237,6 +243,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     authFailures: e.VFS_AUTH_FAILURES,
     authFailureWindowMs: e.VFS_AUTH_FAILURE_WINDOW_SECONDS * 1000,
     managementRate: e.VFS_MANAGEMENT_RATE,
+    // Limits across nodes go with cluster mode unless said otherwise.
+    clusterLimits: (e.VFS_CLUSTER_LIMITS ?? e.VFS_CLUSTER) === 'on',
     readThreads: e.VFS_READ_THREADS,
     grepTimeoutMs: e.VFS_GREP_TIMEOUT_SECONDS * 1000,
     grepSplitMinBytes: e.VFS_GREP_SPLIT_MIN_BYTES,

@@ -227,15 +227,36 @@ async function startParts(
   made.push(() => audit.drain());
   const lookups = new Lookups(db);
   let membership: Membership | null = null;
-  // Another process (the operator command) changed credentials or limits, or asked for a shard
-  // rebuild; after a gap in notifications, assume the first two changed and look for the third.
+  const guard = new Guard(
+    auth,
+    lookups,
+    {
+      trustProxy: config.trustProxy,
+      authFailures: config.authFailures,
+      authFailureWindowMs: config.authFailureWindowMs,
+      managementRate: config.managementRate,
+      shared: config.clusterLimits ? db : null,
+    },
+    metrics,
+    (message, error) => log.error(message, error),
+  );
+  made.push(async () => guard.close());
+  // Another process (the operator command, another node) changed credentials or limits, asked
+  // for a shard rebuild, or locked an address; after a gap in notifications, assume the first two
+  // changed and look for the others.
   await db.listen(
     INVALIDATE_CHANNEL,
-    (what) => (what === 'limits' ? lookups.limitsChanged() : what === 'shards' ? ingest.checkShards() : auth.clear()),
+    (what) => {
+      if (guard.notified(what)) return;
+      if (what === 'limits') lookups.limitsChanged();
+      else if (what === 'shards') ingest.checkShards();
+      else auth.clear();
+    },
     () => {
       auth.clear();
       lookups.limitsChanged();
       ingest.checkShards();
+      void guard.notificationGap();
     },
   );
 
@@ -262,17 +283,7 @@ async function startParts(
     {
       db,
       auth,
-      guard: new Guard(
-        auth,
-        lookups,
-        {
-          trustProxy: config.trustProxy,
-          authFailures: config.authFailures,
-          authFailureWindowMs: config.authFailureWindowMs,
-          managementRate: config.managementRate,
-        },
-        metrics,
-      ),
+      guard,
       metrics,
       uploads,
       log: (message, error, fields) => log.error(message, error, fields),

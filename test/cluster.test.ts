@@ -23,8 +23,9 @@ let c: ClusterNode;
 /** The body of file `i`: a line only it has, and a line all share. */
 const body = (i: number): string => `file ${i}\nneedle-${i}-x unique to this file\nshared line\n`;
 
-describe.skipIf(!S3)('three nodes on one database and one object store', () => {
+describe('three nodes on one database and one object store', () => {
   beforeAll(async () => {
+    if (!S3) throw new Error("run with VFS_TEST_STORAGE=s3 (npm run test:cluster): the nodes share a bucket on the run's Swift cluster");
     cluster = await TestCluster.start(3);
     [a, b, c] = cluster.nodes;
     const r = await cluster.api(a, 'POST', '/v1/workspaces', JSON.stringify({ name: 'ws' }));

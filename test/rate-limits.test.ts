@@ -165,3 +165,47 @@ describe('limiter memory', () => {
     expect(limiter.take(limit, 1250).ok).toBe(false);
   });
 });
+
+describe('limits shared with other nodes (the local side)', () => {
+  const limit = [{ key: 'x', ratePerSecond: 4, burst: 4 }];
+
+  it('refund gives back the slots a refused request took', () => {
+    const limiter = new RateLimiter();
+    for (let i = 0; i < 4; i++) expect(limiter.take(limit, 1000).ok).toBe(true);
+    expect(limiter.take(limit, 1000).ok).toBe(false);
+    limiter.refund(limit);
+    expect(limiter.take(limit, 1000).ok).toBe(true);
+  });
+
+  it.each([
+    // [ms the shared bucket is ahead, requests admitted at once after adopting it]
+    [0, 4],
+    [250, 3],
+    [750, 1],
+    [1000, 0],
+  ])('adopting a shared TAT %i ms ahead leaves %i of a burst of 4', (ahead, admitted) => {
+    const limiter = new RateLimiter();
+    limiter.adopt('x', ahead, 1000);
+    let n = 0;
+    while (limiter.take(limit, 1000).ok) n++;
+    expect(n).toBe(admitted);
+  });
+
+  it('adopting never moves a TAT back', () => {
+    const limiter = new RateLimiter();
+    for (let i = 0; i < 4; i++) limiter.take(limit, 1000);
+    limiter.adopt('x', 250, 1000);
+    expect(limiter.take(limit, 1000).ok).toBe(false);
+  });
+
+  it('a lock announced by another node holds until it lapses, and ends the quiet', () => {
+    const failures = new FailureWindow(3, 60_000);
+    expect(failures.quiet(1000)).toBe(true);
+    failures.lock('10.0.0.1', 2000, 1000);
+    expect(failures.check('10.0.0.1', 1000)).toEqual({ ok: false, retryAfter: 2 });
+    expect(failures.check('10.0.0.2', 1000).ok).toBe(true);
+    expect(failures.quiet(1000)).toBe(false);
+    expect(failures.check('10.0.0.1', 3000).ok).toBe(true);
+    expect(failures.quiet(3000)).toBe(true);
+  });
+});

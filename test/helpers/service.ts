@@ -57,16 +57,25 @@ export interface Reply {
   json: any;
 }
 
+/** Options of a test service. */
+export interface TestServiceOptions {
+  /** Keep the plans' and the environment's rate limits (else lifted). */
+  realLimits?: boolean;
+  /** Run as another node on this service's database (its own data directory, the same accounts and key). */
+  database?: TestService;
+}
+
 /**
  * Starts a service for one test file. Unless `realLimits` is set, the rate
  * limits are lifted (plans and env), so that suites which are not about rate
  * limiting can call as fast as they like.
  */
-export async function startTestService(env: Record<string, string> = {}, options: { realLimits?: boolean } = {}): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, options: TestServiceOptions = {}): Promise<TestService> {
   const superuserAddress = inject('pgSuperuser');
   const id = randomBytes(5).toString('hex');
-  const names = { database: `t_${id}`, ownerRole: `t_${id}_owner`, appRole: `t_${id}_app` };
-  const targets = await provisionDatabase(superuserAddress, names);
+  const shared = options.database;
+  const names = shared?.names ?? { database: `t_${id}`, ownerRole: `t_${id}_owner`, appRole: `t_${id}_app` };
+  const targets = shared?.targets ?? (await provisionDatabase(superuserAddress, names));
   const dataDir = await mkdtemp(join(tmpdir(), 'vfs-test-data-'));
   const lifted = options.realLimits === true ? {} : { VFS_AUTH_FAILURES: '1000000', VFS_MANAGEMENT_RATE: '1000000' };
   // VFS_HTTP=node runs the suite on the node:http implementation of the uWebSockets.js API.
@@ -78,7 +87,8 @@ export async function startTestService(env: Record<string, string> = {}, options
     await rm(dataDir, { recursive: true, force: true });
     throw error;
   });
-  const key = service.createdKey!;
+  // A node on an existing database finds its accounts there, and makes no key.
+  const key = shared?.key ?? service.createdKey!;
   if (options.realLimits !== true) {
     await service.db.owner.query('UPDATE plans SET read_rate_per_credential = 1000000, read_rate_per_account = 1000000');
   }
