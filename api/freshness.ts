@@ -37,6 +37,8 @@ interface Waiter {
 export class Freshness {
   /** Workspace → the version this node's copy holds (told by the ingest thread). */
   private readonly applied = new Map<string, number>();
+  /** Workspace → when it was last read on this node (ms since the epoch). */
+  private readonly reads = new Map<string, number>();
   private queue: Waiter[] = [];
   private asking = false;
 
@@ -52,6 +54,11 @@ export class Freshness {
     this.applied.delete(workspaceId);
   }
 
+  /** When the workspace was last read on this node (ms since the epoch), if since the start. */
+  lastRead(workspaceId: string): number | undefined {
+    return this.reads.get(workspaceId);
+  }
+
   /** The version of each copy this node holds (for the heartbeat). */
   held(): Record<string, number> {
     return Object.fromEntries(this.applied);
@@ -59,6 +66,7 @@ export class Freshness {
 
   /** Resolves once this node's copy of the workspace holds what was committed when it was called. */
   async ensure(workspaceId: string, accountId: string): Promise<void> {
+    this.reads.set(workspaceId, Date.now());
     const committed = await this.committed(workspaceId).catch(() => {
       throw new VfsError('UNAVAILABLE', { what: 'the database' }, { 'retry-after': '1' });
     });

@@ -77,3 +77,12 @@ export async function listNodes(db: Database, deadSeconds: number): Promise<Node
     }));
   });
 }
+
+/** The ids of the active nodes seen within `deadMs`. */
+export async function liveNodes(db: Database, deadMs: number): Promise<string[]> {
+  const { rows } = await db.appStatement<{ id: string }>(
+    "SELECT id FROM nodes WHERE state = 'active' AND seen_at > now() - make_interval(secs => $1) ORDER BY id",
+    [deadMs / 1000],
+  );
+  return rows.map((r) => r.id);
+}

@@ -134,6 +134,10 @@ async function handle(request: IngestThreadRequest): Promise<void> {
       sync?.forget(request.workspaceId);
       await shards.drop(request.workspaceId);
       return;
+    case 'evict':
+      sync?.forget(request.workspaceId);
+      await shards.evict(request.workspaceId);
+      return;
     case 'catchUp':
       await sync?.catchUp(request.workspaceId, request.accountId, request.version, request.lost);
       return;

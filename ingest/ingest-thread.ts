@@ -35,6 +35,7 @@ export type IngestThreadRequest = { id: number } & (
   | { type: 'remove'; workspaceId: string; path: string }
   | { type: 'drop'; workspaceId: string }
   | { type: 'catchUp'; workspaceId: string; accountId: string; version: number; lost: boolean }
+  | { type: 'evict'; workspaceId: string }
   | { type: 'stop' }
 );
 
@@ -126,6 +127,11 @@ export class IngestThread {
    */
   catchUp(workspaceId: string, accountId: string, version: number, lost: boolean): Promise<void> {
     return this.request({ type: 'catchUp', workspaceId, accountId, version, lost });
+  }
+
+  /** Deletes this node's copy of a workspace's shard (cluster mode: a cold copy over the cache budget). */
+  evict(workspaceId: string): Promise<void> {
+    return this.request({ type: 'evict', workspaceId });
   }
 
   /** Finishes the batch in hand, closes everything and ends the thread. */

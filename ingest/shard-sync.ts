@@ -48,6 +48,8 @@ export interface SyncResult {
 export class ShardSync {
   /** Workspace → the version this node's copy holds (known once synced in this process). */
   private readonly applied = new Map<string, number>();
+  /** Bumped when a workspace's copy is forgotten: a sync that began before records nothing. */
+  private readonly epochs = new Map<string, number>();
   /** The sync in progress per workspace: one at a time. */
   private readonly running = new Map<string, Promise<SyncResult>>();
 
@@ -76,6 +78,7 @@ export class ShardSync {
   /** Forgets a workspace (deleted, or its copy dropped). */
   forget(workspaceId: string): void {
     this.applied.delete(workspaceId);
+    this.epochs.set(workspaceId, (this.epochs.get(workspaceId) ?? 0) + 1);
   }
 
   /**
@@ -105,6 +108,7 @@ export class ShardSync {
   }
 
   private async sync(workspaceId: string, accountId: string, lost: boolean): Promise<SyncResult> {
+    const epoch = this.epochs.get(workspaceId) ?? 0;
     let restored = false;
     if (lost) {
       this.applied.delete(workspaceId);
@@ -127,7 +131,7 @@ export class ShardSync {
       if (changes.version === null) return this.gone(workspaceId);
       if (changes.paths !== null) {
         const { written, removed } = await this.apply(workspaceId, accountId, changes.paths);
-        this.reached(workspaceId, changes.version);
+        this.reached(workspaceId, changes.version, epoch);
         return { version: changes.version, written, removed, whole: false, restored };
       }
     }
@@ -137,7 +141,7 @@ export class ShardSync {
     const stale = [...((await this.shards.contents(workspaceId)) ?? new Map<string, string>()).keys()].filter((path) => !rows.has(path));
     const paths = [...state.files.map((f) => ({ ...f, exists: true })), ...stale.map((path) => ({ path, file: null, exists: false }))];
     const { written, removed } = await this.apply(workspaceId, accountId, paths);
-    this.reached(workspaceId, state.version);
+    this.reached(workspaceId, state.version, epoch);
     return { version: state.version, written, removed, whole: true, restored };
   }
 
@@ -146,7 +150,9 @@ export class ShardSync {
     return { version: null, written: 0, removed: 0, whole: false, restored: false };
   }
 
-  private reached(workspaceId: string, version: number): void {
+  private reached(workspaceId: string, version: number, epoch: number): void {
+    // Forgotten meanwhile (dropped or evicted): what was written is compared whole at the next sync.
+    if ((this.epochs.get(workspaceId) ?? 0) !== epoch) return;
     const before = this.applied.get(workspaceId);
     if (before !== undefined && before >= version) return;
     this.applied.set(workspaceId, version);

@@ -108,6 +108,19 @@ export class Shards {
     });
   }
 
+  /**
+   * Closes the workspace's writer and deletes its shard, without forgetting the workspace (a copy
+   * dropped to keep a node's cache under its budget, filled again on its next read).
+   */
+  evict(workspaceId: string): Promise<void> {
+    return this.inTurn(workspaceId, async () => {
+      const writer = this.writers.get(workspaceId);
+      this.writers.delete(workspaceId);
+      await writer?.close();
+      await rm(this.dir(workspaceId), { recursive: true, force: true });
+    });
+  }
+
   /** Removes one path from a workspace's shard. */
   remove(workspaceId: string, path: string): Promise<void> {
     return this.inTurn(workspaceId, async () => {

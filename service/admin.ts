@@ -27,6 +27,7 @@ import { requestShardRebuild } from '../db/shard-repair.js';
 import { BlobStore } from '../ingest/blob-store.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { sweepBlobs } from '../ingest/uploads.js';
+import { listNodes } from '../db/nodes.js';
 import { loadConfig } from './config.js';
 import { type DataDirLock, DataDirInUse, lockDataDir } from './data-lock.js';
 import { EMBEDDED_NAMES } from './service.js';
@@ -45,6 +46,7 @@ const USAGE = `usage: npm run admin -- <command> [arguments]
   generate-key                             print a well-formed key without storing it (for VFS_BOOTSTRAP_KEY)
   rebuild-shard <account> <workspace>      rebuild a workspace's shard from its blobs (now if the service runs, else at its start)
   sweep-blobs [--grace-seconds <n>]        remove blobs no file references, and upload temp files untouched for n s (default 3600)
+  list-nodes [--json]                      the nodes of a cluster: state, last heartbeat, cache size, lag per workspace
 
   limits: ${LIMIT_COLUMNS.map(([, col]) => '--' + col.replaceAll('_', '-')).join(', ')}
 `;
@@ -168,6 +170,19 @@ async function main(argv: string[]): Promise<number> {
         await blobs.init();
         const removed = await sweepBlobs(db, blobs, Number(graceSeconds) * 1000).finally(() => objects.close());
         process.stderr.write(`removed ${removed} unreferenced blobs and stale upload temp files\n`);
+        break;
+      }
+      case 'list-nodes': {
+        const nodes = await listNodes(db, (config.cluster?.deadMs ?? 10_000) / 1000);
+        if (values.json === true) process.stdout.write(JSON.stringify(nodes, null, 2) + '\n');
+        else {
+          for (const n of nodes) {
+            const seen = Math.max(0, Math.round((Date.now() - n.seenAt.getTime()) / 100) / 10);
+            const lag = n.behind.length === 0 ? 'up to date' : n.behind.map((b) => `${b.workspaceId}:-${b.versions}`).join(' ');
+            process.stdout.write(`${n.id}	${n.state}	seen ${seen} s ago	${n.url ?? '-'}	copies=${n.copies}	cache=${n.cacheBytes} B	lag: ${lag}\n`);
+          }
+          if (nodes.length === 0) process.stderr.write('no node has joined a cluster on this database (VFS_CLUSTER=on)\n');
+        }
         break;
       }
       case 'list-plans':

@@ -61,6 +61,12 @@ const schema = z
     VFS_NODE_DEAD_SECONDS: z.coerce.number().min(1).max(3600).default(10),
     VFS_SYNC_WAIT_SECONDS: z.coerce.number().min(0.1).max(600).default(5),
     VFS_DRAIN_SECONDS: z.coerce.number().min(0).max(600).default(5),
+    VFS_SHARD_CACHE_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 50)
+      .default(0),
     VFS_CHANGES_KEEP_SECONDS: z.coerce.number().int().min(60).max(31_536_000).default(86_400),
     VFS_STORAGE_URL: z
       .string()
@@ -189,6 +195,8 @@ export interface ClusterSettings {
   heartbeatMs: number;
   /** A node not seen for this long is dead. */
   deadMs: number;
+  /** Bytes of shard copies past which cold ones are deleted (0: no budget). */
+  cacheBytes: number;
   /** At SIGTERM, how long the node keeps serving with /readyz at 503 before it closes its socket. */
   drainMs: number;
   /** Longest a read waits for this node's copy of the workspace to catch up before answering 503. */
@@ -270,6 +278,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
             deadMs: e.VFS_NODE_DEAD_SECONDS * 1000,
             syncWaitMs: e.VFS_SYNC_WAIT_SECONDS * 1000,
             drainMs: e.VFS_DRAIN_SECONDS * 1000,
+            cacheBytes: e.VFS_SHARD_CACHE_BYTES,
             keepChangesSeconds: e.VFS_CHANGES_KEEP_SECONDS,
           })
         : null,

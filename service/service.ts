@@ -43,6 +43,7 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { type DataDirLock, lockDataDir } from './data-lock.js';
 import { Membership, nodeId } from './membership.js';
+import { WarmSet } from './warm-set.js';
 
 export type { Logger } from './log.js';
 
@@ -334,6 +335,29 @@ async function startParts(
     made.push(async () => clearInterval(trim));
     await membership.start();
     made.push(() => membership!.stop());
+    const warm = new WarmSet({
+      db,
+      nodeId: id,
+      deadMs: config.cluster.deadMs,
+      held: () => freshness?.held() ?? {},
+      lastRead: (workspaceId) => freshness?.lastRead(workspaceId),
+      fill: (workspaceId, accountId) => ingest.catchUp(workspaceId, accountId, 0, false),
+      bytes: (workspaceId) => directoryBytes(shardDir(workspaceId)),
+      evict: async (workspaceId) => {
+        freshness?.forget(workspaceId);
+        await ingest.evict(workspaceId);
+        readPool.shardDropped(shardDir(workspaceId));
+      },
+      budgetBytes: config.cluster.cacheBytes,
+      idleMs: 60_000,
+      log: (message, error) => log.error(message, error),
+    });
+    warm.tick();
+    const warming = setInterval(() => warm.tick(), config.cluster.heartbeatMs).unref();
+    made.push(async () => {
+      clearInterval(warming);
+      await warm.settle();
+    });
     log.info(`node ${id} of a cluster: shards are copies kept up to date from the change log`);
   }
   let metricsServer: MetricsServer | null = null;

@@ -10,6 +10,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WARM_COPIES, warmNodes } from '../service/warm-set.js';
 import { type ClusterNode, TestCluster } from './helpers/cluster.js';
 
 const S3 = process.env.VFS_TEST_STORAGE === 's3';
@@ -34,8 +35,8 @@ describe('three nodes on one database and one object store', () => {
   afterAll(async () => cluster?.stop());
 
   /** A's listing of the workspace, every page. */
-  async function listing(node: ClusterNode): Promise<Map<string, string>> {
-    const r = await cluster.api(node, 'GET', '/v1/workspaces/ws/files?limit=1000');
+  async function listing(node: ClusterNode, ws = 'ws'): Promise<Map<string, string>> {
+    const r = await cluster.api(node, 'GET', `/v1/workspaces/${ws}/files?limit=1000`);
     expect(r.status).toBe(200);
     const json = (await r.json()) as { files: Array<{ path: string; status: string }> };
     return new Map(json.files.map((f) => [f.path, f.status]));
@@ -157,5 +158,159 @@ describe('three nodes on one database and one object store', () => {
     // A client can still meet a connection the node closed as it stopped; never a 5xx.
     expect(refused).toBeLessThan(10);
     await cluster.startNode(c);
+  });
+
+  it('SIGKILL of a node under reads and uploads loses no acknowledged upload, no read of a live node, no audit event', { timeout: 180_000 }, async () => {
+    const acknowledged: string[] = [];
+    /** Marker of every read answered in full → the node that answered. */
+    const answered: string[] = [];
+    const failedLive: string[] = [];
+    let lostTwice = 0;
+    let killed = false;
+    let n = 0;
+    const stopAt = Date.now() + 10_000;
+    const live = (): ClusterNode[] => cluster.nodes.filter((x) => x.process !== null);
+    const readOnce = async (node: ClusterNode, marker: string): Promise<boolean> => {
+      const r = await cluster.api(node, 'GET', `/v1/workspaces/ws/grep?pattern=needle-${marker.length % 90}-x&glob=${marker}*`);
+      await r.text();
+      if (r.status !== 200) throw new Error(`${r.status}`);
+      answered.push(marker);
+      return true;
+    };
+    const client = async (k: number): Promise<void> => {
+      while (Date.now() < stopAt) {
+        const i = n++;
+        const nodes = live();
+        const node = nodes[(k + i) % nodes.length];
+        if (k % 2 === 0) {
+          const path = `/kill/k${k}-${i}.txt`;
+          try {
+            const r = await cluster.api(node, 'PUT', `/v1/workspaces/ws/files${path}`, body(1000 + i));
+            if (r.status === 202) acknowledged.push(path);
+          } catch {
+            // Sent to the node as it died: not acknowledged.
+          }
+          continue;
+        }
+        const marker = `m${k}x${i}`;
+        const wasLive = node !== c || !killed;
+        try {
+          await readOnce(node, marker);
+        } catch {
+          if (node !== c) failedLive.push(`${marker} on ${node.id}`);
+          else if (wasLive || killed) {
+            // The client retries once on another node.
+            const other = live().find((x) => x !== c);
+            const retried = other === undefined ? false : await readOnce(other, `${marker}r`).catch(() => false);
+            if (!retried) lostTwice++;
+          }
+        }
+      }
+    };
+    const clients = Array.from({ length: 8 }, (_, k) => client(k));
+    await sleep(4_000);
+    killed = true;
+    await cluster.signal(c, 'SIGKILL');
+    await Promise.all(clients);
+    expect(failedLive).toEqual([]);
+    expect(lostTwice).toBe(0);
+    expect(acknowledged.length).toBeGreaterThan(20);
+
+    // Every acknowledged upload becomes ready on the nodes still running (the jobs the killed node
+    // held are claimed again after their lease).
+    const deadline = Date.now() + 90_000;
+    let statuses = await listing(a);
+    while (acknowledged.some((p) => statuses.get(p) !== 'ready') && Date.now() < deadline) {
+      await sleep(250);
+      statuses = await listing(a);
+    }
+    expect(acknowledged.filter((p) => statuses.get(p) !== 'ready')).toEqual([]);
+    // Each is greppable (an upload the killed node stored but never answered may be there too).
+    const grep = await read(b, 'grep', 'pattern=unique to this file&glob=/kill/**&output_mode=files_with_matches');
+    const found = new Set(grep.text.trim().split('\n'));
+    expect(acknowledged.filter((p) => !found.has(p))).toEqual([]);
+
+    // An audit event exactly once for every read answered in full.
+    const events = (await cluster.audit(a, 'ws')).filter((e) => e.tool === 'grep' && e.params.glob?.startsWith('m'));
+    const seen = new Map<string, number>();
+    for (const e of events) {
+      const marker = e.params.glob.slice(0, -1);
+      seen.set(marker, (seen.get(marker) ?? 0) + 1);
+    }
+    expect(answered.filter((m) => seen.get(m) !== 1)).toEqual([]);
+    expect([...seen.values()].filter((count) => count > 1)).toEqual([]);
+    await cluster.startNode(c);
+  });
+
+  it('a node joining takes over its share of warm copies while reads go on without a failure', { timeout: 120_000 }, async () => {
+    // More workspaces, so that the new node is warm for some.
+    for (let w = 0; w < 12; w++) {
+      expect((await cluster.api(a, 'POST', '/v1/workspaces', JSON.stringify({ name: `w${w}` }))).status).toBe(201);
+      expect((await cluster.api(a, 'PUT', `/v1/workspaces/w${w}/files/a.txt`, body(w))).status).toBe(202);
+    }
+    for (let w = 0; w < 12; w++) {
+      const deadline = Date.now() + 60_000;
+      while ((await listing(a, `w${w}`)).get('/a.txt') !== 'ready' && Date.now() < deadline) await sleep(50);
+    }
+    let stop = false;
+    const failures: string[] = [];
+    let reads = 0;
+    const client = async (k: number): Promise<void> => {
+      for (let i = 0; !stop; i++) {
+        const nodes = cluster.nodes.filter((x) => x.process !== null);
+        const node = nodes[(k + i) % nodes.length];
+        const w = (k + i) % 12;
+        const r = await cluster.api(node, 'GET', `/v1/workspaces/w${w}/grep?pattern=needle-${w}-x`).catch((e: Error) => e);
+        if (r instanceof Error || r.status !== 200 || !(await r.text()).includes('/a.txt'))
+          failures.push(`w${w} on ${node.id}: ${r instanceof Error ? r.message : r.status}`);
+        reads++;
+      }
+    };
+    const clients = Array.from({ length: 8 }, (_, k) => client(k));
+    const d = await cluster.add();
+    // The new node fills the copies it is warm for (hydrated ahead of any read sent to it).
+    const deadline = Date.now() + 30_000;
+    let mine: { copies: number } | undefined;
+    for (;;) {
+      const nodes = JSON.parse((await cluster.admin(['list-nodes', '--json'])).stdout) as Array<{ id: string; state: string; copies: number }>;
+      mine = nodes.find((x) => x.id === d.id);
+      if ((mine?.copies ?? 0) >= 1 || Date.now() > deadline) break;
+      await sleep(250);
+    }
+    stop = true;
+    await Promise.all(clients);
+    expect(failures).toEqual([]);
+    expect(reads).toBeGreaterThan(50);
+    expect(mine?.copies).toBeGreaterThanOrEqual(1);
+  });
+
+  it('the operator command lists the nodes with their state, copies and lag', async () => {
+    const { stdout, stderr } = await cluster.admin(['list-nodes', '--json']);
+    expect(stderr).toBe('');
+    const nodes = JSON.parse(stdout) as Array<{ id: string; state: string; copies: number; cacheBytes: number; behind: unknown[] }>;
+    expect(nodes.map((x) => x.id)).toEqual(['node-a', 'node-b', 'node-c', 'node-d']);
+    expect(nodes.every((x) => x.state === 'active')).toBe(true);
+    expect(nodes.every((x) => x.copies >= 1 && x.cacheBytes > 0)).toBe(true);
+    const text = (await cluster.admin(['list-nodes'])).stdout;
+    expect(text).toMatch(/^node-a\tactive\tseen [\d.]+ s ago\thttp:\/\/127\.0\.0\.1:\d+\tcopies=\d+\tcache=\d+ B\tlag: /m);
+  });
+});
+
+describe('warm nodes by rendezvous hashing', () => {
+  it('a fourth node takes about a quarter of the warm copies, and only from the others', () => {
+    const ids = Array.from({ length: 4000 }, (_, i) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`);
+    const three = ['node-a', 'node-b', 'node-c'];
+    const four = [...three, 'node-d'];
+    let moved = 0;
+    for (const id of ids) {
+      const before = warmNodes(id, three);
+      const after = warmNodes(id, four);
+      expect(after).toHaveLength(WARM_COPIES);
+      // A copy only moves to the new node; the others keep theirs.
+      for (const n of after) if (n !== 'node-d') expect(before).toContain(n);
+      moved += after.filter((n) => !before.includes(n)).length;
+    }
+    expect(moved / (ids.length * WARM_COPIES)).toBeGreaterThan(0.22);
+    expect(moved / (ids.length * WARM_COPIES)).toBeLessThan(0.28);
   });
 });

@@ -11,7 +11,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { newCredential } from '../../core/credentials.js';
 import { provisionDatabase } from '../../db/provision.js';
-import { type ServiceProcess, startServiceProcess } from './process.js';
+import { type ServiceProcess, runAdmin, startServiceProcess } from './process.js';
 import { swiftStorageEnv } from './swift.js';
 
 /** One node of a test cluster. */
@@ -50,6 +50,8 @@ export class TestCluster {
         VFS_AUTH_FAILURES: '1000000',
         VFS_NODE_HEARTBEAT_SECONDS: '0.5',
         VFS_DRAIN_SECONDS: '1',
+        // Jobs a killed node had claimed go to another soon.
+        VFS_INGEST_LEASE_SECONDS: '3',
         VFS_LOG_LEVEL: 'error',
         ...swiftStorageEnv(inject('swift'), `s3://vfs-cluster-${id}/svc`),
         ...env,
@@ -70,8 +72,10 @@ export class TestCluster {
 
   /** Starts one more node and waits until it listens. */
   async add(): Promise<ClusterNode> {
-    const node: ClusterNode = { id: `node-${String.fromCharCode(97 + this.nodes.length)}`, dataDir: await mkdtemp(join(tmpdir(), 'vfs-node-')), process: null };
+    // Named and listed before the first await: nodes added together get distinct ids.
+    const node: ClusterNode = { id: `node-${String.fromCharCode(97 + this.nodes.length)}`, dataDir: '', process: null };
     this.nodes.push(node);
+    node.dataDir = await mkdtemp(join(tmpdir(), 'vfs-node-'));
     await this.startNode(node);
     return node;
   }
@@ -99,6 +103,25 @@ export class TestCluster {
     if (p === null) return 0;
     p.child.kill(signal);
     return p.exited;
+  }
+
+  /** Runs the operator command against the cluster's database. */
+  admin(args: string[]): Promise<{ stdout: string; stderr: string }> {
+    return runAdmin({ ...this.env, DATA_DIR: this.nodes[0].dataDir }, args);
+  }
+
+  /** Every audit event of a workspace, through `node` (pages through the export). */
+  async audit(node: ClusterNode, ws: string): Promise<Array<{ tool: string; params: Record<string, string> }>> {
+    const out: Array<{ tool: string; params: Record<string, string> }> = [];
+    let cursor: string | null = null;
+    do {
+      const r = await this.api(node, 'GET', `/v1/workspaces/${ws}/audit?limit=1000${cursor === null ? '' : `&cursor=${cursor}`}`);
+      if (r.status !== 200) throw new Error(`audit export: ${r.status} ${await r.text()}`);
+      const page = (await r.json()) as { events: Array<{ tool: string; params: Record<string, string> }>; nextCursor: string | null };
+      out.push(...page.events);
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    return out;
   }
 
   /** A client of the database as the superuser. */

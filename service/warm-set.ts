@@ -1,0 +1,113 @@
+/**
+ * Which shard copies a node of a cluster keeps (docs/architecture.md, "Many
+ * nodes"). Every workspace has two warm nodes: the two live nodes ranked
+ * highest for it by rendezvous hashing, so that a node joining or leaving
+ * moves only the workspaces it gains or loses (about 1/N of them). A node
+ * fills the copies of its warm workspaces ahead of their reads; any other
+ * copy is filled on its first read, and once the node's copies pass
+ * `budgetBytes`, the cold ones (not warm here, not read for `idleMs`) are
+ * deleted, least recently read first.
+ */
+import { createHash } from 'node:crypto';
+import type { Database } from '../db/database.js';
+import { liveNodes } from '../db/nodes.js';
+import { workspaceShards } from '../db/shard-repair.js';
+
+/** Warm nodes per workspace. */
+export const WARM_COPIES = 2;
+
+/** The rendezvous score of a node for a workspace: the first 8 bytes of SHA-256 of both. */
+function score(nodeId: string, workspaceId: string): bigint {
+  return createHash('sha256').update(nodeId).update('\u0000').update(workspaceId).digest().readBigUInt64BE(0);
+}
+
+/** The warm nodes of a workspace among `nodes`: the WARM_COPIES with the highest scores. */
+export function warmNodes(workspaceId: string, nodes: readonly string[], copies = WARM_COPIES): string[] {
+  return nodes
+    .map((id) => ({ id, s: score(id, workspaceId) }))
+    .sort((a, b) => (a.s === b.s ? (a.id < b.id ? -1 : 1) : a.s > b.s ? -1 : 1))
+    .slice(0, copies)
+    .map((n) => n.id);
+}
+
+/** What the warm set acts through. */
+export interface WarmSetDeps {
+  db: Database;
+  nodeId: string;
+  /** A node not seen for this long is not live. */
+  deadMs: number;
+  /** Copies this node holds, with the version of each. */
+  held: () => Record<string, number>;
+  /** When each workspace was last read on this node (ms since the epoch). */
+  lastRead: (workspaceId: string) => number | undefined;
+  /** Fills (or brings up to date) this node's copy of a workspace. */
+  fill: (workspaceId: string, accountId: string) => Promise<void>;
+  /** Bytes of this node's copy of a workspace. */
+  bytes: (workspaceId: string) => Promise<number>;
+  /** Deletes this node's copy of a workspace. */
+  evict: (workspaceId: string) => Promise<void>;
+  /** Byte budget of the copies (0: none). */
+  budgetBytes: number;
+  /** A copy read within this long is never evicted. */
+  idleMs: number;
+  log: (message: string, error: unknown) => void;
+}
+
+/** Keeps this node's warm copies filled and its cold copies under the budget. */
+export class WarmSet {
+  private running: Promise<void> | null = null;
+  /** Workspaces warm on this node at the last pass. */
+  private warm = new Set<string>();
+
+  constructor(private readonly deps: WarmSetDeps) {}
+
+  /** Workspaces warm on this node at the last pass. */
+  get size(): number {
+    return this.warm.size;
+  }
+
+  /** Runs one pass unless one is running (called at every heartbeat). */
+  tick(): void {
+    if (this.running !== null) return;
+    this.running = this.pass()
+      .catch((error: unknown) => this.deps.log('keeping the warm shard copies failed', error))
+      .finally(() => {
+        this.running = null;
+      });
+  }
+
+  /** Waits for the pass in progress. */
+  async settle(): Promise<void> {
+    await this.running;
+  }
+
+  private async pass(): Promise<void> {
+    const nodes = await liveNodes(this.deps.db, this.deps.deadMs);
+    if (!nodes.includes(this.deps.nodeId)) nodes.push(this.deps.nodeId);
+    const workspaces = await workspaceShards(this.deps.db, false);
+    const warm = new Set<string>();
+    for (const ws of workspaces) if (warmNodes(ws.id, nodes).includes(this.deps.nodeId)) warm.add(ws.id);
+    this.warm = warm;
+    const held = this.deps.held();
+    for (const ws of workspaces) {
+      if (warm.has(ws.id) && held[ws.id] === undefined) await this.deps.fill(ws.id, ws.accountId);
+    }
+    if (this.deps.budgetBytes > 0) await this.trim(Object.keys(this.deps.held()), warm);
+  }
+
+  /** Deletes cold copies, least recently read first, until the copies fit the budget. */
+  private async trim(held: string[], warm: Set<string>): Promise<void> {
+    const sizes = new Map<string, number>();
+    for (const id of held) sizes.set(id, await this.deps.bytes(id));
+    let total = [...sizes.values()].reduce((a, b) => a + b, 0);
+    const now = Date.now();
+    const cold = held
+      .filter((id) => !warm.has(id) && now - (this.deps.lastRead(id) ?? 0) > this.deps.idleMs)
+      .sort((a, b) => (this.deps.lastRead(a) ?? 0) - (this.deps.lastRead(b) ?? 0));
+    for (const id of cold) {
+      if (total <= this.deps.budgetBytes) break;
+      await this.deps.evict(id);
+      total -= sizes.get(id) ?? 0;
+    }
+  }
+}
