@@ -128,7 +128,9 @@ export function snapshot(res: HttpResponse, req: HttpRequest, paramCount: number
       if (lengths++ === 0) contentLength = value;
     } else if (name === 'connection') connection ||= value;
     else if (name === 'content-type') contentType ??= value;
-    else if (name === 'x-forwarded-for') forwardedFor ??= value;
+    // SECURITY: every line, in order: a proxy may add its own line after the client's, and the
+    // right-most address (the one the proxy saw) must be read from the whole list.
+    else if (name === 'x-forwarded-for') forwardedFor = forwardedFor === undefined ? value : `${forwardedFor},${value}`;
     else if (name === 'x-request-id') requestId ??= value;
   });
   const id = requestId !== undefined && REQUEST_ID.test(requestId) ? requestId : randomUUID();

@@ -183,6 +183,8 @@ export interface Config {
   storage: StorageSettings;
   /** Origins whose pages may call the MCP endpoint (a request with another Origin header gets 403). */
   mcpAllowedOrigins: readonly string[];
+  /** Age after which change-log entries are forgotten (a copy older than the log is compared whole). */
+  keepChangesSeconds: number;
   /** Running as one node of several on one database and object store (docs/architecture.md, "Many nodes"); null: alone. */
   cluster: ClusterSettings | null;
 }
@@ -201,8 +203,6 @@ export interface ClusterSettings {
   drainMs: number;
   /** Longest a read waits for this node's copy of the workspace to catch up before answering 503. */
   syncWaitMs: number;
-  /** Age after which change-log entries are forgotten (a copy older than the log is compared whole). */
-  keepChangesSeconds: number;
 }
 
 /** VFS_STORAGE_URL and the AWS SDK's standard variables as the object store's settings. */
@@ -270,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     mcpAllowedOrigins: Object.freeze(e.VFS_MCP_ALLOWED_ORIGINS),
     storage: Object.freeze(storageSettings(e, resolve(e.DATA_DIR))),
     snapshot: Object.freeze({ everyChanges: e.VFS_SNAPSHOT_CHANGES, everyMs: e.VFS_SNAPSHOT_SECONDS * 1000 }),
+    keepChangesSeconds: e.VFS_CHANGES_KEEP_SECONDS,
     cluster:
       e.VFS_CLUSTER === 'on'
         ? Object.freeze({
@@ -279,7 +280,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
             syncWaitMs: e.VFS_SYNC_WAIT_SECONDS * 1000,
             drainMs: e.VFS_DRAIN_SECONDS * 1000,
             cacheBytes: e.VFS_SHARD_CACHE_BYTES,
-            keepChangesSeconds: e.VFS_CHANGES_KEEP_SECONDS,
           })
         : null,
   });

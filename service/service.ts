@@ -317,6 +317,12 @@ async function startParts(
   );
   log.info(`HTTP: ${server.http}`);
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  // The change log is kept VFS_CHANGES_KEEP_SECONDS (every node trims it; trimming twice is harmless).
+  const trim = setInterval(
+    () => void trimChanges(db, config.keepChangesSeconds).catch((error: unknown) => log.error('trimming the change log failed', error)),
+    Math.max(60_000, config.keepChangesSeconds * 100),
+  ).unref();
+  made.push(async () => clearInterval(trim));
   if (config.cluster !== null) {
     const id = await nodeId(config.dataDir, config.cluster.nodeId);
     membership = new Membership(
@@ -328,11 +334,6 @@ async function startParts(
       config.cluster.heartbeatMs,
       (message, error) => log.error(message, error),
     );
-    const trimEvery = Math.max(60_000, config.cluster.keepChangesSeconds * 100);
-    const trim = setInterval(() => {
-      trimChanges(db, config.cluster!.keepChangesSeconds).catch((error: unknown) => log.error('trimming the change log failed', error));
-    }, trimEvery).unref();
-    made.push(async () => clearInterval(trim));
     await membership.start();
     made.push(() => membership!.stop());
     const warm = new WarmSet({

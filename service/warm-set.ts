@@ -11,7 +11,10 @@
 import { createHash } from 'node:crypto';
 import type { Database } from '../db/database.js';
 import { liveNodes } from '../db/nodes.js';
-import { workspaceShards } from '../db/shard-repair.js';
+import { type ShardWorkspace, workspaceShards } from '../db/shard-repair.js';
+
+/** Passes between two readings of the workspace list while membership stays the same. */
+const LIST_EVERY = 10;
 
 /** Warm nodes per workspace. */
 export const WARM_COPIES = 2;
@@ -58,6 +61,11 @@ export class WarmSet {
   private running: Promise<void> | null = null;
   /** Workspaces warm on this node at the last pass. */
   private warm = new Set<string>();
+  /** The live nodes the ranks were made for, and each workspace's: is this node warm for it. */
+  private nodesKey = '';
+  private readonly ranked = new Map<string, boolean>();
+  private workspaces: ShardWorkspace[] = [];
+  private passes = 0;
 
   constructor(private readonly deps: WarmSetDeps) {}
 
@@ -84,15 +92,29 @@ export class WarmSet {
   private async pass(): Promise<void> {
     const nodes = await liveNodes(this.deps.db, this.deps.deadMs);
     if (!nodes.includes(this.deps.nodeId)) nodes.push(this.deps.nodeId);
-    const workspaces = await workspaceShards(this.deps.db, false);
-    const warm = new Set<string>();
-    for (const ws of workspaces) if (warmNodes(ws.id, nodes).includes(this.deps.nodeId)) warm.add(ws.id);
-    this.warm = warm;
-    const held = this.deps.held();
-    for (const ws of workspaces) {
-      if (warm.has(ws.id) && held[ws.id] === undefined) await this.deps.fill(ws.id, ws.accountId);
+    const key = nodes.join(' ');
+    // The workspace list is read again when membership changes, else every LIST_EVERY passes;
+    // each workspace is ranked once per membership.
+    if (key !== this.nodesKey || this.passes++ % LIST_EVERY === 0) {
+      if (key !== this.nodesKey) this.ranked.clear();
+      this.nodesKey = key;
+      this.workspaces = await workspaceShards(this.deps.db, false);
+      const warm = new Set<string>();
+      for (const ws of this.workspaces) {
+        let mine = this.ranked.get(ws.id);
+        if (mine === undefined) {
+          mine = warmNodes(ws.id, nodes).includes(this.deps.nodeId);
+          this.ranked.set(ws.id, mine);
+        }
+        if (mine) warm.add(ws.id);
+      }
+      this.warm = warm;
     }
-    if (this.deps.budgetBytes > 0) await this.trim(Object.keys(this.deps.held()), warm);
+    const held = this.deps.held();
+    for (const ws of this.workspaces) {
+      if (this.warm.has(ws.id) && held[ws.id] === undefined) await this.deps.fill(ws.id, ws.accountId);
+    }
+    if (this.deps.budgetBytes > 0) await this.trim(Object.keys(this.deps.held()), this.warm);
   }
 
   /** Deletes cold copies, least recently read first, until the copies fit the budget. */

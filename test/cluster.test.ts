@@ -108,6 +108,27 @@ describe('three nodes on one database and one object store', () => {
     }
   });
 
+  it('a node whose copy is older than the change log compares it whole, and reads correctly', { timeout: 120_000 }, async () => {
+    // b sleeps through a change and a trim of the log past it, as after a long pause.
+    b.process!.child.kill('SIGSTOP');
+    try {
+      expect((await cluster.api(a, 'PUT', '/v1/workspaces/ws/files/trim/new.txt', body(500))).status).toBe(202);
+      expect(await shownSettled(a, '/trim/new.txt')).toBe('ready');
+      expect((await cluster.api(a, 'DELETE', '/v1/workspaces/ws/files/ryw/f8.txt')).status).toBe(204);
+      const su = await cluster.superuser();
+      try {
+        await su.query("DELETE FROM workspace_changes; UPDATE workspaces SET changes_from = version WHERE name = 'ws'");
+      } finally {
+        await su.end();
+      }
+    } finally {
+      b.process!.child.kill('SIGCONT');
+    }
+    expect((await read(b, 'grep', 'pattern=needle-500-x&output_mode=files_with_matches')).text).toBe('/trim/new.txt\n');
+    expect((await read(b, 'cat', 'path=/ryw/f8.txt')).status).toBe(404);
+    expect((await read(b, 'grep', 'pattern=shared line&output_mode=count')).text.trim().split('\n')).toHaveLength(99);
+  });
+
   it('a node stopped with SIGTERM under load answers no 5xx, and the clients that follow /readyz lose nothing', { timeout: 120_000 }, async () => {
     // Clients behave as a load balancer does: they send to the nodes whose /readyz said 200 last.
     const ready = new Set(cluster.nodes);

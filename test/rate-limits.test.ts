@@ -13,7 +13,7 @@ function getFrom(
   base: string,
   path: string,
   localAddress: string,
-  headers: Record<string, string>,
+  headers: Record<string, string | string[]>,
 ): Promise<{ status: number; retryAfter: string | undefined; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(base + path, { localAddress, headers }, (res) => {
@@ -125,6 +125,13 @@ describe('failed authentication lock', () => {
       for (let i = 0; i < 2; i++)
         expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', { ...bad, 'x-forwarded-for': 'spoofed, 192.0.2.7' })).status).toBe(401);
       expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', { ...good, 'x-forwarded-for': '192.0.2.7' })).status).toBe(429);
+      expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', { ...good, 'x-forwarded-for': '192.0.2.8' })).status).toBe(200);
+      // A proxy that adds its own header line after the client's: the last line's address counts.
+      for (let i = 0; i < 2; i++) {
+        const lines = { ...bad, 'x-forwarded-for': ['192.0.2.8', '192.0.2.9'] };
+        expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', lines)).status).toBe(401);
+      }
+      expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', { ...good, 'x-forwarded-for': '192.0.2.9' })).status).toBe(429);
       expect((await getFrom(t.url, '/v1/workspaces', '127.0.0.1', { ...good, 'x-forwarded-for': '192.0.2.8' })).status).toBe(200);
     } finally {
       await t.stop();
