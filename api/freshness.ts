@@ -65,13 +65,13 @@ export class Freshness {
   }
 
   /** Resolves once this node's copy of the workspace holds what was committed when it was called. */
-  async ensure(workspaceId: string, accountId: string): Promise<void> {
+  async ensure(workspaceId: string, accountId: string, name: string): Promise<void> {
     this.reads.set(workspaceId, Date.now());
     const committed = await this.committed(workspaceId).catch(() => {
       throw new VfsError('UNAVAILABLE', { what: 'the database' }, { 'retry-after': '1' });
     });
-    // Deleted meanwhile: the read answers as it would for any workspace gone.
-    if (committed === undefined) return;
+    // Deleted meanwhile (through another node, whose notice may not have come yet).
+    if (committed === undefined) throw new VfsError('NO_SUCH_WORKSPACE', { name });
     const have = this.applied.get(workspaceId);
     const lost = have !== undefined && !existsSync(`${this.deps.shardDir(workspaceId)}/data.mdb`);
     if (!lost && have !== undefined && have >= committed) return;

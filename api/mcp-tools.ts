@@ -162,7 +162,7 @@ export async function callTool(
   }
   if (options.resource === true) (request as CatRequest).lineNumbers = false;
   try {
-    await deps.freshness?.ensure(caller.workspaceId, caller.principal.accountId);
+    await deps.freshness?.ensure(caller.workspaceId, caller.principal.accountId, caller.workspace);
   } catch (error) {
     return answer(errorText(error, deps, options.where), null);
   }

@@ -137,7 +137,7 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
   }
 
   try {
-    await deps.freshness?.ensure(caller.workspaceId, principal.accountId);
+    await deps.freshness?.ensure(caller.workspaceId, principal.accountId, caller.workspace);
   } catch (error) {
     await answerAfter(ctx, toVfsError(error, deps.log, ctx), () => audit(null), deps.log);
     return;

@@ -175,6 +175,7 @@ async function startParts(
   if (temps > 0) log.info(`removed ${temps} upload temp files left by a previous run`);
   await shardsChecked;
   const metrics = config.metricsPort === null ? null : new Metrics({ ingestQueue: () => ingestQueueStats(db), shardBytes: () => directoryBytes(shards) });
+  const lookups = new Lookups(db);
   const ingest = new IngestThread(
     {
       targets,
@@ -191,7 +192,10 @@ async function startParts(
     (event) => {
       if (event.type === 'applied') freshness?.reached(event.workspaceId, event.version);
       else {
+        // Deleted through another node: its tokens and name go from this node's caches too.
         freshness?.forget(event.workspaceId);
+        lookups.workspaceDeleted();
+        auth.clear();
         readPool.shardDropped(shardDir(event.workspaceId));
       }
     },
@@ -226,7 +230,6 @@ async function startParts(
         },
   );
   made.push(() => audit.drain());
-  const lookups = new Lookups(db);
   let membership: Membership | null = null;
   const guard = new Guard(
     auth,

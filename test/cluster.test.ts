@@ -315,6 +315,24 @@ describe('three nodes on one database and one object store', () => {
     const text = (await cluster.admin(['list-nodes'])).stdout;
     expect(text).toMatch(/^node-a\tactive\tseen [\d.]+ s ago\thttp:\/\/127\.0\.0\.1:\d+\tcopies=\d+\tcache=\d+ B\tlag: /m);
   });
+
+  it('a workspace deleted through one node is gone on the others at the next request, for a token they had cached too', { timeout: 120_000 }, async () => {
+    expect((await cluster.api(a, 'POST', '/v1/workspaces', JSON.stringify({ name: 'gone' }))).status).toBe(201);
+    expect((await cluster.api(a, 'PUT', '/v1/workspaces/gone/files/x.txt', body(7))).status).toBe(202);
+    const minted = await cluster.api(a, 'POST', '/v1/workspaces/gone/tokens', JSON.stringify({}));
+    expect(minted.status).toBe(201);
+    const { token } = (await minted.json()) as { token: string };
+    const deadline = Date.now() + 60_000;
+    let text = '';
+    while (!text.includes('/x.txt') && Date.now() < deadline) {
+      text = await (await cluster.api(b, 'GET', '/v1/workspaces/gone/grep?pattern=needle-7-x', undefined, token)).text();
+    }
+    expect(text).toBe('/x.txt\n');
+    expect((await cluster.api(c, 'DELETE', '/v1/workspaces/gone')).status).toBe(204);
+    const byToken = await cluster.api(b, 'GET', '/v1/workspaces/gone/grep?pattern=needle-7-x', undefined, token);
+    expect([401, 404]).toContain(byToken.status);
+    expect((await cluster.api(b, 'GET', '/v1/workspaces/gone/grep?pattern=needle-7-x')).status).toBe(404);
+  });
 });
 
 describe('warm nodes by rendezvous hashing', () => {
