@@ -6,7 +6,7 @@
  * changed paths with their rows as they are now (ingest/shard-sync.ts).
  */
 import type { Database, Tx } from './database.js';
-import type { JobFile } from './ingest-jobs.js';
+import { FILE_ROW_COLUMNS, type FileRow, fileRow, type JobFile } from './ingest-jobs.js';
 
 /** The channel on which committed changes are announced: `<workspace id> <version> <account id>`, or `<workspace id> gone`. */
 export const CHANGES_CHANNEL = 'vfs_changes';
@@ -38,60 +38,43 @@ export interface ChangesSince {
   paths: Array<{ path: string; file: JobFile | null; exists: boolean }> | null;
 }
 
-interface FileColumns {
-  path: string;
-  status: string | null;
-  generation: string;
-  blob_sha256: string;
-  content_type: string;
-  visibility: string[] | null;
-  size_bytes: string;
-  updated_at: Date;
-}
+/** A row of the queries below: a file's columns (null where the path has no row) and its status. */
+type Row = FileRow & { status: string | null };
 
-const FILE_COLUMNS = 'f.status, f.generation, f.blob_sha256, f.content_type, f.visibility, f.size_bytes, f.updated_at';
+const FILE_COLUMNS = `${FILE_ROW_COLUMNS}, f.status`;
 
-function fileOf(workspaceId: string, r: FileColumns): JobFile | null {
-  if (r.status !== 'ready') return null;
-  return {
-    workspaceId,
-    path: r.path,
-    generation: Number(r.generation),
-    blobSha256: r.blob_sha256,
-    contentType: r.content_type,
-    visibility: r.visibility,
-    sizeBytes: Number(r.size_bytes),
-    updatedAt: r.updated_at.getTime(),
-  };
+/** The row's file when it is `ready`, else null. */
+function readyFile(r: Row): JobFile | null {
+  return r.status === 'ready' ? fileRow(r) : null;
 }
 
 /** The paths of a workspace changed after version `from`, with their rows now (one statement, one snapshot). */
 export async function changesSince(tx: Tx, workspaceId: string, from: number): Promise<ChangesSince> {
-  const { rows } = await tx.query<FileColumns & { version: string; changes_from: string; changed: string | null }>(
+  const { rows } = await tx.query<Row & { version: string; changes_from: string; changed: string | null }>(
     `WITH w AS (SELECT version, changes_from FROM workspaces WHERE id = $1),
           p AS (SELECT DISTINCT path FROM workspace_changes WHERE workspace_id = $1 AND version > $2)
-     SELECT w.version, w.changes_from, p.path AS changed, p.path, ${FILE_COLUMNS}
+     SELECT w.version, w.changes_from, p.path AS changed, ${FILE_COLUMNS}
        FROM w LEFT JOIN (p LEFT JOIN files f ON f.workspace_id = $1 AND f.path = p.path) ON true`,
     [workspaceId, from],
   );
   if (rows.length === 0) return { version: null, paths: null };
   const version = Number(rows[0].version);
   if (Number(rows[0].changes_from) > from) return { version, paths: null };
-  const paths = rows.filter((r) => r.changed !== null).map((r) => ({ path: r.changed!, file: fileOf(workspaceId, r), exists: r.status !== null }));
+  const paths = rows.filter((r) => r.changed !== null).map((r) => ({ path: r.changed!, file: readyFile(r), exists: r.status !== null }));
   return { version, paths };
 }
 
 /** Every file of a workspace with its row when `ready`, and the version they make (one statement, one snapshot). */
 export async function workspaceState(tx: Tx, workspaceId: string): Promise<{ version: number | null; files: Array<{ path: string; file: JobFile | null }> }> {
-  const { rows } = await tx.query<FileColumns & { version: string }>(
-    `SELECT w.version, f.path, ${FILE_COLUMNS}
+  const { rows } = await tx.query<Row & { version: string }>(
+    `SELECT w.version, ${FILE_COLUMNS}
        FROM workspaces w LEFT JOIN files f ON f.workspace_id = w.id WHERE w.id = $1`,
     [workspaceId],
   );
   if (rows.length === 0) return { version: null, files: [] };
   return {
     version: Number(rows[0].version),
-    files: rows.filter((r) => r.path !== null).map((r) => ({ path: r.path, file: fileOf(workspaceId, r) })),
+    files: rows.filter((r) => r.path !== null).map((r) => ({ path: r.path, file: readyFile(r) })),
   };
 }
 

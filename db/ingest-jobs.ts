@@ -58,36 +58,43 @@ export async function claimJobs(db: Database, max: number, leaseSeconds: number)
   }));
 }
 
+/** The columns of a file row that make a JobFile (fileRow), as a query names them on `files f`. */
+export const FILE_ROW_COLUMNS = 'f.workspace_id, f.path, f.generation, f.blob_sha256, f.content_type, f.visibility, f.size_bytes, f.updated_at';
+
+/** A file row as FILE_ROW_COLUMNS selects it. */
+export interface FileRow {
+  workspace_id: string;
+  path: string;
+  generation: string;
+  blob_sha256: string;
+  content_type: string;
+  visibility: string[] | null;
+  size_bytes: string;
+  updated_at: Date;
+}
+
+/** A file row as the ingest and the shard copies use it. */
+export function fileRow(r: FileRow): JobFile {
+  return {
+    workspaceId: r.workspace_id,
+    path: r.path,
+    generation: Number(r.generation),
+    blobSha256: r.blob_sha256,
+    contentType: r.content_type,
+    visibility: r.visibility,
+    sizeBytes: Number(r.size_bytes),
+    updatedAt: r.updated_at.getTime(),
+  };
+}
+
 /** The current rows of the jobs' files (one account's jobs); a job whose file is gone has no entry. */
 export async function jobFiles(tx: Tx, jobs: Job[]): Promise<Map<string, JobFile>> {
-  const { rows } = await tx.query<{
-    workspace_id: string;
-    path: string;
-    generation: string;
-    blob_sha256: string;
-    content_type: string;
-    visibility: string[] | null;
-    size_bytes: string;
-    updated_at: Date;
-  }>(
-    `SELECT f.workspace_id, f.path, f.generation, f.blob_sha256, f.content_type, f.visibility, f.size_bytes, f.updated_at
+  const { rows } = await tx.query<FileRow>(
+    `SELECT ${FILE_ROW_COLUMNS}
        FROM files f JOIN unnest($1::uuid[], $2::text[]) AS j(ws, path) ON f.workspace_id = j.ws AND f.path = j.path`,
     [jobs.map((j) => j.workspaceId), jobs.map((j) => j.path)],
   );
-  const out = new Map<string, JobFile>();
-  for (const r of rows) {
-    out.set(jobKey(r.workspace_id, r.path), {
-      workspaceId: r.workspace_id,
-      path: r.path,
-      generation: Number(r.generation),
-      blobSha256: r.blob_sha256,
-      contentType: r.content_type,
-      visibility: r.visibility,
-      sizeBytes: Number(r.size_bytes),
-      updatedAt: r.updated_at.getTime(),
-    });
-  }
-  return out;
+  return new Map(rows.map((r) => [jobKey(r.workspace_id, r.path), fileRow(r)]));
 }
 
 /** Key of a job's file in the map `jobFiles` returns. */

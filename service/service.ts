@@ -353,7 +353,8 @@ async function startParts(
         readPool.shardDropped(shardDir(workspaceId));
       },
       budgetBytes: config.cluster.cacheBytes,
-      idleMs: 60_000,
+      // Unread for 30 heartbeats (a minute by default).
+      idleMs: 30 * config.cluster.heartbeatMs,
       log: (message, error) => log.error(message, error),
     });
     warm.tick();

@@ -53,8 +53,8 @@ describe('three nodes on one database and one object store', () => {
     }
   }
 
-  async function read(node: ClusterNode, tool: string, query: string): Promise<{ status: number; text: string }> {
-    const r = await cluster.api(node, 'GET', `/v1/workspaces/ws/${tool}?${query}`);
+  async function read(node: ClusterNode, tool: string, query: string, ws = 'ws'): Promise<{ status: number; text: string }> {
+    const r = await cluster.api(node, 'GET', `/v1/workspaces/${ws}/${tool}?${query}`);
     return { status: r.status, text: await r.text() };
   }
 
@@ -305,13 +305,33 @@ describe('three nodes on one database and one object store', () => {
     expect(mine?.copies).toBeGreaterThanOrEqual(1);
   });
 
+  it('a node over its cache budget deletes its cold copies, and reads them again on demand', { timeout: 120_000 }, async () => {
+    const e = await cluster.add({ VFS_SHARD_CACHE_BYTES: '1' });
+    try {
+      // Read every workspace once on e: it makes a copy of each.
+      for (let w = 0; w < 12; w++) expect((await read(e, 'grep', `pattern=needle-${w}-x`, `w${w}`)).text).toBe('/a.txt\n');
+      const copies = async (): Promise<number> => {
+        const nodes = JSON.parse((await cluster.admin(['list-nodes', '--json'])).stdout) as Array<{ id: string; copies: number }>;
+        return nodes.find((x) => x.id === e.id)!.copies;
+      };
+      expect(await copies()).toBeGreaterThanOrEqual(12);
+      // Unread for 30 heartbeats (15 s here), the cold ones go; its warm ones stay.
+      const deadline = Date.now() + 40_000;
+      while ((await copies()) >= 12 && Date.now() < deadline) await sleep(1_000);
+      expect(await copies()).toBeLessThan(12);
+      for (let w = 0; w < 12; w++) expect((await read(e, 'grep', `pattern=needle-${w}-x`, `w${w}`)).text).toBe('/a.txt\n');
+    } finally {
+      await cluster.signal(e, 'SIGTERM');
+    }
+  });
+
   it('the operator command lists the nodes with their state, copies and lag', async () => {
     const { stdout, stderr } = await cluster.admin(['list-nodes', '--json']);
     expect(stderr).toBe('');
     const nodes = JSON.parse(stdout) as Array<{ id: string; state: string; copies: number; cacheBytes: number; behind: unknown[] }>;
-    expect(nodes.map((x) => x.id)).toEqual(['node-a', 'node-b', 'node-c', 'node-d']);
-    expect(nodes.every((x) => x.state === 'active')).toBe(true);
-    expect(nodes.every((x) => x.copies >= 1 && x.cacheBytes > 0)).toBe(true);
+    expect(nodes.map((x) => x.id)).toEqual(['node-a', 'node-b', 'node-c', 'node-d', 'node-e']);
+    expect(nodes.map((x) => x.state)).toEqual(['active', 'active', 'active', 'active', 'stopped']);
+    expect(nodes.slice(0, 4).every((x) => x.copies >= 1 && x.cacheBytes > 0)).toBe(true);
     const text = (await cluster.admin(['list-nodes'])).stdout;
     expect(text).toMatch(/^node-a\tactive\tseen [\d.]+ s ago\thttp:\/\/127\.0\.0\.1:\d+\tcopies=\d+\tcache=\d+ B\tlag: /m);
   });

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { newCredential } from '../../core/credentials.js';
 import { provisionDatabase } from '../../db/provision.js';
+import { exportAudit } from './faults.js';
 import { type ServiceProcess, runAdmin, startServiceProcess } from './process.js';
 import { swiftStorageEnv } from './swift.js';
 
@@ -20,6 +21,8 @@ export interface ClusterNode {
   dataDir: string;
   /** The running process, or null while stopped. */
   process: ServiceProcess | null;
+  /** What this node's environment adds to the cluster's. */
+  env: Record<string, string>;
 }
 
 /** Several service processes sharing a database and a bucket. */
@@ -70,10 +73,10 @@ export class TestCluster {
     return cluster;
   }
 
-  /** Starts one more node and waits until it listens. */
-  async add(): Promise<ClusterNode> {
+  /** Starts one more node (its environment adding `env` to the cluster's) and waits until it listens. */
+  async add(env: Record<string, string> = {}): Promise<ClusterNode> {
     // Named and listed before the first await: nodes added together get distinct ids.
-    const node: ClusterNode = { id: `node-${String.fromCharCode(97 + this.nodes.length)}`, dataDir: '', process: null };
+    const node: ClusterNode = { id: `node-${String.fromCharCode(97 + this.nodes.length)}`, dataDir: '', process: null, env };
     this.nodes.push(node);
     node.dataDir = await mkdtemp(join(tmpdir(), 'vfs-node-'));
     await this.startNode(node);
@@ -82,7 +85,7 @@ export class TestCluster {
 
   /** Starts a stopped node again on its data directory. */
   async startNode(node: ClusterNode): Promise<void> {
-    node.process = await startServiceProcess({ ...this.env, DATA_DIR: node.dataDir, VFS_NODE_ID: node.id }).listening;
+    node.process = await startServiceProcess({ ...this.env, ...node.env, DATA_DIR: node.dataDir, VFS_NODE_ID: node.id }).listening;
   }
 
   /** The base URL of a running node. */
@@ -110,18 +113,9 @@ export class TestCluster {
     return runAdmin({ ...this.env, DATA_DIR: this.nodes[0].dataDir }, args);
   }
 
-  /** Every audit event of a workspace, through `node` (pages through the export). */
-  async audit(node: ClusterNode, ws: string): Promise<Array<{ tool: string; params: Record<string, string> }>> {
-    const out: Array<{ tool: string; params: Record<string, string> }> = [];
-    let cursor: string | null = null;
-    do {
-      const r = await this.api(node, 'GET', `/v1/workspaces/${ws}/audit?limit=1000${cursor === null ? '' : `&cursor=${cursor}`}`);
-      if (r.status !== 200) throw new Error(`audit export: ${r.status} ${await r.text()}`);
-      const page = (await r.json()) as { events: Array<{ tool: string; params: Record<string, string> }>; nextCursor: string | null };
-      out.push(...page.events);
-      cursor = page.nextCursor;
-    } while (cursor !== null);
-    return out;
+  /** Every audit event of a workspace, through `node`. */
+  audit(node: ClusterNode, ws: string): Promise<Array<{ tool: string; params: Record<string, string> }>> {
+    return exportAudit({ api: (method: string, path: string) => this.api(node, method, path) }, ws);
   }
 
   /** A client of the database as the superuser. */

@@ -133,8 +133,11 @@ export async function settled(svc: FaultService, ws: string, timeoutMs = 120_000
   }
 }
 
-/** Every audit event of a workspace (pages through the export). */
-export async function exportAudit(svc: FaultService, ws: string): Promise<Array<{ tool: string; params: Record<string, string> }>> {
+/** Every audit event of a workspace (pages through the export), through `svc` or any caller of the API. */
+export async function exportAudit(
+  svc: FaultService | { api: (method: string, path: string) => Promise<Response> },
+  ws: string,
+): Promise<Array<{ tool: string; params: Record<string, string> }>> {
   const out: Array<{ tool: string; params: Record<string, string> }> = [];
   let cursor: string | null = null;
   do {
