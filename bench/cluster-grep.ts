@@ -10,7 +10,8 @@
  * one bucket; plan limits lifted. The corpus is the first `files` files (by path) of `corpusDir`
  * (default: the Linux tree that bench/corpus.sh unpacks, if present; else, or with `generated`,
  * C-like files written here), uploaded into one workspace through node 1; once every file is
- * ready each node answers one grep (its copy caught up), then each pattern is timed once.
+ * ready each node answers the grep mix once (its copy caught up) and takes it unmeasured for 5 s,
+ * then each pattern alone is timed on node 1 (median of three).
  *
  * 1. Throughput, VFS_CLUSTER_LIMITS=off (so that it measures the read path): autocannon at 16
  *    connections cycling through a fixed mix of selective and broad greps (MIX), all 16 on node 1,
@@ -46,6 +47,8 @@ const duration = Number(secondsArg ?? 10);
 const rounds = Number(roundsArg ?? 3);
 const CONNECTIONS = 16;
 const UPLOADS_IN_FLIGHT = 48;
+/** Unmeasured load before measuring a process (see warm()). */
+const WARM_SECONDS = 5;
 const WORKSPACE = 'bench';
 /** Beside the corpus in both workspaces: the file the freshness check's `cat` reads. */
 const SMALL_PATH = '/_bench/hundred.txt';
@@ -67,6 +70,7 @@ const MIX: Array<Record<string, string>> = [
   { pattern: 'static int', output_mode: 'files_with_matches', head_limit: '50' },
   { pattern: 'static int', output_mode: 'count', head_limit: '50' },
 ];
+const CAT_PATH = `/v1/workspaces/${WORKSPACE}/cat?path=${encodeURIComponent(SMALL_PATH)}`;
 const grepPath = (query: Record<string, string>): string => `/v1/workspaces/${WORKSPACE}/grep?${new URLSearchParams(query)}`;
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -142,11 +146,17 @@ async function cpuMeter(pgDir: string, pids: number[]): Promise<() => Promise<{ 
   return async () => ({ service: await cpuSince(pids, before), postgres: await cpuSince(await postgresPids(pgDir), pgBefore) });
 }
 
-/** One load: autocannon instances at once, `connections[i]` of them to `urls[i]`, each cycling through `requests`. */
-async function load(urls: string[], connections: number[], key: string, requests: autocannon.Request[]) {
+/** One load of `seconds`: autocannon instances at once, `connections[i]` of them to `urls[i]`, each cycling through `requests`. */
+async function load(urls: string[], connections: number[], key: string, requests: autocannon.Request[], seconds = duration) {
   const results = await Promise.all(
     urls.map((url, i) =>
-      autocannon({ url, headers: { authorization: `Bearer ${key}` }, connections: connections[i], duration, requests: requests.map((r) => ({ ...r })) }),
+      autocannon({
+        url,
+        headers: { authorization: `Bearer ${key}` },
+        connections: connections[i],
+        duration: seconds,
+        requests: requests.map((r) => ({ ...r })),
+      }),
     ),
   );
   const total = results.reduce((sum, r) => sum + r.requests.total, 0);
@@ -204,9 +214,7 @@ async function grepRound(backends: Backends, cluster: Deployment, order: number[
 /** `cat` of the 100-line file on one service; CPU of its process and of PostgreSQL. */
 async function measureCat(backends: Backends, label: 'on' | 'off', deployment: Deployment, node: BenchNode) {
   const meter = await cpuMeter(backends.pgDir, [node.process!.child.pid!]);
-  const result = await load([deployment.url(node)], [CONNECTIONS], deployment.key, [
-    { method: 'GET', path: `/v1/workspaces/${WORKSPACE}/cat?path=${encodeURIComponent(SMALL_PATH)}` },
-  ]);
+  const result = await load([deployment.url(node)], [CONNECTIONS], deployment.key, [{ method: 'GET', path: CAT_PATH }]);
   const cpu = await meter();
   const perRequestUs = (seconds: number): number => Math.round((seconds / result.total) * 1e6);
   return { cluster: label, ...result, serviceCpuUsPerReq: perRequestUs(cpu.service), postgresCpuUsPerReq: perRequestUs(cpu.postgres) };
@@ -214,11 +222,22 @@ async function measureCat(backends: Backends, label: 'on' | 'off', deployment: D
 
 type CatRun = Awaited<ReturnType<typeof measureCat>>;
 
-/** Each node of the cluster answers the whole mix once (its copy caught up, its threads warm). */
+/**
+ * Each node of the cluster answers the whole mix once (its copy caught up), then takes the mix
+ * unmeasured for a few seconds: a process just started runs its code unoptimized at first.
+ */
 async function warm(cluster: Deployment): Promise<void> {
   for (const node of cluster.nodes) {
     for (const query of MIX) await readUntilOk(cluster.url(node), cluster.key, grepPath(query));
   }
+  const requests = MIX.map((query) => ({ method: 'GET' as const, path: grepPath(query) }));
+  await load(
+    cluster.nodes.map((n) => cluster.url(n)),
+    spread(CONNECTIONS, cluster.nodes.length),
+    cluster.key,
+    requests,
+    WARM_SECONDS,
+  );
 }
 
 try {
@@ -269,13 +288,12 @@ try {
   await single.liftLimits();
   const singleIngest = await loadWorkspace(single.url(alone), single.key, files, smallFile);
   log(`ingest into the single service: ${singleIngest.seconds} s, ${singleIngest.errors} files in error`);
-  const catPath = `/v1/workspaces/${WORKSPACE}/cat?path=${encodeURIComponent(SMALL_PATH)}`;
   for (const [deployment, node] of [
     [cluster, node1],
     [single, alone],
   ] as const) {
-    await readUntilOk(deployment.url(node), deployment.key, catPath);
-    await readUntilOk(deployment.url(node), deployment.key, grepPath(MIX[0]));
+    await readUntilOk(deployment.url(node), deployment.key, CAT_PATH);
+    await load([deployment.url(node)], [CONNECTIONS], deployment.key, [{ method: 'GET', path: CAT_PATH }], WARM_SECONDS);
   }
   const catRounds: Array<{ on: CatRun; off: CatRun; onOverOff: number }> = [];
   for (let round = 0; round < rounds; round++) {
