@@ -152,6 +152,22 @@ export class Deployment {
     }
   }
 
+  /**
+   * Transactions committed and rolled back in the deployment's database so far (pg_stat_database).
+   * A backend reports its counts within about a second of going idle: read this a second or two
+   * after the load stops.
+   */
+  async transactions(): Promise<number> {
+    const client = new pg.Client({ connectionString: this.superuserUrl });
+    await client.connect();
+    try {
+      const r = await client.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()');
+      return Number(r.rows[0].n);
+    } finally {
+      await client.end();
+    }
+  }
+
   /** Stops every node and removes their data directories. */
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => this.stopNode(n)));

@@ -17,13 +17,15 @@
  *    connections cycling through a fixed mix of selective and broad greps (MIX), all 16 on node 1,
  *    8+8 on nodes 1-2, or 6+5+5 on nodes 1-3, one autocannon per node at once. Each round runs
  *    the three spreads, in alternating order; reported: requests/s (median and per round), the
- *    CPU per request of the three node processes (idle ones included) and of PostgreSQL, and the
- *    ratios 2 nodes / 1 and 3 nodes / 1 per round and their median. On a machine of 2 cores more
+ *    CPU per request of the three node processes (idle ones included) and of PostgreSQL, the
+ *    database's transactions per request, and the ratios 2 nodes / 1 and 3 nodes / 1 per round
+ *    and their median. On a machine of 2 cores more
  *    nodes add no cores: the ratios show what the cluster machinery costs, not how it scales.
  * 2. The freshness check (api/freshness.ts, one committed-version query per round trip): nodes 2
  *    and 3 stopped, node 1 alone against one service with VFS_CLUSTER=off on a database and bucket
  *    of its own holding the same corpus; `cat` of a 100-line file at 16 connections, alternating
- *    rounds; requests/s and CPU per read of the service and of PostgreSQL, on / off.
+ *    rounds; requests/s, CPU per read of the service and of PostgreSQL, and the transactions per
+ *    read in the service's database, on / off.
  * 3. One round of (1) with VFS_CLUSTER_LIMITS=on (the default with VFS_CLUSTER=on), every node
  *    restarted with it.
  *
@@ -32,7 +34,7 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import autocannon from 'autocannon';
 import { buildService } from '../service/script-args.js';
@@ -139,11 +141,29 @@ async function loadWorkspace(url: string, key: string, files: Array<[string, str
   return { seconds: +((performance.now() - t0) / 1000).toFixed(1), errors };
 }
 
-/** CPU seconds of node processes and of PostgreSQL over one measurement. */
-async function cpuMeter(pgDir: string, pids: number[]): Promise<() => Promise<{ service: number; postgres: number }>> {
+/** How long PostgreSQL's backends may take to report their transaction counts once idle (with a margin). */
+const STATS_LAG_MS = 1500;
+
+/**
+ * Runs `measure` and counts what it cost: CPU seconds of the node processes `pids` and of
+ * PostgreSQL (over the load alone), and transactions in the deployment's database (read once its
+ * backends reported them).
+ */
+async function metered<T>(
+  pgDir: string,
+  deployment: Deployment,
+  pids: number[],
+  measure: () => Promise<T>,
+): Promise<{ result: T; service: number; postgres: number; transactions: number }> {
+  await sleep(STATS_LAG_MS);
+  const txBefore = await deployment.transactions();
   const before = await cpuOf(pids);
   const pgBefore = await cpuOf(await postgresPids(pgDir));
-  return async () => ({ service: await cpuSince(pids, before), postgres: await cpuSince(await postgresPids(pgDir), pgBefore) });
+  const result = await measure();
+  const service = await cpuSince(pids, before);
+  const postgres = await cpuSince(await postgresPids(pgDir), pgBefore);
+  await sleep(STATS_LAG_MS);
+  return { result, service, postgres, transactions: (await deployment.transactions()) - txBefore };
 }
 
 /** One load of `seconds`: autocannon instances at once, `connections[i]` of them to `urls[i]`, each cycling through `requests`. */
@@ -176,20 +196,27 @@ function spread(total: number, parts: number): number[] {
 
 /** The grep mix on the first `count` nodes of the cluster, CPU counted over all three and PostgreSQL. */
 async function measureGrep(backends: Backends, cluster: Deployment, count: number) {
-  const meter = await cpuMeter(
-    backends.pgDir,
-    cluster.nodes.flatMap((n) => (n.process === null ? [] : [n.process.child.pid!])),
-  );
   const nodes = cluster.nodes.slice(0, count);
-  const result = await load(
-    nodes.map((n) => cluster.url(n)),
-    spread(CONNECTIONS, count),
-    cluster.key,
-    MIX.map((query) => ({ method: 'GET', path: grepPath(query) })),
+  const { result, service, postgres, transactions } = await metered(
+    backends.pgDir,
+    cluster,
+    cluster.nodes.flatMap((n) => (n.process === null ? [] : [n.process.child.pid!])),
+    () =>
+      load(
+        nodes.map((n) => cluster.url(n)),
+        spread(CONNECTIONS, count),
+        cluster.key,
+        MIX.map((query) => ({ method: 'GET', path: grepPath(query) })),
+      ),
   );
-  const cpu = await meter();
   const perRequestMs = (seconds: number): number => +((seconds / result.total) * 1000).toFixed(3);
-  return { nodes: count, ...result, nodesCpuMsPerReq: perRequestMs(cpu.service), postgresCpuMsPerReq: perRequestMs(cpu.postgres) };
+  return {
+    nodes: count,
+    ...result,
+    nodesCpuMsPerReq: perRequestMs(service),
+    postgresCpuMsPerReq: perRequestMs(postgres),
+    pgTransactionsPerReq: +(transactions / result.total).toFixed(3),
+  };
 }
 
 type GrepRun = Awaited<ReturnType<typeof measureGrep>>;
@@ -213,11 +240,17 @@ async function grepRound(backends: Backends, cluster: Deployment, order: number[
 
 /** `cat` of the 100-line file on one service; CPU of its process and of PostgreSQL. */
 async function measureCat(backends: Backends, label: 'on' | 'off', deployment: Deployment, node: BenchNode) {
-  const meter = await cpuMeter(backends.pgDir, [node.process!.child.pid!]);
-  const result = await load([deployment.url(node)], [CONNECTIONS], deployment.key, [{ method: 'GET', path: CAT_PATH }]);
-  const cpu = await meter();
+  const { result, service, postgres, transactions } = await metered(backends.pgDir, deployment, [node.process!.child.pid!], () =>
+    load([deployment.url(node)], [CONNECTIONS], deployment.key, [{ method: 'GET', path: CAT_PATH }]),
+  );
   const perRequestUs = (seconds: number): number => Math.round((seconds / result.total) * 1e6);
-  return { cluster: label, ...result, serviceCpuUsPerReq: perRequestUs(cpu.service), postgresCpuUsPerReq: perRequestUs(cpu.postgres) };
+  return {
+    cluster: label,
+    ...result,
+    serviceCpuUsPerReq: perRequestUs(service),
+    postgresCpuUsPerReq: perRequestUs(postgres),
+    pgTransactionsPerReq: +(transactions / result.total).toFixed(3),
+  };
 }
 
 type CatRun = Awaited<ReturnType<typeof measureCat>>;
@@ -240,6 +273,7 @@ async function warm(cluster: Deployment): Promise<void> {
   );
 }
 
+const loadAtStart = loadavg().map((x) => +x.toFixed(1));
 try {
   buildService();
   const scratch = await mkdtemp(join(tmpdir(), 'vfs-bench-corpus-'));
@@ -339,6 +373,9 @@ try {
       medianOnOverOff: median(catRounds.map((r) => r.onOverOff)),
       // CPU µs per read the cluster's check adds (service and PostgreSQL together).
       medianAddedCpuUsPerRead: median(catRounds.map((r) => cpu(r.on) - cpu(r.off))),
+      // PostgreSQL transactions per read: the audit log's batches, plus with the check its queries.
+      medianOnTransactionsPerRead: median(catRounds.map((r) => r.on.pgTransactionsPerReq)),
+      medianOffTransactionsPerRead: median(catRounds.map((r) => r.off.pgTransactionsPerReq)),
     },
   };
   process.stdout.write(
@@ -349,6 +386,8 @@ try {
         duration,
         rounds,
         connections: CONNECTIONS,
+        // The machine is shared: its load average (1, 5, 15 minutes) at the start and the end.
+        loadAverage: { start: loadAtStart, end: loadavg().map((x) => +x.toFixed(1)) },
         ingest,
         singleIngest,
         patternMs,
