@@ -13,6 +13,8 @@
  * ready each node answers the grep mix once (its copy caught up) and takes it unmeasured for 5 s,
  * then each pattern alone is timed on node 1 (median of three).
  *
+ * 0. What the three nodes cost idle for `seconds`: CPU of the nodes and of PostgreSQL, and the
+ *    database's transactions, per second.
  * 1. Throughput, VFS_CLUSTER_LIMITS=off (so that it measures the read path): autocannon at 16
  *    connections cycling through a fixed mix of selective and broad greps (MIX), all 16 on node 1,
  *    8+8 on nodes 1-2, or 6+5+5 on nodes 1-3, one autocannon per node at once. Each round runs
@@ -194,20 +196,19 @@ function spread(total: number, parts: number): number[] {
   return Array.from({ length: parts }, (_, i) => Math.floor(total / parts) + (i < total % parts ? 1 : 0));
 }
 
+/** The processes of the running nodes. */
+const pids = (deployment: Deployment): number[] => deployment.nodes.flatMap((n) => (n.process === null ? [] : [n.process.child.pid!]));
+
 /** The grep mix on the first `count` nodes of the cluster, CPU counted over all three and PostgreSQL. */
 async function measureGrep(backends: Backends, cluster: Deployment, count: number) {
   const nodes = cluster.nodes.slice(0, count);
-  const { result, service, postgres, transactions } = await metered(
-    backends.pgDir,
-    cluster,
-    cluster.nodes.flatMap((n) => (n.process === null ? [] : [n.process.child.pid!])),
-    () =>
-      load(
-        nodes.map((n) => cluster.url(n)),
-        spread(CONNECTIONS, count),
-        cluster.key,
-        MIX.map((query) => ({ method: 'GET', path: grepPath(query) })),
-      ),
+  const { result, service, postgres, transactions } = await metered(backends.pgDir, cluster, pids(cluster), () =>
+    load(
+      nodes.map((n) => cluster.url(n)),
+      spread(CONNECTIONS, count),
+      cluster.key,
+      MIX.map((query) => ({ method: 'GET', path: grepPath(query) })),
+    ),
   );
   const perRequestMs = (seconds: number): number => +((seconds / result.total) * 1000).toFixed(3);
   return {
@@ -307,6 +308,15 @@ try {
   }
   log(`each pattern alone: ${JSON.stringify(patternMs.map((p) => p.ms))} ms`);
 
+  // What three idle nodes cost (heartbeats, the change log's polling), to read the CPU per request against.
+  const quiet = await metered(backends.pgDir, cluster, pids(cluster), () => sleep(duration * 1000));
+  const idle = {
+    nodesCpuMsPerSecond: +((quiet.service / duration) * 1000).toFixed(1),
+    postgresCpuMsPerSecond: +((quiet.postgres / duration) * 1000).toFixed(1),
+    transactionsPerSecond: +(quiet.transactions / duration).toFixed(1),
+  };
+  log(`three idle nodes: ${JSON.stringify(idle)}`);
+
   // 1. Throughput over 1, 2 and 3 nodes, limits across nodes off.
   const grepRounds: Array<Awaited<ReturnType<typeof grepRound>>> = [];
   for (let round = 0; round < rounds; round++) {
@@ -391,6 +401,7 @@ try {
         ingest,
         singleIngest,
         patternMs,
+        idle,
         summary,
         grepRounds,
         limitsOnRound,
