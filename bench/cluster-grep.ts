@@ -21,8 +21,8 @@
  *    the three spreads, in alternating order; reported: requests/s (median and per round), the
  *    CPU per request of the three node processes (idle ones included) and of PostgreSQL, the
  *    database's transactions per request, and the ratios 2 nodes / 1 and 3 nodes / 1 per round
- *    and their median. On a machine of 2 cores more
- *    nodes add no cores: the ratios show what the cluster machinery costs, not how it scales.
+ *    and their median. On a machine of 2 cores more nodes add no cores: the ratios show what
+ *    the cluster machinery costs, not how it scales.
  * 2. The freshness check (api/freshness.ts, one committed-version query per round trip): nodes 2
  *    and 3 stopped, node 1 alone against one service with VFS_CLUSTER=off on a database and bucket
  *    of its own holding the same corpus; `cat` of a 100-line file at 16 connections, alternating
