@@ -80,7 +80,12 @@ export async function workspaceState(tx: Tx, workspaceId: string): Promise<{ ver
 
 /** The committed versions of the workspaces named (across accounts); a workspace gone has none. */
 export async function workspaceVersions(db: Database, ids: readonly string[]): Promise<Map<string, number>> {
-  const { rows } = await db.appStatement<{ id: string; version: string }>('SELECT id, version FROM workspace_versions($1::uuid[])', [ids]);
+  // Named, so that each connection parses and plans it once: it runs before every read of a node.
+  const { rows } = await db.app.query<{ id: string; version: string }>({
+    name: 'vfs-workspace-versions',
+    text: 'SELECT id, version FROM workspace_versions($1::uuid[])',
+    values: [ids],
+  });
   return new Map(rows.map((r) => [r.id, Number(r.version)]));
 }
 
