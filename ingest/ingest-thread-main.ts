@@ -74,10 +74,12 @@ async function followChanges(sync: ShardSync): Promise<void> {
     await shards.drop(workspaceId);
     port.postMessage({ type: 'dropped', workspaceId } satisfies IngestThreadReply);
   };
+  // The copies on disk at start, compared one after another (a read of one compares it first).
   const held = async (): Promise<void> => {
     for (const ws of await workspaceShards(db, false)) {
       accounts.set(ws.id, ws.accountId);
-      if (sync.version(ws.id) === undefined && (await shards.exists(ws.id))) catchUp(ws.id);
+      if (sync.version(ws.id) !== undefined || !(await shards.exists(ws.id))) continue;
+      await sync.catchUp(ws.id, ws.accountId).catch((error: unknown) => log(`comparing the copy of workspace ${ws.id} failed`, error));
     }
   };
   const poll = async (): Promise<void> => {
@@ -108,7 +110,7 @@ async function followChanges(sync: ShardSync): Promise<void> {
     () => void poll(),
   );
   setInterval(() => void poll(), POLL_MS).unref();
-  await held().catch((error: unknown) => log('the start-up comparison of shard copies failed', error));
+  void held().catch((error: unknown) => log('the start-up comparison of shard copies failed', error));
 }
 
 port.on('message', (request: IngestThreadRequest) => {
