@@ -361,7 +361,7 @@ async function startParts(
     const warming = setInterval(() => warm.tick(), config.cluster.heartbeatMs).unref();
     made.push(async () => {
       clearInterval(warming);
-      await warm.settle();
+      warm.stop();
     });
     log.info(`node ${id} of a cluster: shards are copies kept up to date from the change log`);
   }

@@ -66,6 +66,7 @@ export class WarmSet {
   private readonly ranked = new Map<string, boolean>();
   private workspaces: ShardWorkspace[] = [];
   private passes = 0;
+  private stopped = false;
 
   constructor(private readonly deps: WarmSetDeps) {}
 
@@ -74,19 +75,21 @@ export class WarmSet {
     return this.warm.size;
   }
 
-  /** Runs one pass unless one is running (called at every heartbeat). */
+  /** Runs one pass unless one is running or the set is stopped (called at every heartbeat). */
   tick(): void {
-    if (this.running !== null) return;
+    if (this.running !== null || this.stopped) return;
     this.running = this.pass()
-      .catch((error: unknown) => this.deps.log('keeping the warm shard copies failed', error))
+      .catch((error: unknown) => {
+        if (!this.stopped) this.deps.log('keeping the warm shard copies failed', error);
+      })
       .finally(() => {
         this.running = null;
       });
   }
 
-  /** Waits for the pass in progress. */
-  async settle(): Promise<void> {
-    await this.running;
+  /** Starts no more fills (at stop; the one under way ends with the ingest thread). */
+  stop(): void {
+    this.stopped = true;
   }
 
   private async pass(): Promise<void> {
@@ -112,6 +115,7 @@ export class WarmSet {
     }
     const held = this.deps.held();
     for (const ws of this.workspaces) {
+      if (this.stopped) return;
       if (this.warm.has(ws.id) && held[ws.id] === undefined) await this.deps.fill(ws.id, ws.accountId);
     }
     if (this.deps.budgetBytes > 0) await this.trim(Object.keys(this.deps.held()), this.warm);
