@@ -10,6 +10,7 @@
  */
 import { existsSync } from 'node:fs';
 import { VfsError } from '../core/errors.js';
+import { Coalescer } from './coalescer.js';
 
 /** What the gate asks of the rest of the service. */
 export interface FreshnessDeps {
@@ -27,22 +28,21 @@ export interface FreshnessDeps {
   waitMs: number;
 }
 
-interface Waiter {
-  workspaceId: string;
-  resolve: (version: number | undefined) => void;
-  reject: (error: unknown) => void;
-}
-
 /** The gate the read tools pass on a node of a cluster. */
 export class Freshness {
   /** Workspace → the version this node's copy holds (told by the ingest thread). */
   private readonly applied = new Map<string, number>();
   /** Workspace → when it was last read on this node (ms since the epoch). */
   private readonly reads = new Map<string, number>();
-  private queue: Waiter[] = [];
-  private asking = false;
+  /** The committed versions asked in one statement for every read waiting (absent: deleted). */
+  private readonly committed: Coalescer<string, number | undefined>;
 
-  constructor(private readonly deps: FreshnessDeps) {}
+  constructor(private readonly deps: FreshnessDeps) {
+    this.committed = new Coalescer(async (ids) => {
+      const versions = await deps.versions([...new Set(ids)]);
+      return ids.map((id) => versions.get(id));
+    });
+  }
 
   /** This node's copy of a workspace reached `version`. */
   reached(workspaceId: string, version: number): void {
@@ -67,7 +67,7 @@ export class Freshness {
   /** Resolves once this node's copy of the workspace holds what was committed when it was called. */
   async ensure(workspaceId: string, accountId: string, name: string): Promise<void> {
     this.reads.set(workspaceId, Date.now());
-    const committed = await this.committed(workspaceId).catch(() => {
+    const committed = await this.committed.submit(workspaceId).catch(() => {
       throw new VfsError('UNAVAILABLE', { what: 'the database' }, { 'retry-after': '1' });
     });
     // Deleted meanwhile (through another node, whose notice may not have come yet).
@@ -93,28 +93,5 @@ export class Freshness {
     } finally {
       clearTimeout(timer);
     }
-  }
-
-  /** The workspace's committed version, from a query started after this call. */
-  private committed(workspaceId: string): Promise<number | undefined> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ workspaceId, resolve, reject });
-      if (!this.asking) void this.ask();
-    });
-  }
-
-  private async ask(): Promise<void> {
-    this.asking = true;
-    while (this.queue.length > 0) {
-      const batch = this.queue;
-      this.queue = [];
-      try {
-        const versions = await this.deps.versions([...new Set(batch.map((w) => w.workspaceId))]);
-        for (const w of batch) w.resolve(versions.get(w.workspaceId));
-      } catch (error) {
-        for (const w of batch) w.reject(error);
-      }
-    }
-    this.asking = false;
   }
 }

@@ -101,11 +101,7 @@ export class Shards {
    * forgetting the workspace (its shard directory went missing, and is restored in its place).
    */
   release(workspaceId: string): Promise<void> {
-    return this.inTurn(workspaceId, async () => {
-      const writer = this.writers.get(workspaceId);
-      this.writers.delete(workspaceId);
-      await writer?.close();
-    });
+    return this.inTurn(workspaceId, () => this.closeWriter(workspaceId));
   }
 
   /**
@@ -113,12 +109,7 @@ export class Shards {
    * dropped to keep a node's cache under its budget, filled again on its next read).
    */
   evict(workspaceId: string): Promise<void> {
-    return this.inTurn(workspaceId, async () => {
-      const writer = this.writers.get(workspaceId);
-      this.writers.delete(workspaceId);
-      await writer?.close();
-      await rm(this.dir(workspaceId), { recursive: true, force: true });
-    });
+    return this.inTurn(workspaceId, () => this.deleteShard(workspaceId));
   }
 
   /** Removes one path from a workspace's shard. */
@@ -134,7 +125,7 @@ export class Shards {
    * shard cannot be opened or read.
    */
   async contents(workspaceId: string): Promise<Map<string, string> | null> {
-    if ((await stat(join(this.dir(workspaceId), 'data.mdb')).catch(() => null)) === null) return null;
+    if (!(await this.exists(workspaceId))) return null;
     const reader = openShardReader(this.dir(workspaceId));
     try {
       const snapshot = reader.snapshot();
@@ -168,16 +159,20 @@ export class Shards {
   /** Closes and deletes a workspace's shard, once the operations queued before have ended. */
   drop(workspaceId: string): Promise<void> {
     this.dropped.add(workspaceId);
-    return this.inTurn(
-      workspaceId,
-      async () => {
-        const writer = this.writers.get(workspaceId);
-        this.writers.delete(workspaceId);
-        await writer?.close();
-        await rm(this.dir(workspaceId), { recursive: true, force: true });
-      },
-      true,
-    );
+    return this.inTurn(workspaceId, () => this.deleteShard(workspaceId), true);
+  }
+
+  /** Closes the workspace's writer, if open. */
+  private async closeWriter(workspaceId: string): Promise<void> {
+    const writer = this.writers.get(workspaceId);
+    this.writers.delete(workspaceId);
+    await writer?.close();
+  }
+
+  /** Closes the workspace's writer and deletes its shard directory. */
+  private async deleteShard(workspaceId: string): Promise<void> {
+    await this.closeWriter(workspaceId);
+    await rm(this.dir(workspaceId), { recursive: true, force: true });
   }
 
   /** Closes every writer. */
