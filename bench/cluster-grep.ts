@@ -40,7 +40,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import autocannon from 'autocannon';
 import { buildService } from '../service/script-args.js';
-import { Backends, type BenchNode, Deployment } from './bench-cluster.js';
+import type { ClusterNode, ServiceCluster } from '../test/helpers/cluster.js';
+import { Backends, deploy } from './bench-cluster.js';
 import { cpuOf, cpuSince, postgresPids } from './cpu.js';
 import { call, uploadAll, waitReady, walk } from './lib.js';
 
@@ -153,7 +154,7 @@ const STATS_LAG_MS = 1500;
  */
 async function metered<T>(
   pgDir: string,
-  deployment: Deployment,
+  deployment: ServiceCluster,
   pids: number[],
   measure: () => Promise<T>,
 ): Promise<{ result: T; service: number; postgres: number; transactions: number }> {
@@ -197,10 +198,10 @@ function spread(total: number, parts: number): number[] {
 }
 
 /** The processes of the running nodes. */
-const pids = (deployment: Deployment): number[] => deployment.nodes.flatMap((n) => (n.process === null ? [] : [n.process.child.pid!]));
+const pids = (deployment: ServiceCluster): number[] => deployment.nodes.flatMap((n) => (n.process === null ? [] : [n.process.child.pid!]));
 
 /** The grep mix on the first `count` nodes of the cluster, CPU counted over all three and PostgreSQL. */
-async function measureGrep(backends: Backends, cluster: Deployment, count: number) {
+async function measureGrep(backends: Backends, cluster: ServiceCluster, count: number) {
   const nodes = cluster.nodes.slice(0, count);
   const { result, service, postgres, transactions } = await metered(backends.pgDir, cluster, pids(cluster), () =>
     load(
@@ -223,7 +224,7 @@ async function measureGrep(backends: Backends, cluster: Deployment, count: numbe
 type GrepRun = Awaited<ReturnType<typeof measureGrep>>;
 
 /** One round: 1, 2 and 3 nodes in the order given; the ratios to one node. */
-async function grepRound(backends: Backends, cluster: Deployment, order: number[]) {
+async function grepRound(backends: Backends, cluster: ServiceCluster, order: number[]) {
   const runs = new Map<number, GrepRun>();
   for (const count of order) {
     const run = await measureGrep(backends, cluster, count);
@@ -240,7 +241,7 @@ async function grepRound(backends: Backends, cluster: Deployment, order: number[
 }
 
 /** `cat` of the 100-line file on one service; CPU of its process and of PostgreSQL. */
-async function measureCat(backends: Backends, label: 'on' | 'off', deployment: Deployment, node: BenchNode) {
+async function measureCat(backends: Backends, label: 'on' | 'off', deployment: ServiceCluster, node: ClusterNode) {
   const { result, service, postgres, transactions } = await metered(backends.pgDir, deployment, [node.process!.child.pid!], () =>
     load([deployment.url(node)], [CONNECTIONS], deployment.key, [{ method: 'GET', path: CAT_PATH }]),
   );
@@ -260,7 +261,7 @@ type CatRun = Awaited<ReturnType<typeof measureCat>>;
  * Each node of the cluster answers the whole mix once (its copy caught up), then takes the mix
  * unmeasured for a few seconds: a process just started runs its code unoptimized at first.
  */
-async function warm(cluster: Deployment): Promise<void> {
+async function warm(cluster: ServiceCluster): Promise<void> {
   for (const node of cluster.nodes) {
     for (const query of MIX) await readUntilOk(cluster.url(node), cluster.key, grepPath(query));
   }
@@ -289,7 +290,7 @@ try {
   const backends = await Backends.start();
   closers.push(() => backends.stop());
   const limitsOff = { VFS_CLUSTER_LIMITS: 'off' };
-  const cluster = await Deployment.create(backends, 'cluster', { VFS_CLUSTER: 'on' });
+  const cluster = await deploy(backends, 'cluster', { VFS_CLUSTER: 'on' });
   closers.push(() => cluster.stop());
   // The first node alone makes the schema; then the other two together.
   await cluster.add(limitsOff);
@@ -325,8 +326,8 @@ try {
   }
 
   // 2. The freshness check: node 1 alone against one service not in a cluster.
-  await Promise.all([cluster.stopNode(node2), cluster.stopNode(node3)]);
-  const single = await Deployment.create(backends, 'single', { VFS_CLUSTER: 'off' });
+  await Promise.all([cluster.signal(node2, 'SIGTERM'), cluster.signal(node3, 'SIGTERM')]);
+  const single = await deploy(backends, 'single', { VFS_CLUSTER: 'off' });
   closers.push(() => single.stop());
   const alone = await single.add();
   await single.liftLimits();
@@ -360,9 +361,9 @@ try {
   await single.stop();
 
   // 3. One round with the limits shared by the nodes on, every node restarted with it.
-  await cluster.stopNode(node1);
+  await cluster.signal(node1, 'SIGTERM');
   const limitsOn = { VFS_CLUSTER_LIMITS: 'on' };
-  await Promise.all(cluster.nodes.map((n) => cluster.start(n, limitsOn)));
+  await Promise.all(cluster.nodes.map((n) => cluster.startNode(n, limitsOn)));
   await warm(cluster);
   log('grep round with VFS_CLUSTER_LIMITS=on');
   const limitsOnRound = await grepRound(backends, cluster, [1, 2, 3]);

@@ -7,19 +7,41 @@
  * texts, extracting nothing; a node stopped with SIGTERM under load answers
  * no 5xx.
  */
+import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { WARM_COPIES, warmNodes } from '../service/warm-set.js';
-import { type ClusterNode, TestCluster } from './helpers/cluster.js';
+import { type ClusterNode, ServiceCluster } from './helpers/cluster.js';
 
 const S3 = process.env.VFS_TEST_STORAGE === 's3';
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-let cluster: TestCluster;
+let cluster: ServiceCluster;
 let a: ClusterNode;
 let b: ClusterNode;
 let c: ClusterNode;
+
+/** `count` nodes on the run's PostgreSQL and Swift (the first started alone, then the others together). */
+async function startCluster(count: number): Promise<ServiceCluster> {
+  const started = await ServiceCluster.create(inject('pgSuperuser'), inject('swift'), `vfs_cluster_${randomBytes(5).toString('hex')}`, {
+    VFS_CLUSTER: 'on',
+    VFS_AUTH_FAILURES: '1000000',
+    VFS_NODE_HEARTBEAT_SECONDS: '0.5',
+    VFS_DRAIN_SECONDS: '1',
+    // Jobs a killed node had claimed go to another soon.
+    VFS_INGEST_LEASE_SECONDS: '3',
+  });
+  await started.add();
+  await Promise.all(Array.from({ length: count - 1 }, () => started.add()));
+  const client = await started.superuser();
+  try {
+    await client.query('UPDATE plans SET read_rate_per_credential = 1000000, read_rate_per_account = 1000000');
+  } finally {
+    await client.end();
+  }
+  return started;
+}
 
 /** The body of file `i`: a line only it has, and a line all share. */
 const body = (i: number): string => `file ${i}\nneedle-${i}-x unique to this file\nshared line\n`;
@@ -27,7 +49,7 @@ const body = (i: number): string => `file ${i}\nneedle-${i}-x unique to this fil
 describe('three nodes on one database and one object store', () => {
   beforeAll(async () => {
     if (!S3) throw new Error("run with VFS_TEST_STORAGE=s3 (npm run test:cluster): the nodes share a bucket on the run's Swift cluster");
-    cluster = await TestCluster.start(3);
+    cluster = await startCluster(3);
     [a, b, c] = cluster.nodes;
     const r = await cluster.api(a, 'POST', '/v1/workspaces', JSON.stringify({ name: 'ws' }));
     expect(r.status).toBe(201);

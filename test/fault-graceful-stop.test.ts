@@ -11,7 +11,8 @@ import { Agent, type IncomingMessage, request } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FaultService, exportAudit, liftReadLimits, settled } from './helpers/faults.js';
+import { exportAudit } from './helpers/audit-export.js';
+import { FaultService, liftReadLimits, settled } from './helpers/faults.js';
 
 let svc: FaultService | null = null;
 afterAll(async () => svc?.dispose());

@@ -9,7 +9,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
-import { FaultService, exportAudit, listFiles, seedReadWorkspace, settled } from './helpers/faults.js';
+import { exportAudit } from './helpers/audit-export.js';
+import { FaultService, listFiles, seedReadWorkspace, settled } from './helpers/faults.js';
 import { makePdf } from './helpers/make-pdf.js';
 
 /** Longest any request may take during the outage. */

@@ -1,19 +1,19 @@
 /**
- * A cluster for a test: service processes (as `npm start` runs them) on one
- * database of the run's PostgreSQL and one bucket of the run's Swift cluster,
- * each with its own data directory and node id.
+ * Service processes (as `npm start` runs them) on one database and one bucket,
+ * each with its own data directory and node id: a test's cluster on the run's
+ * PostgreSQL and Swift, or a benchmark's deployment on servers of its own.
+ * Free of vitest, so the benchmarks can load it.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { inject } from 'vitest';
 import { newCredential } from '../../core/credentials.js';
+import { INVALIDATE_CHANNEL } from '../../db/accounts.js';
 import { provisionDatabase } from '../../db/provision.js';
-import { exportAudit } from './faults.js';
+import { exportAudit } from './audit-export.js';
 import { type ServiceProcess, runAdmin, startServiceProcess } from './process.js';
-import { swiftStorageEnv } from './swift.js';
+import { type SwiftAddress, swiftStorageEnv } from './swift.js';
 
 /** One node of a test cluster. */
 export interface ClusterNode {
@@ -25,8 +25,8 @@ export interface ClusterNode {
   env: Record<string, string>;
 }
 
-/** Several service processes sharing a database and a bucket. */
-export class TestCluster {
+/** Several service processes sharing a database and a bucket: a test's cluster or a benchmark's deployment. */
+export class ServiceCluster {
   /** The management key of the default account (VFS_BOOTSTRAP_KEY). */
   readonly key = newCredential('management_key');
   readonly nodes: ClusterNode[] = [];
@@ -36,40 +36,33 @@ export class TestCluster {
     private readonly superuserUrl: string,
   ) {}
 
-  /** Provisions the database and bucket and starts `count` nodes (the first alone, then the rest together). */
-  static async start(count: number, env: Record<string, string> = {}): Promise<TestCluster> {
-    const superuser = inject('pgSuperuser');
-    const id = randomBytes(5).toString('hex');
-    const names = { database: `c_${id}`, ownerRole: `c_${id}_owner`, appRole: `c_${id}_app` };
+  /**
+   * Provisions database `<name>` on the PostgreSQL server at `superuser` and bucket `<name>` (its
+   * `_` as `-`) on the S3 server at `swift`; starts no node. Every node's environment is `env`
+   * over unlimited management requests, error-level logs and that database and bucket.
+   */
+  static async create(
+    superuser: { host: string; port: number; user: string },
+    swift: SwiftAddress,
+    name: string,
+    env: Record<string, string>,
+  ): Promise<ServiceCluster> {
+    const names = { database: name, ownerRole: `${name}_owner`, appRole: `${name}_app` };
     await provisionDatabase(superuser, names);
-    // The run's cluster listens on a Unix socket: its directory goes in the query.
-    const url = (user: string): string => `postgres://${user}@localhost/${names.database}?host=${encodeURIComponent(superuser.host)}&port=${superuser.port}`;
-    const cluster = new TestCluster(
+    // The embedded cluster listens on a Unix socket: its directory goes in the query.
+    const url = (user: string): string => `postgres://${user}@localhost/${name}?host=${encodeURIComponent(superuser.host)}&port=${superuser.port}`;
+    const cluster = new ServiceCluster(
       {
         DATABASE_URL: url(names.ownerRole),
         DATABASE_APP_URL: url(names.appRole),
-        VFS_CLUSTER: 'on',
         VFS_MANAGEMENT_RATE: '1000000',
-        VFS_AUTH_FAILURES: '1000000',
-        VFS_NODE_HEARTBEAT_SECONDS: '0.5',
-        VFS_DRAIN_SECONDS: '1',
-        // Jobs a killed node had claimed go to another soon.
-        VFS_INGEST_LEASE_SECONDS: '3',
         VFS_LOG_LEVEL: 'error',
-        ...swiftStorageEnv(inject('swift'), `s3://vfs-cluster-${id}/svc`),
+        ...swiftStorageEnv(swift, `s3://${name.replaceAll('_', '-')}/svc`),
         ...env,
       },
       url(superuser.user),
     );
     cluster.env.VFS_BOOTSTRAP_KEY = cluster.key;
-    await cluster.add();
-    await Promise.all(Array.from({ length: count - 1 }, () => cluster.add()));
-    const client = await cluster.superuser();
-    try {
-      await client.query('UPDATE plans SET read_rate_per_credential = 1000000, read_rate_per_account = 1000000');
-    } finally {
-      await client.end();
-    }
     return cluster;
   }
 
@@ -83,9 +76,11 @@ export class TestCluster {
     return node;
   }
 
-  /** Starts a stopped node again on its data directory. */
-  async startNode(node: ClusterNode): Promise<void> {
-    node.process = await startServiceProcess({ ...this.env, ...node.env, DATA_DIR: node.dataDir, VFS_NODE_ID: node.id }).listening;
+  /** Starts a stopped node again on its data directory (its environment adding `env`, by default what it last added). */
+  async startNode(node: ClusterNode, env = node.env): Promise<void> {
+    if (node.process !== null) throw new Error(`${node.id} is already running`);
+    node.env = env;
+    node.process = await startServiceProcess({ ...this.env, ...env, DATA_DIR: node.dataDir, VFS_NODE_ID: node.id }).listening;
   }
 
   /** The base URL of a running node. */
@@ -123,6 +118,38 @@ export class TestCluster {
     const client = new pg.Client({ connectionString: this.superuserUrl });
     await client.connect();
     return client;
+  }
+
+  /**
+   * Lifts every limit of every plan (a benchmark measures speed, not the plans) and tells the
+   * running nodes, as `npm run admin -- set-plan` does. Needs a node started (its migrations).
+   */
+  async liftLimits(): Promise<void> {
+    const client = await this.superuser();
+    try {
+      await client.query(
+        `UPDATE plans SET max_workspaces = 1000, max_files = 100000000, max_storage_bytes = 1e13, max_file_bytes = 1e10,
+           read_rate_per_credential = 1000000, read_rate_per_account = 1000000`,
+      );
+      await client.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'limits')`);
+    } finally {
+      await client.end();
+    }
+  }
+
+  /**
+   * Transactions committed and rolled back in the cluster's database so far (pg_stat_database).
+   * A backend reports its counts within about a second of going idle: read this a second or two
+   * after the load stops.
+   */
+  async transactions(): Promise<number> {
+    const client = await this.superuser();
+    try {
+      const r = await client.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()');
+      return Number(r.rows[0].n);
+    } finally {
+      await client.end();
+    }
   }
 
   /** Stops every node and removes their data directories. */

@@ -14,6 +14,7 @@ import { loadConfig } from '../../service/config.js';
 import { openObjectStore } from '../../storage/open-store.js';
 import { type ServiceProcess, runAdmin, startServiceProcess } from './process.js';
 import { testStorage } from './service.js';
+import { exportAudit } from './audit-export.js';
 import { seededRandom } from './random.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -131,23 +132,6 @@ export async function settled(svc: FaultService, ws: string, timeoutMs = 120_000
     if (Date.now() > deadline) throw new Error(`${files.filter((f) => f.status === 'pending').length} files still pending`);
     await sleep(200);
   }
-}
-
-/** Every audit event of a workspace (pages through the export), through `svc` or any caller of the API. */
-export async function exportAudit(
-  svc: FaultService | { api: (method: string, path: string) => Promise<Response> },
-  ws: string,
-): Promise<Array<{ tool: string; params: Record<string, string> }>> {
-  const out: Array<{ tool: string; params: Record<string, string> }> = [];
-  let cursor: string | null = null;
-  do {
-    const r = await svc.api('GET', `/v1/workspaces/${ws}/audit?limit=1000${cursor === null ? '' : `&cursor=${cursor}`}`);
-    if (r.status !== 200) throw new Error(`audit export: ${r.status} ${await r.text()}`);
-    const page = (await r.json()) as { events: Array<{ tool: string; params: Record<string, string> }>; nextCursor: string | null };
-    out.push(...page.events);
-    cursor = page.nextCursor;
-  } while (cursor !== null);
-  return out;
 }
 
 /** Options of a kill scenario. */
