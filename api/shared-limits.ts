@@ -46,11 +46,12 @@ const ERROR_LOG_MS = 60_000;
 
 /**
  * A node asks for the slots its waiting requests need plus as many as the same credential used
- * in this many ms before (its lease), so that at a steady rate most requests find a slot granted
- * ahead and cost no round trip. A lease never exceeds a quarter of any of its keys' burst, so the
- * other nodes find room, and what it holds expires after LEASE_EXPIRY_MS: a slot used late counts
- * against the window in which it was granted, which can let through at most rate × that much
- * more in a window.
+ * in this many ms before (its lease), less what it still holds, so that at a steady rate most
+ * requests find a slot granted ahead and cost no round trip. A lease never exceeds a quarter of
+ * any of its keys' burst, so the other nodes find room, and what it holds expires after
+ * LEASE_EXPIRY_MS: a slot used late counts against the window in which it was granted, which can
+ * let through at most rate × that much more in a window. Slots that lapse unused are given back
+ * with the credential's next round trip, so the nodes together still admit the whole rate.
  */
 const LEASE_MS = 50;
 const LEASE_EXPIRY_MS = 100;
@@ -67,6 +68,8 @@ interface Lease {
   slots: number;
   /** When (performance.now()) the slots lapse. */
   expires: number;
+  /** Slots that lapsed unused, to give back with the next round trip. */
+  lapsed: number;
   /** Requests of this group since `since` (for the size of the next lease). */
   seen: number;
   since: number;
@@ -120,9 +123,13 @@ export class SharedLimits {
     const lease = this.leases.get(signature);
     if (lease !== undefined) {
       lease.seen++;
-      if (lease.slots > 0 && lease.expires > performance.now()) {
-        lease.slots--;
-        return ALLOWED;
+      if (lease.slots > 0) {
+        if (lease.expires > performance.now()) {
+          lease.slots--;
+          return ALLOWED;
+        }
+        lease.lapsed += lease.slots;
+        lease.slots = 0;
       }
     }
     return this.buckets.submit({ limits, signature });
@@ -159,18 +166,18 @@ export class SharedLimits {
   private async takeBatch(checks: readonly Check[]): Promise<Allowance[]> {
     // Requests with the same keys (one credential's) go as one group: the database's work is
     // per group, not per request. The keys go sorted: the database locks them in this order.
-    const groups = new Map<string, { limits: readonly Limit[]; checks: number[]; lease: number }>();
+    const groups = new Map<string, { limits: readonly Limit[]; checks: number[]; lease: number; returns: number }>();
     const distinct = new Map<string, Limit>();
     for (let c = 0; c < checks.length; c++) {
       const { limits, signature } = checks[c];
       const group = groups.get(signature);
       if (group !== undefined) group.checks.push(c);
       else {
-        groups.set(signature, { limits, checks: [c], lease: 0 });
+        groups.set(signature, { limits, checks: [c], lease: 0, returns: 0 });
         for (const limit of limits) if (!distinct.has(limit.key)) distinct.set(limit.key, limit);
       }
     }
-    const batch: BucketBatch = { keys: [...distinct.keys()].sort(), intervals: [], tolerances: [], members: [], ends: [], counts: [] };
+    const batch: BucketBatch = { keys: [...distinct.keys()].sort(), intervals: [], tolerances: [], members: [], ends: [], counts: [], returns: [] };
     const positions = new Map<string, number>();
     for (const key of batch.keys) {
       const { ratePerSecond, burst } = distinct.get(key)!;
@@ -181,9 +188,15 @@ export class SharedLimits {
     const asked = performance.now();
     for (const [signature, group] of groups) {
       group.lease = this.leaseSize(signature, group.limits, asked);
+      const lease = this.leases.get(signature);
+      if (lease !== undefined) {
+        group.returns = lease.lapsed;
+        lease.lapsed = 0;
+      }
       for (const limit of group.limits) batch.members.push(positions.get(limit.key)!);
       batch.ends.push(batch.members.length);
       batch.counts.push(group.checks.length + group.lease);
+      batch.returns.push(group.returns);
     }
     const started = performance.now();
     let answer: BucketAnswer;
@@ -198,7 +211,7 @@ export class SharedLimits {
     this.metrics?.sharedLimitBatch.observe(checks.length);
     if (this.leases.size > MAX_LEASES) this.leases.clear();
     const decisions: Allowance[] = new Array(checks.length);
-    // Per key, the slots granted ahead: this node's own buckets take them as they are used.
+    // Per key, the slots this node holds granted ahead: its own buckets take them as they are used.
     const held = new Array<number>(batch.keys.length).fill(0);
     let g = 0;
     for (const [signature, group] of groups) {
@@ -213,9 +226,22 @@ export class SharedLimits {
         }
       }
       const ahead = Math.max(0, admitted - group.checks.length);
-      if (ahead > 0) for (const limit of group.limits) held[positions.get(limit.key)! - 1] += ahead;
-      // The rate for the next lease is measured from this round trip on.
-      if (this.leases.has(signature)) this.leases.set(signature, { slots: ahead, expires: now + LEASE_EXPIRY_MS, seen: 0, since: asked });
+      const lease = this.leases.get(signature);
+      if (lease !== undefined) {
+        // Slots granted before and not used yet stay: this round trip asked only for what they lacked.
+        if (lease.expires <= now) {
+          lease.lapsed += lease.slots;
+          lease.slots = 0;
+        }
+        if (ahead > 0) {
+          lease.slots += ahead;
+          lease.expires = now + LEASE_EXPIRY_MS;
+        }
+        // The rate for the next lease is measured from this round trip on.
+        lease.seen = 0;
+        lease.since = asked;
+        if (lease.slots > 0) for (const limit of group.limits) held[positions.get(limit.key)! - 1] += lease.slots;
+      }
       g++;
     }
     // After the refunds: a bucket moved up to the shared one must not then drop below it.
@@ -232,11 +258,12 @@ export class SharedLimits {
     if (size < 1) return 0;
     if (lease === undefined) {
       // A group seen for the first time gets a lease record, and a lease once it is busy.
-      this.leases.set(signature, { slots: 0, expires: 0, seen: 0, since: now });
+      this.leases.set(signature, { slots: 0, expires: 0, lapsed: 0, seen: 0, since: now });
       return 0;
     }
     const rate = lease.seen / Math.max(1, now - lease.since);
-    return Math.min(size, Math.floor(rate * LEASE_MS));
+    const held = lease.expires > now ? lease.slots : 0;
+    return Math.max(0, Math.min(size, Math.floor(rate * LEASE_MS)) - held);
   }
 
   private async failBatch(addresses: readonly string[]): Promise<undefined[]> {

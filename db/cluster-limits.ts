@@ -19,6 +19,8 @@ export interface BucketBatch {
   ends: number[];
   /** Per group, its requests. */
   counts: number[];
+  /** Per group, the slots it took earlier and gives back unused. */
+  returns: number[];
 }
 
 /** What the database decided for a batch. */
@@ -33,13 +35,14 @@ export interface BucketAnswer {
 
 /** Admits what the shared buckets allow of each group, in order. */
 export async function takeSharedLimits(db: Database, batch: BucketBatch): Promise<BucketAnswer> {
-  const { rows } = await db.appStatement<BucketAnswer>('SELECT admitted, waits, ahead FROM take_rate_limits($1, $2, $3, $4, $5, $6)', [
+  const { rows } = await db.appStatement<BucketAnswer>('SELECT admitted, waits, ahead FROM take_rate_limits($1, $2, $3, $4, $5, $6, $7)', [
     batch.keys,
     batch.intervals,
     batch.tolerances,
     batch.members,
     batch.ends,
     batch.counts,
+    batch.returns,
   ]);
   return rows[0];
 }

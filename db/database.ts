@@ -209,7 +209,7 @@ export async function migrate(owner: pg.PoolConfig, appRole: string): Promise<vo
 function grantsFor(app: string): string {
   return `
     GRANT USAGE ON SCHEMA public TO ${app};
-    GRANT EXECUTE ON FUNCTION take_rate_limits(text[], float8[], float8[], integer[], integer[], integer[]), count_auth_failures(text[], integer[], integer, float8),
+    GRANT EXECUTE ON FUNCTION take_rate_limits(text[], float8[], float8[], integer[], integer[], integer[], integer[]), count_auth_failures(text[], integer[], integer, float8),
       locked_addresses(integer, integer), sweep_cluster_limits() TO ${app};
     GRANT SELECT ON plans, accounts TO ${app};
     GRANT SELECT, INSERT, UPDATE, DELETE ON workspaces, files, tokens, ingest_jobs TO ${app};

@@ -6,6 +6,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setAccountLimits } from '../db/accounts.js';
+import { takeSharedLimits } from '../db/cluster-limits.js';
 import { Coalescer } from '../api/coalescer.js';
 import { newCredential } from '../core/credentials.js';
 import { startTestService, type TestService } from './helpers/service.js';
@@ -145,6 +146,20 @@ describe('limits shared by three nodes (VFS_CLUSTER_LIMITS=on)', () => {
     } finally {
       await su.end();
     }
+  });
+
+  it('takes back slots a node took and never used, but never past a full bucket', async () => {
+    // One key at 1 per second with a burst of 10: its TAT moves a whole second per slot.
+    const take = async (count: number, returns: number): Promise<number> => {
+      const batch = { keys: ['give-back'], intervals: [1000], tolerances: [9000], members: [1], ends: [1], counts: [count], returns: [returns] };
+      return (await takeSharedLimits(nodes[2].service.db, batch)).admitted[0];
+    };
+    expect(await take(10, 0)).toBe(10);
+    expect(await take(1, 0)).toBe(0);
+    expect(await take(4, 3)).toBe(3);
+    expect(await take(1, 0)).toBe(0);
+    // A hundred given back fill the bucket, no more.
+    expect(await take(20, 100)).toBe(10);
   });
 });
 

@@ -37,7 +37,9 @@ CREATE UNLOGGED TABLE auth_failures (
 -- requests are admitted and, when not all, the ms the others must wait; and
 -- per key the ms its TAT is ahead of now after the batch (0 or less when the
 -- bucket is full), so that a node's own buckets can catch up with the other
--- nodes' requests.
+-- nodes' requests. A group also gives back `returns[g]` slots taken earlier
+-- and never used (a node's lease that lapsed): its keys' TATs move back that
+-- many intervals, never behind now (a full bucket stays full).
 --
 -- Written for the cost per call, measured on PostgreSQL 17 with 2 keys: one
 -- statement per key to lock and one to write, with plans cached for the
@@ -46,6 +48,7 @@ CREATE UNLOGGED TABLE auth_failures (
 -- and the loop runs per group, as a loop per request cost about 2 µs per
 -- request, more than all the rest at a batch of a hundred.
 CREATE FUNCTION take_rate_limits(keys text[], intervals float8[], tolerances float8[], members integer[], ends integer[], counts integer[],
+  returns integer[],
   OUT admitted integer[], OUT waits float8[], OUT ahead float8[])
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
@@ -78,6 +81,11 @@ BEGIN
   waits := array_fill(0::float8, ARRAY[cardinality(ends)]);
   FOR g IN 1 .. cardinality(ends) LOOP
     -- A key admits requests while its TAT - tolerance <= now, each moving its TAT one interval on.
+    IF returns[g] > 0 THEN
+      FOR m IN lo .. ends[g] LOOP
+        tats[members[m]] := greatest(now_ms, tats[members[m]] - returns[g] * intervals[members[m]]);
+      END LOOP;
+    END IF;
     fits := counts[g];
     FOR m IN lo .. ends[g] LOOP
       fits := least(fits, greatest(0, floor((now_ms + tolerances[members[m]] - tats[members[m]]) / intervals[members[m]]) + 1));
@@ -99,7 +107,7 @@ BEGIN
   END LOOP;
 END
 $$;
-REVOKE ALL ON FUNCTION take_rate_limits(text[], float8[], float8[], integer[], integer[], integer[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION take_rate_limits(text[], float8[], float8[], integer[], integer[], integer[], integer[]) FROM PUBLIC;
 
 -- Counts failed authentications (counts[i] from addresses[i], distinct) in
 -- fixed windows of `window_ms` from each address's first failure. Returns the
