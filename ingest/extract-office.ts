@@ -1,6 +1,6 @@
 /**
  * Text of zip-based documents: Word, PowerPoint and Excel (Office Open XML: .docx, .pptx,
- * .xlsx), OpenDocument (.odt, .odp, .ods) and EPUB, run inside the extraction worker. The
+ * .xlsx), OpenDocument (.odt, .odp, .ods) and EPUB, run inside an extraction process. The
  * format is told by the archive's entries (the declared type and extension only name it in
  * messages). Archives are read under limits (zip-reader.ts); XML with a document type
  * declaration is refused, so no entity is ever expanded or fetched.

@@ -1,46 +1,50 @@
 /**
- * The extraction pool: runs extract-worker.ts in piscina worker threads so that
- * a hostile upload can neither hang nor exhaust the service.
+ * The extraction pool: runs extract-worker.ts in child processes so that a
+ * hostile upload can neither hang, exhaust nor crash the service.
  *
- * - Each worker's V8 heap is capped (`resourceLimits`); a worker that hits the
- *   cap, crashes or exits is replaced, and its file gets a retryable error.
- * - Each file has a wall-time cap. When it passes, the task's AbortSignal
- *   fires and piscina terminates the thread running it (`Worker.terminate()`,
- *   which stops even a busy synchronous loop), then starts a replacement.
- * - The pool hands out at most `threads` files at a time and queues the rest
- *   itself. A file's clock starts when the worker tells (over a MessagePort
- *   sent with the task) that it has begun the file: neither waiting behind
- *   other files nor a replacement thread's start-up (about half a second with
- *   tsx) is charged to it.
+ * - Each process's V8 heap is capped (`--max-old-space-size`). V8 aborts a
+ *   process that meets its cap; in a worker thread that abort could take the
+ *   whole service with it (Node.js issue 47224), in a process of its own it
+ *   ends only that process. A process that dies is replaced, and its file gets
+ *   a retryable error.
+ * - Each file has a wall-time cap. When it passes, the process running it is
+ *   killed (which stops even a busy synchronous loop) and replaced.
  * - The heap cap does not cover memory outside the V8 heap: a PDF whose
  *   content stream is a deflate bomb (1 MB inflating to gigabytes) grows
- *   ArrayBuffers without limit. A watchdog therefore samples the process's
- *   anonymous resident memory (`RssAnon` in /proc/self/status, which leaves out
- *   file-backed maps such as LMDB shards; plain RSS elsewhere) every 100 ms
- *   while files run, and terminates a file's thread once that memory has grown
- *   by more than `maxRssGrowthMb` since the file started.
- * - Workers get the blob's path, never its bytes, and read the file themselves.
+ *   ArrayBuffers without limit. A watchdog therefore samples each busy
+ *   process's anonymous resident memory (`RssAnon` in /proc/<pid>/status)
+ *   every 100 ms and kills a process once it has grown by more than
+ *   `maxRssGrowthMb` since its file started.
+ * - The pool runs at most `threads` files at a time and queues the rest
+ *   itself. A file's clock starts when its process tells that it has begun the
+ *   file: neither waiting behind other files nor a replacement process's
+ *   start-up is charged to it. Processes start on first need and stay.
+ * - Processes get the blob's path, never its bytes, and read the file
+ *   themselves; they get no environment (no credentials of the service), and
+ *   the kernel kills them when the thread that started them ends
+ *   (`setpriv --pdeathsig`; without setpriv, one whose parent is gone exits
+ *   once it is idle).
  *
- * Run from source, the threads load tsx through `execArgv` (core/run-mode.ts).
+ * Run from source, the processes load tsx through `execArgv` (core/run-mode.ts).
  */
-import { readFileSync } from 'node:fs';
-import { MessageChannel } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import { type ChildProcess, fork } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { siblingModule, workerExecArgv } from '../core/run-mode.js';
 import type { ExtractResult } from './extract.js';
-import type { ExtractTask } from './extract-worker.js';
+import type { ExtractReply, ExtractTask } from './extract-worker.js';
 
 /** Tuning of an ExtractPool; every field is optional. */
 export interface ExtractPoolOptions {
-  /** worker threads (default 1) */
+  /** processes, so files extracted at once (default 1) */
   threads?: number;
   /** wall-time cap per file in ms (default 30000) */
   timeoutMs?: number;
-  /** V8 old-generation cap per worker in MiB (default 512) */
+  /** V8 old-generation cap per process in MiB (default 512) */
   maxMemoryMb?: number;
   /**
-   * Growth of the process's anonymous resident memory allowed while a file is
-   * extracted, in MiB; catches memory outside the V8 heap such as inflated PDF
+   * Growth of a process's anonymous resident memory allowed while it extracts
+   * a file, in MiB; catches memory outside the V8 heap such as inflated PDF
    * streams (default 4 × maxMemoryMb)
    */
   maxRssGrowthMb?: number;
@@ -61,28 +65,25 @@ function withDefaults(options: ExtractPoolOptions): Required<ExtractPoolOptions>
 
 const MEMORY_SAMPLE_MS = 100;
 const RSS_ANON = /^RssAnon:\s+(\d+)\s+kB/m;
+/** How long a file may wait for its process to start it, beyond its time cap. */
+const PROCESS_START_GRACE_MS = 30_000;
+/** The end of a process's standard error kept, to tell why it died. */
+const STDERR_KEPT = 4096;
+/** What V8 prints when a heap meets its cap ("Reached heap limit", "JavaScript heap out of memory"). */
+const HEAP_LIMIT = /heap limit|heap out of memory/i;
 
-/** The process's anonymous resident memory in bytes (plain RSS where /proc is missing). */
-function anonymousRss(): number {
+/** util-linux's setpriv (in every Debian), or null where it is missing. */
+const SETPRIV = existsSync('/usr/bin/setpriv') ? '/usr/bin/setpriv' : null;
+
+/** A process's anonymous resident memory in bytes; NaN where /proc cannot tell (the watchdog then stays out). */
+function anonymousRss(pid: number): number {
   try {
-    const match = RSS_ANON.exec(readFileSync('/proc/self/status', 'latin1'));
+    const match = RSS_ANON.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
     if (match !== null) return Number(match[1]) * 1024;
   } catch {
-    // not Linux: fall through
+    // not Linux, or the process just ended
   }
-  return process.memoryUsage.rss();
-}
-
-/** Why a running file's signal was aborted. */
-type StopReason = { kind: 'timeout' } | { kind: 'no-start' } | { kind: 'memory'; alone: boolean } | { kind: 'closed' };
-
-/** How long a file may wait for a thread to start it, beyond its time cap. */
-const WORKER_START_GRACE_MS = 30_000;
-
-/** A file on a thread: its abort switch and the memory level when it started. */
-interface Running {
-  controller: AbortController;
-  rssAtStart: number;
+  return NaN;
 }
 
 function formatSeconds(ms: number): string {
@@ -90,38 +91,126 @@ function formatSeconds(ms: number): string {
   return Number.isInteger(s) ? String(s) : s.toFixed(1);
 }
 
-/** A pool of extraction worker threads with per-file time and memory caps. */
+/** Why a process was killed while it had a file. */
+type StopReason = 'timeout' | 'no-start' | 'memory' | 'closed';
+
+/** The file a process has now: how to settle it, and the memory level when it started. */
+interface Job {
+  settle: (result: ExtractResult) => void;
+  timer: NodeJS.Timeout;
+  rssAtStart: number;
+  stop: StopReason | null;
+}
+
+/** One extraction process, started on first need, its file if any, and the tail of its standard error. */
+class ExtractProcess {
+  readonly child: ChildProcess;
+  job: Job | null = null;
+  exited = false;
+  private stderr = '';
+
+  constructor(
+    private readonly options: Required<ExtractPoolOptions>,
+    /** Called once the process has exited (and its file, if any, is settled). */
+    onExit: (gone: ExtractProcess) => void,
+  ) {
+    const nodeArgs = [...workerExecArgv(true), `--max-old-space-size=${options.maxMemoryMb}`];
+    this.child = fork(fileURLToPath(siblingModule('extract-worker', import.meta.url)), [], {
+      // Under setpriv the kernel kills the process when the thread that started it ends, even
+      // while it is busy in a hostile file and could not see its IPC channel close.
+      ...(SETPRIV === null ? { execArgv: nodeArgs } : { execPath: SETPRIV, execArgv: ['--pdeathsig', 'KILL', process.execPath, ...nodeArgs] }),
+      env: {},
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+    });
+    this.child.stderr!.setEncoding('utf8');
+    this.child.stderr!.on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-STDERR_KEPT)));
+    // A process that cannot be started (or signalled) reports it here; 'exit' follows or has come.
+    this.child.on('error', () => {});
+    this.child.on('message', (reply: ExtractReply) => this.replied(reply));
+    this.child.on('exit', (code, signal) => {
+      this.exited = true;
+      const job = this.job;
+      this.job = null;
+      if (job !== null) {
+        clearTimeout(job.timer);
+        job.settle(this.deathResult(job.stop, code, signal));
+      }
+      onExit(this);
+    });
+  }
+
+  /** Hands the process a file; `settle` is called once with its result. */
+  run(task: ExtractTask, settle: (result: ExtractResult) => void): void {
+    const job: Job = { settle, timer: setTimeout(() => this.kill('no-start'), this.options.timeoutMs + PROCESS_START_GRACE_MS), rssAtStart: NaN, stop: null };
+    this.job = job;
+    this.child.send(task, (error) => {
+      if (error !== null && this.job === job) this.kill('no-start');
+    });
+  }
+
+  /** Kills the process for `reason`; its file is settled when it has exited. */
+  kill(reason: StopReason): void {
+    if (this.job !== null && this.job.stop === null) this.job.stop = reason;
+    this.child.kill('SIGKILL');
+  }
+
+  /** Kills the process if it has grown past the cap since its file started. */
+  checkMemory(): void {
+    const job = this.job;
+    if (job === null || job.stop !== null || Number.isNaN(job.rssAtStart)) return;
+    if (anonymousRss(this.child.pid!) - job.rssAtStart > this.options.maxRssGrowthMb * 1024 * 1024) this.kill('memory');
+  }
+
+  private replied(reply: ExtractReply): void {
+    const job = this.job;
+    if (job === null || job.stop !== null) return;
+    if (reply.started) {
+      job.rssAtStart = anonymousRss(this.child.pid!);
+      clearTimeout(job.timer);
+      job.timer = setTimeout(() => this.kill('timeout'), this.options.timeoutMs);
+      return;
+    }
+    clearTimeout(job.timer);
+    this.job = null;
+    const result = reply.result;
+    // The advanced serialization delivers the process's Buffer as a plain Uint8Array.
+    job.settle(result.ok ? { ...result, text: Buffer.from(result.text.buffer, result.text.byteOffset, result.text.byteLength) } : result);
+  }
+
+  /** The result of a file whose process died. A cap is tried once more (`capped`): a busy machine may have pushed an innocent file over it. */
+  private deathResult(stop: StopReason | null, code: number | null, signal: NodeJS.Signals | null): ExtractResult {
+    const { timeoutMs, maxMemoryMb, maxRssGrowthMb } = this.options;
+    if (stop === 'timeout') return { ok: false, error: `extraction exceeded the ${formatSeconds(timeoutMs)} s time limit`, retryable: true, capped: true };
+    if (stop === 'memory') {
+      return { ok: false, error: `extraction exceeded the memory limit (its process grew by more than ${maxRssGrowthMb} MiB)`, retryable: true, capped: true };
+    }
+    if (stop === 'no-start') return { ok: false, error: `no extraction process started within ${formatSeconds(PROCESS_START_GRACE_MS)} s`, retryable: true };
+    if (stop === 'closed') return closedResult();
+    if (HEAP_LIMIT.test(this.stderr)) {
+      return { ok: false, error: `extraction exceeded the memory limit (its process's heap is capped at ${maxMemoryMb} MiB)`, retryable: true, capped: true };
+    }
+    return { ok: false, error: `extraction process crashed (${signal ?? `exit code ${code}`})`, retryable: true };
+  }
+}
+
+/** A pool of extraction processes with per-file time and memory caps. */
 export class ExtractPool {
   readonly #options: Required<ExtractPoolOptions>;
-  readonly #piscina: Piscina<ExtractTask, ExtractResult>;
-  /** Files waiting for a free thread, first in first out. */
+  /** Processes without a file, ready for the next. */
+  readonly #idle: ExtractProcess[] = [];
+  /** Every live process. */
+  readonly #processes = new Set<ExtractProcess>();
+  /** Files waiting for a free slot, first in first out. */
   readonly #waiting: Array<() => void> = [];
-  /** The files handed to a thread now. */
-  readonly #running = new Set<Running>();
-  /** Samples memory while #running is not empty. */
+  /** Samples memory while a file runs. */
   #watchdog: NodeJS.Timeout | null = null;
-  /** Threads taken; a finishing file hands its thread straight to the next waiter. */
+  /** Slots taken; a finishing file hands its slot straight to the next waiter. */
   #busy = 0;
   #closed = false;
 
   constructor(options: ExtractPoolOptions = {}) {
     this.#options = withDefaults(options);
-    this.#piscina = new Piscina<ExtractTask, ExtractResult>({
-      filename: siblingModule('extract-worker', import.meta.url).href,
-      minThreads: this.#options.threads,
-      maxThreads: this.#options.threads,
-      concurrentTasksPerWorker: 1,
-      // Message-port delivery keeps each worker's event loop running between
-      // tasks (pdfjs finishes its clean-up asynchronously).
-      atomics: 'disabled',
-      recordTiming: false,
-      execArgv: workerExecArgv(true),
-      resourceLimits: { maxOldGenerationSizeMb: this.#options.maxMemoryMb },
-    });
-    // A worker that dies while idle is reported here rather than to a task;
-    // piscina replaces it on demand, so there is nothing more to do, but an
-    // unhandled 'error' event would take the whole process down.
-    this.#piscina.on('error', () => {});
   }
 
   /** Extracts the text of the stored original at `blobPath`, never rejecting. */
@@ -133,92 +222,45 @@ export class ExtractPool {
       await new Promise<void>((resolve) => this.#waiting.push(resolve));
       if (this.#closed) return closedResult();
     }
-    const controller = new AbortController();
-    // Not counted by the watchdog until the worker starts on it.
-    const running: Running = { controller, rssAtStart: Infinity };
-    this.#running.add(running);
-    this.#watchdog ??= setInterval(() => this.#checkMemory(), MEMORY_SAMPLE_MS).unref();
-    // The worker says when it begins the file; the time cap counts from there,
-    // so that starting a replacement thread after a kill is not charged to the
-    // next file. The backstop ends the wait if no thread ever starts.
-    const { port1: started, port2: startedPort } = new MessageChannel();
-    let timer = setTimeout(() => controller.abort({ kind: 'no-start' } satisfies StopReason), this.#options.timeoutMs + WORKER_START_GRACE_MS);
-    started.once('message', () => {
-      running.rssAtStart = anonymousRss();
-      clearTimeout(timer);
-      timer = setTimeout(() => controller.abort({ kind: 'timeout' } satisfies StopReason), this.#options.timeoutMs);
-    });
+    const worker = this.#idle.pop() ?? this.#start();
+    this.#watchdog ??= setInterval(() => {
+      for (const p of this.#processes) p.checkMemory();
+    }, MEMORY_SAMPLE_MS).unref();
     try {
-      const task: ExtractTask = { blobPath, contentType, path, started: startedPort };
-      const result = await this.#piscina.run(task, { signal: controller.signal, transferList: [startedPort] });
-      // Structured cloning turns the worker's Buffer into a plain Uint8Array.
-      if (result.ok) return { ...result, text: Buffer.from(result.text.buffer, result.text.byteOffset, result.text.byteLength) };
-      return result;
-    } catch (err) {
-      const stop = controller.signal.aborted ? (controller.signal.reason as StopReason) : null;
-      // A cap is tried once more (capped): a busy machine or another file's memory may have
-      // pushed an innocent file over it, while a file built to hang or exhaust the extractor
-      // then ends in error after two runs.
-      if (stop?.kind === 'timeout') {
-        return { ok: false, error: `extraction exceeded the ${formatSeconds(this.#options.timeoutMs)} s time limit`, retryable: true, capped: true };
-      }
-      if (stop?.kind === 'memory') {
-        return {
-          ok: false,
-          error: `extraction exceeded the memory limit (process memory grew by more than ${this.#options.maxRssGrowthMb} MiB)`,
-          retryable: true,
-          capped: true,
-        };
-      }
-      if ((err as NodeJS.ErrnoException | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
-        return {
-          ok: false,
-          error: `extraction exceeded the memory limit (a worker's heap is capped at ${this.#options.maxMemoryMb} MiB)`,
-          retryable: true,
-          capped: true,
-        };
-      }
-      if (stop?.kind === 'no-start') {
-        return { ok: false, error: `no extraction worker started within ${formatSeconds(WORKER_START_GRACE_MS)} s`, retryable: true };
-      }
-      if (stop?.kind === 'closed' || this.#closed) return closedResult();
-      const message = err instanceof Error ? err.message : String(err);
-      return { ok: false, error: `extraction worker crashed: ${message}`, retryable: true };
+      return await new Promise<ExtractResult>((resolve) => worker.run({ blobPath, contentType, path }, resolve));
     } finally {
-      clearTimeout(timer);
-      started.close();
-      this.#running.delete(running);
-      if (this.#running.size === 0 && this.#watchdog !== null) {
-        clearInterval(this.#watchdog);
-        this.#watchdog = null;
-      }
+      if (!worker.exited && !this.#closed) this.#idle.push(worker);
       const next = this.#waiting.shift();
       if (next !== undefined) next();
-      else this.#busy--;
-    }
-  }
-
-  /** Terminates the file(s) whose start preceded more memory growth than allowed. */
-  #checkMemory(): void {
-    const now = anonymousRss();
-    const limit = this.#options.maxRssGrowthMb * 1024 * 1024;
-    let started = 0;
-    for (const r of this.#running) if (r.rssAtStart !== Infinity) started++;
-    const alone = started === 1;
-    for (const r of this.#running) {
-      if (now - r.rssAtStart > limit && !r.controller.signal.aborted) {
-        r.controller.abort({ kind: 'memory', alone } satisfies StopReason);
+      else {
+        this.#busy--;
+        if (this.#busy === 0 && this.#watchdog !== null) {
+          clearInterval(this.#watchdog);
+          this.#watchdog = null;
+        }
       }
     }
   }
 
-  /** Stops the pool: queued and running files end with a retryable error, and the threads are terminated. */
+  #start(): ExtractProcess {
+    const worker = new ExtractProcess(this.#options, (gone) => {
+      this.#processes.delete(gone);
+      const at = this.#idle.indexOf(gone);
+      if (at !== -1) this.#idle.splice(at, 1);
+    });
+    this.#processes.add(worker);
+    return worker;
+  }
+
+  /** Stops the pool: queued and running files end with a retryable error, and the processes are killed. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     for (const wake of this.#waiting.splice(0)) wake();
-    for (const r of this.#running) r.controller.abort({ kind: 'closed' } satisfies StopReason);
-    await this.#piscina.destroy();
+    const exits = [...this.#processes].map((p) => new Promise((resolve) => (p.exited ? resolve(null) : p.child.once('exit', resolve))));
+    for (const p of this.#processes) p.kill('closed');
+    this.#idle.length = 0;
+    await Promise.all(exits);
   }
 }
 

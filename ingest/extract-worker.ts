@@ -1,17 +1,19 @@
 /**
- * Entry point of an extraction worker thread (piscina loads its default
- * export). It receives a blob's file path, never its bytes, reads the file
- * itself and returns an ExtractResult. It never throws: every failure it can
- * see becomes a result, so a rejected task always means the thread died.
+ * Entry point of an extraction process (extract-pool.ts starts it with an IPC
+ * channel). For each task it receives a blob's file path, never its bytes,
+ * reads the file itself, tells the pool it has begun and replies with an
+ * ExtractResult. It never throws: every failure it can see becomes a result,
+ * so a process that ends while it has a file has died.
  *
- * The thread has no business on the network: `fetch` is replaced by one that
- * refuses, so a parser bug cannot make it reach out.
+ * The process has no business on the network: `fetch` is replaced by one that
+ * refuses, so a parser bug cannot make it reach out. It exits once its parent
+ * is gone.
  */
 import { readFile } from 'node:fs/promises';
-import type { MessagePort } from 'node:worker_threads';
-import { extractBuffer, type ExtractResult } from './extract.js';
+import { extractBuffer, type ExtractResult, findPdfHeader } from './extract.js';
+import { preparePdf } from './extract-pdf.js';
 
-/** The message the pool posts for one file. */
+/** The message the pool sends for one file. */
 export interface ExtractTask {
   /** Absolute path of the stored original. */
   blobPath: string;
@@ -19,30 +21,41 @@ export interface ExtractTask {
   contentType: string;
   /** The file's path in the workspace (for messages and the `.pdf` hint). */
   path: string;
-  /** Told once, as soon as this thread begins the file: the pool's time cap counts from then. */
-  started?: MessagePort;
 }
 
-globalThis.fetch = () => Promise.reject(new Error('network access is disabled in extraction workers'));
+/** What the process sends back for a task: first that it has begun (the pool's time cap counts from then), then its result. */
+export type ExtractReply = { started: true } | { started: false; result: ExtractResult };
 
-/** Extracts one stored original; piscina calls it once per task. */
-export default async function extractTask(task: ExtractTask): Promise<ExtractResult> {
-  if (task.started !== undefined) {
-    task.started.postMessage(null);
-    task.started.close();
-  }
+/**
+ * Extracts one stored original. `started` is called once the file is read and the parser it
+ * needs is loaded: neither is the file's doing, so neither counts against its time cap.
+ */
+async function extractTask(task: ExtractTask, started: () => void): Promise<ExtractResult> {
   let bytes: Buffer;
   try {
     bytes = await readFile(task.blobPath);
+    if (findPdfHeader(bytes) !== -1) await preparePdf();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
     return { ok: false, error: `could not read the stored original (${code})`, retryable: true };
   }
+  started();
   try {
     return await extractBuffer(bytes, task.contentType, task.path);
   } catch (err) {
-    // A bug or an unexpected pdfjs failure: report it rather than kill the thread.
+    // A bug or an unexpected pdfjs failure: report it rather than end the process.
     const message = err instanceof Error ? err.message : String(err);
     return { ok: false, error: `extraction failed: ${message}`, retryable: false };
   }
+}
+
+if (process.send !== undefined) {
+  globalThis.fetch = () => Promise.reject(new Error('network access is disabled in extraction processes'));
+  const reply = (message: ExtractReply): void => {
+    process.send!(message);
+  };
+  process.on('message', (task: ExtractTask) => {
+    void extractTask(task, () => reply({ started: true })).then((result) => reply({ started: false, result }));
+  });
+  process.on('disconnect', () => process.exit(0));
 }

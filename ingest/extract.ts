@@ -3,7 +3,7 @@
  * Content-Type alone) whether an upload is a zip-based document (Office,
  * OpenDocument, EPUB: extract-office.ts), a PDF or text, and hands it to the
  * matching extractor. Pure apart from loading pdfjs; it runs inside the
- * extraction worker (see extract-pool.ts), which reads the blob itself.
+ * extraction process (see extract-pool.ts), which reads the blob itself.
  *
  * A PDF is recognised by `%PDF-` within the first 1024 bytes, where readers
  * such as Acrobat and pdfjs accept it. At offset 0 the file is a PDF whatever
@@ -16,7 +16,7 @@ import { extractPdf } from './extract-pdf.js';
 import { extractText } from './extract-text.js';
 
 // The pool's types, for callers that import everything extraction from here;
-// type-only, so the worker never loads the pool (or piscina) through this file.
+// type-only, so the extraction process never loads the pool through this file.
 export type { ExtractPool, ExtractPoolOptions } from './extract-pool.js';
 
 /**

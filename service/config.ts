@@ -153,13 +153,13 @@ export interface Config {
   grepSplitMinBytes: number;
   /** How long an ingest worker's claim on a job lasts; a job whose worker died is retried after it. */
   ingestLeaseSeconds: number;
-  /** Claims after which a file that keeps failing (or killing its worker) ends in `error`. */
+  /** Claims after which a file that keeps failing (or killing its extraction process) ends in `error`. */
   ingestMaxAttempts: number;
-  /** Extraction worker threads. */
+  /** Extraction processes (files extracted at once). */
   extractThreads: number;
   /** Wall-time cap for extracting one file. */
   extractTimeoutMs: number;
-  /** V8 heap cap of each extraction thread, MiB. */
+  /** V8 heap cap of each extraction process, MiB. */
   extractMemoryMb: number;
   /** Interval of the sweep of unreferenced blobs (also run at start); 0: only at start. */
   blobSweepMs: number;

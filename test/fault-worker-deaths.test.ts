@@ -1,7 +1,7 @@
 /**
- * Poison files: extraction threads killed mid-file lose no job. A PDF that exhausts its
- * worker's heap every time and one that runs past the time cap (real hostile inputs, no test
- * hook) are tried once more, each try killing a worker thread that the pool replaces, and end
+ * Poison files: extraction processes killed mid-file lose no job. A PDF that exhausts its
+ * process's heap every time and one that runs past the time cap (real hostile inputs, no test
+ * hook) are tried once more, each try ending an extraction process that the pool replaces, and end
  * in `error` naming the cap within 2.5 times VFS_EXTRACT_TIMEOUT_SECONDS of their upload;
  * meanwhile ordinary files, uploaded before and during the tries, keep becoming `ready`, and
  * the service process never goes down.
@@ -24,7 +24,7 @@ async function put(path: string, body: string | Buffer, type = 'text/plain'): Pr
   expect([path, res.status]).toEqual([path, 202]);
 }
 
-describe('extraction workers that die', () => {
+describe('extraction processes that die', () => {
   it('a file that hits the heap or the time cap is tried once more and ends in error within 2.5 caps, while other files flow', {
     timeout: 120_000,
   }, async () => {
@@ -32,7 +32,7 @@ describe('extraction workers that die', () => {
     const proc = await svc.start();
     expect((await svc.api('POST', '/v1/workspaces', JSON.stringify({ name: 'ws' }))).status).toBe(201);
 
-    // A 64 Mi-character string literal: the worker's 128 MiB heap runs out on every try.
+    // A 64 Mi-character string literal: the process's 128 MiB heap runs out on every try.
     const uploaded = Date.now();
     await put('/bomb/heap.pdf', makeStringBombPdf(64), 'application/pdf');
     // Form XObjects nesting 2^40 text runs: runs until the time cap on every try.
@@ -56,7 +56,7 @@ describe('extraction workers that die', () => {
     const final = new Map((await settled(svc, 'ws', 60_000)).map((f) => [f.path, f]));
     expect(final.get('/bomb/heap.pdf')).toMatchObject({
       status: 'error',
-      errorDetail: "ingest gave up after 2 attempts: extraction exceeded the memory limit (a worker's heap is capped at 128 MiB)",
+      errorDetail: "ingest gave up after 2 attempts: extraction exceeded the memory limit (its process's heap is capped at 128 MiB)",
     });
     expect(final.get('/bomb/hang.pdf')).toMatchObject({
       status: 'error',
@@ -68,7 +68,7 @@ describe('extraction workers that die', () => {
     expect(count.trim().split('\n').sort()).toEqual(
       [...Array.from({ length: 20 }, (_, i) => `/ok/a${i}.txt:1`), ...Array.from({ length: 10 }, (_, i) => `/ok/b${i}.txt:1`), '/ok/doc.pdf:1'].sort(),
     );
-    // One process all along: the workers died, the service did not.
+    // One service process all along: the extraction processes died, the service did not.
     expect(svc.current!.child.pid).toBe(proc.child.pid);
     expect(proc.child.exitCode).toBeNull();
     expect(await svc.stop()).toBe(0);

@@ -135,7 +135,7 @@ export function makeDeflateBombPdf(inflatedMb: number): Buffer {
 /**
  * A one-page PDF that shows one string literal of `megachars` Mi characters.
  * pdfjs' lexer collects a literal one character per array slot, on the V8
- * heap: a real input that exhausts a worker's heap cap within a second.
+ * heap: a real input that exhausts an extraction process's heap cap within seconds.
  */
 export function makeStringBombPdf(megachars: number): Buffer {
   return flatePagePdf([
