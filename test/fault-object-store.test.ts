@@ -123,3 +123,39 @@ describe('the object store stopped or hung', () => {
     expect((await keys()).some((k) => k.endsWith(sha256('not stored\n')))).toBe(false);
   });
 });
+
+describe('a node of a cluster with its object store stopped', () => {
+  it('says 503 on /readyz until the store answers again, then 200', { timeout: 60_000 }, async () => {
+    const node = await startTestService({
+      ...swiftStorageEnv(swift, `s3://${BUCKET}/cluster`),
+      VFS_S3_TIMEOUT_SECONDS: '1',
+      VFS_CLUSTER: 'on',
+      VFS_NODE_HEARTBEAT_SECONDS: '0.2',
+    });
+    const readyz = async (): Promise<number> => (await fetch(`${node.url}/readyz`)).status;
+    /** Polls /readyz until it answers `status` (a heartbeat probes the store), for at most 10 s. */
+    const until = async (status: number): Promise<number> => {
+      const deadline = Date.now() + 10_000;
+      let seen = await readyz();
+      while (seen !== status && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        seen = await readyz();
+      }
+      return seen;
+    };
+    try {
+      expect(await until(200)).toBe(200);
+      await swift.stopProxy();
+      try {
+        expect(await until(503)).toBe(503);
+        // The node itself still answers, and says why only in its log: /healthz is 200.
+        expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
+      } finally {
+        await swift.startProxy();
+      }
+      expect(await until(200)).toBe(200);
+    } finally {
+      await node.stop();
+    }
+  });
+});
