@@ -125,10 +125,11 @@ class ExtractProcess {
     });
     this.child.stderr!.setEncoding('utf8');
     this.child.stderr!.on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-STDERR_KEPT)));
-    // A process that cannot be started (or signalled) reports it here; 'exit' follows or has come.
+    // A process that cannot be started (or signalled) reports it here; 'close' follows or has come.
     this.child.on('error', () => {});
     this.child.on('message', (reply: ExtractReply) => this.replied(reply));
-    this.child.on('exit', (code, signal) => {
+    // 'close', not 'exit': only then has all of its standard error (V8's last words) been read.
+    this.child.on('close', (code, signal) => {
       this.exited = true;
       const job = this.job;
       this.job = null;
@@ -257,7 +258,7 @@ export class ExtractPool {
     if (this.#closed) return;
     this.#closed = true;
     for (const wake of this.#waiting.splice(0)) wake();
-    const exits = [...this.#processes].map((p) => new Promise((resolve) => (p.exited ? resolve(null) : p.child.once('exit', resolve))));
+    const exits = [...this.#processes].map((p) => new Promise((resolve) => (p.exited ? resolve(null) : p.child.once('close', resolve))));
     for (const p of this.#processes) p.kill('closed');
     this.#idle.length = 0;
     await Promise.all(exits);

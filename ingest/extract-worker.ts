@@ -34,11 +34,12 @@ async function extractTask(task: ExtractTask, started: () => void): Promise<Extr
   let bytes: Buffer;
   try {
     bytes = await readFile(task.blobPath);
-    if (findPdfHeader(bytes) !== -1) await preparePdf();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
     return { ok: false, error: `could not read the stored original (${code})`, retryable: true };
   }
+  // Should pdfjs fail to load, extracting the PDF fails below with its own message.
+  if (findPdfHeader(bytes) !== -1) await preparePdf().catch(() => undefined);
   started();
   try {
     return await extractBuffer(bytes, task.contentType, task.path);
