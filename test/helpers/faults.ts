@@ -13,7 +13,6 @@ import { newCredential } from '../../core/credentials.js';
 import { loadConfig } from '../../service/config.js';
 import { openObjectStore } from '../../storage/open-store.js';
 import { type ServiceProcess, runAdmin, startServiceProcess } from './process.js';
-import { testStorage } from './service.js';
 import { exportAudit } from './audit-export.js';
 import { seededRandom } from './random.js';
 
@@ -31,9 +30,16 @@ export class FaultService {
     private readonly env: Record<string, string>,
   ) {}
 
-  /** A fresh data directory; `env` adds to the service's environment. */
+  /**
+   * A fresh data directory; `env` adds to the service's environment. Under npm test's S3 pass
+   * the originals go to a bucket of the run's Swift cluster; that helper needs vitest, which the
+   * fault bench runs without, so it is loaded only then.
+   */
   static async create(env: Record<string, string> = {}): Promise<FaultService> {
-    return new FaultService(await mkdtemp(join(tmpdir(), 'vfs-faults-')), env);
+    const dataDir = await mkdtemp(join(tmpdir(), 'vfs-faults-'));
+    const storage =
+      process.env.VFS_TEST_STORAGE === 's3' ? (await import('./service.js')).testStorage(basename(dataDir).slice('vfs-faults-'.length).toLowerCase()) : {};
+    return new FaultService(dataDir, { ...storage, ...env });
   }
 
   /** The environment the service and the operator command run with. */
@@ -43,7 +49,6 @@ export class FaultService {
       VFS_BOOTSTRAP_KEY: this.key,
       VFS_MANAGEMENT_RATE: '1000000',
       VFS_AUTH_FAILURES: '1000000',
-      ...testStorage(basename(this.dataDir).slice('vfs-faults-'.length).toLowerCase()),
       ...this.env,
     };
   }
