@@ -48,10 +48,11 @@ const ERROR_LOG_MS = 60_000;
  * A node asks for the slots its waiting requests need plus as many as the same credential used
  * in this many ms before (its lease), less what it still holds, so that at a steady rate most
  * requests find a slot granted ahead and cost no round trip. A lease never exceeds a quarter of
- * any of its keys' burst, so the other nodes find room, and what it holds expires after
- * LEASE_EXPIRY_MS: a slot used late counts against the window in which it was granted, which can
- * let through at most rate × that much more in a window. Slots that lapse unused are given back
- * with the credential's next round trip, so the nodes together still admit the whole rate.
+ * any of its keys' burst, so the other nodes find room, and what a node holds lapses
+ * LEASE_EXPIRY_MS after its last grant: a slot used late counts against the window in which it
+ * was granted, so over any window the nodes admit at most rate × window + burst + what they held
+ * at its start (a quarter of the burst each). Slots that lapse unused are given back with the
+ * credential's next round trip, so the nodes together still admit the whole rate.
  */
 const LEASE_MS = 50;
 const LEASE_EXPIRY_MS = 100;
@@ -204,6 +205,11 @@ export class SharedLimits {
       answer = await takeSharedLimits(this.db, batch);
     } catch (error) {
       this.report('the shared rate limits failed (each node limits alone meanwhile)', error);
+      // Nothing was given back: the next round trip tries again.
+      for (const [signature, group] of groups) {
+        const lease = this.leases.get(signature);
+        if (lease !== undefined) lease.lapsed += group.returns;
+      }
       return checks.map(() => ALLOWED);
     }
     const now = performance.now();

@@ -40,3 +40,11 @@ export function workerExecArgv(loadTsx: boolean): string[] {
   if (!loadTsx || !FROM_SOURCE || inherited.some((a) => a.includes('tsx'))) return inherited;
   return [...inherited, '--import', tsxUrl()];
 }
+
+/**
+ * Node options for a child process that runs one of these modules: from source, tsx's loader;
+ * nothing of the parent's own (an `-e` script, an inspector port or V8 flags are not the child's).
+ */
+export function childExecArgv(): string[] {
+  return FROM_SOURCE ? ['--import', tsxUrl()] : [];
+}

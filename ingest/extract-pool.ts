@@ -5,32 +5,36 @@
  * - Each process's V8 heap is capped (`--max-old-space-size`). V8 aborts a
  *   process that meets its cap; in a worker thread that abort could take the
  *   whole service with it (Node.js issue 47224), in a process of its own it
- *   ends only that process. A process that dies is replaced, and its file gets
- *   a retryable error.
+ *   ends only that process, and writes no core dump (`prlimit --core=0`). A
+ *   process that dies is replaced, and its file gets a retryable error; one
+ *   that dies before it began its file (not the file's doing) has the file
+ *   tried once more on a new one.
  * - Each file has a wall-time cap. When it passes, the process running it is
  *   killed (which stops even a busy synchronous loop) and replaced.
  * - The heap cap does not cover memory outside the V8 heap: a PDF whose
  *   content stream is a deflate bomb (1 MB inflating to gigabytes) grows
  *   ArrayBuffers without limit. A watchdog therefore samples each busy
- *   process's anonymous resident memory (`RssAnon` in /proc/<pid>/status)
+ *   process's anonymous memory (`RssAnon` and `VmSwap` in /proc/<pid>/status)
  *   every 100 ms and kills a process once it has grown by more than
- *   `maxRssGrowthMb` since its file started.
+ *   `maxRssGrowthMb` since its file started. Should memory run out anyway,
+ *   the kernel's OOM killer picks an extraction process first
+ *   (`oom_score_adj` 1000).
  * - The pool runs at most `threads` files at a time and queues the rest
  *   itself. A file's clock starts when its process tells that it has begun the
  *   file: neither waiting behind other files nor a replacement process's
  *   start-up is charged to it. Processes start on first need and stay.
  * - Processes get the blob's path, never its bytes, and read the file
- *   themselves; they get no environment (no credentials of the service), and
- *   the kernel kills them when the thread that started them ends
- *   (`setpriv --pdeathsig`; without setpriv, one whose parent is gone exits
- *   once it is idle).
+ *   themselves; they are handed no environment (though, running as the same
+ *   user, they could still read the service's in /proc), and the kernel kills them when
+ *   the thread that started them ends (`setpriv --pdeathsig`; without it, one
+ *   whose parent is gone exits once it is idle).
  *
  * Run from source, the processes load tsx through `execArgv` (core/run-mode.ts).
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { siblingModule, workerExecArgv } from '../core/run-mode.js';
+import { childExecArgv, siblingModule } from '../core/run-mode.js';
 import type { ExtractResult } from './extract.js';
 import type { ExtractReply, ExtractTask } from './extract-worker.js';
 
@@ -65,6 +69,7 @@ function withDefaults(options: ExtractPoolOptions): Required<ExtractPoolOptions>
 
 const MEMORY_SAMPLE_MS = 100;
 const RSS_ANON = /^RssAnon:\s+(\d+)\s+kB/m;
+const VM_SWAP = /^VmSwap:\s+(\d+)\s+kB/m;
 /** How long a file may wait for its process to start it, beyond its time cap. */
 const PROCESS_START_GRACE_MS = 30_000;
 /** The end of a process's standard error kept, to tell why it died. */
@@ -72,14 +77,20 @@ const STDERR_KEPT = 4096;
 /** What V8 prints when a heap meets its cap ("Reached heap limit", "JavaScript heap out of memory"). */
 const HEAP_LIMIT = /heap limit|heap out of memory/i;
 
-/** util-linux's setpriv (in every Debian), or null where it is missing. */
-const SETPRIV = existsSync('/usr/bin/setpriv') ? '/usr/bin/setpriv' : null;
+/**
+ * util-linux's prlimit and setpriv (in every Debian), or null where either is missing: the
+ * process runs as `prlimit --core=0 setpriv --pdeathsig KILL node …`, each exec'ing the next,
+ * so that V8's abort at the heap cap writes no core dump (of up to the heap's size, at each try of
+ * a hostile file) and the kernel kills the process when the thread that started it ends.
+ */
+const WRAPPERS = existsSync('/usr/bin/prlimit') && existsSync('/usr/bin/setpriv') ? ['/usr/bin/prlimit', '/usr/bin/setpriv'] : null;
 
-/** A process's anonymous resident memory in bytes; NaN where /proc cannot tell (the watchdog then stays out). */
-function anonymousRss(pid: number): number {
+/** A process's anonymous memory in bytes, resident or swapped out; NaN where /proc cannot tell (the watchdog then stays out). */
+function anonymousMemory(pid: number): number {
   try {
-    const match = RSS_ANON.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
-    if (match !== null) return Number(match[1]) * 1024;
+    const status = readFileSync(`/proc/${pid}/status`, 'latin1');
+    const resident = RSS_ANON.exec(status);
+    if (resident !== null) return (Number(resident[1]) + Number(VM_SWAP.exec(status)?.[1] ?? 0)) * 1024;
   } catch {
     // not Linux, or the process just ended
   }
@@ -94,9 +105,15 @@ function formatSeconds(ms: number): string {
 /** Why a process was killed while it had a file. */
 type StopReason = 'timeout' | 'no-start' | 'memory' | 'closed';
 
+/**
+ * How a file's run ends: its result, and whether the process died before it began the file (the
+ * file cannot have caused that: the pool tries it once more on a new process).
+ */
+type Settle = (result: ExtractResult, beforeStart: boolean) => void;
+
 /** The file a process has now: how to settle it, and the memory level when it started. */
 interface Job {
-  settle: (result: ExtractResult) => void;
+  settle: Settle;
   timer: NodeJS.Timeout;
   rssAtStart: number;
   stop: StopReason | null;
@@ -114,20 +131,29 @@ class ExtractProcess {
     /** Called once the process has exited (and its file, if any, is settled). */
     onExit: (gone: ExtractProcess) => void,
   ) {
-    const nodeArgs = [...workerExecArgv(true), `--max-old-space-size=${options.maxMemoryMb}`];
+    const nodeArgs = [...childExecArgv(), `--max-old-space-size=${options.maxMemoryMb}`];
     this.child = fork(fileURLToPath(siblingModule('extract-worker', import.meta.url)), [], {
-      // Under setpriv the kernel kills the process when the thread that started it ends, even
-      // while it is busy in a hostile file and could not see its IPC channel close.
-      ...(SETPRIV === null ? { execArgv: nodeArgs } : { execPath: SETPRIV, execArgv: ['--pdeathsig', 'KILL', process.execPath, ...nodeArgs] }),
+      ...(WRAPPERS === null
+        ? { execArgv: nodeArgs }
+        : { execPath: WRAPPERS[0], execArgv: ['--core=0', WRAPPERS[1], '--pdeathsig', 'KILL', process.execPath, ...nodeArgs] }),
       env: {},
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     });
-    this.child.stderr!.setEncoding('utf8');
-    this.child.stderr!.on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-STDERR_KEPT)));
     // A process that cannot be started (or signalled) reports it here; 'close' follows or has come.
     this.child.on('error', () => {});
     this.child.on('message', (reply: ExtractReply) => this.replied(reply));
+    // Without stdio when the start failed (no file descriptors left, for one).
+    this.child.stderr?.setEncoding('utf8');
+    this.child.stderr?.on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-STDERR_KEPT)));
+    // Should memory run out, the kernel's OOM killer takes this process before the service.
+    if (this.child.pid !== undefined) {
+      try {
+        writeFileSync(`/proc/${this.child.pid}/oom_score_adj`, '1000');
+      } catch {
+        // not Linux, or already gone
+      }
+    }
     // 'close', not 'exit': only then has all of its standard error (V8's last words) been read.
     this.child.on('close', (code, signal) => {
       this.exited = true;
@@ -135,18 +161,24 @@ class ExtractProcess {
       this.job = null;
       if (job !== null) {
         clearTimeout(job.timer);
-        job.settle(this.deathResult(job.stop, code, signal));
+        job.settle(this.deathResult(job.stop, code, signal), job.stop === null && Number.isNaN(job.rssAtStart));
       }
       onExit(this);
     });
   }
 
+  /** Whether the process can take a file (it may have died before its 'close' was handled). */
+  get alive(): boolean {
+    return !this.exited && this.child.connected && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
   /** Hands the process a file; `settle` is called once with its result. */
-  run(task: ExtractTask, settle: (result: ExtractResult) => void): void {
+  run(task: ExtractTask, settle: Settle): void {
     const job: Job = { settle, timer: setTimeout(() => this.kill('no-start'), this.options.timeoutMs + PROCESS_START_GRACE_MS), rssAtStart: NaN, stop: null };
     this.job = job;
     this.child.send(task, (error) => {
-      if (error !== null && this.job === job) this.kill('no-start');
+      // The process is gone or going: its 'close' settles the file as not begun.
+      if (error !== null && this.job === job) this.child.kill('SIGKILL');
     });
   }
 
@@ -160,14 +192,14 @@ class ExtractProcess {
   checkMemory(): void {
     const job = this.job;
     if (job === null || job.stop !== null || Number.isNaN(job.rssAtStart)) return;
-    if (anonymousRss(this.child.pid!) - job.rssAtStart > this.options.maxRssGrowthMb * 1024 * 1024) this.kill('memory');
+    if (anonymousMemory(this.child.pid!) - job.rssAtStart > this.options.maxRssGrowthMb * 1024 * 1024) this.kill('memory');
   }
 
   private replied(reply: ExtractReply): void {
     const job = this.job;
     if (job === null || job.stop !== null) return;
     if (reply.started) {
-      job.rssAtStart = anonymousRss(this.child.pid!);
+      job.rssAtStart = anonymousMemory(this.child.pid!);
       clearTimeout(job.timer);
       job.timer = setTimeout(() => this.kill('timeout'), this.options.timeoutMs);
       return;
@@ -176,7 +208,7 @@ class ExtractProcess {
     this.job = null;
     const result = reply.result;
     // The advanced serialization delivers the process's Buffer as a plain Uint8Array.
-    job.settle(result.ok ? { ...result, text: Buffer.from(result.text.buffer, result.text.byteOffset, result.text.byteLength) } : result);
+    job.settle(result.ok ? { ...result, text: Buffer.from(result.text.buffer, result.text.byteOffset, result.text.byteLength) } : result, false);
   }
 
   /** The result of a file whose process died. A cap is tried once more (`capped`): a busy machine may have pushed an innocent file over it. */
@@ -186,7 +218,9 @@ class ExtractProcess {
     if (stop === 'memory') {
       return { ok: false, error: `extraction exceeded the memory limit (its process grew by more than ${maxRssGrowthMb} MiB)`, retryable: true, capped: true };
     }
-    if (stop === 'no-start') return { ok: false, error: `no extraction process started within ${formatSeconds(PROCESS_START_GRACE_MS)} s`, retryable: true };
+    if (stop === 'no-start') {
+      return { ok: false, error: `no extraction process began the file within ${formatSeconds(timeoutMs + PROCESS_START_GRACE_MS)} s`, retryable: true };
+    }
     if (stop === 'closed') return closedResult();
     if (HEAP_LIMIT.test(this.stderr)) {
       return { ok: false, error: `extraction exceeded the memory limit (its process's heap is capped at ${maxMemoryMb} MiB)`, retryable: true, capped: true };
@@ -223,14 +257,19 @@ export class ExtractPool {
       await new Promise<void>((resolve) => this.#waiting.push(resolve));
       if (this.#closed) return closedResult();
     }
-    const worker = this.#idle.pop() ?? this.#start();
     this.#watchdog ??= setInterval(() => {
       for (const p of this.#processes) p.checkMemory();
     }, MEMORY_SAMPLE_MS).unref();
     try {
-      return await new Promise<ExtractResult>((resolve) => worker.run({ blobPath, contentType, path }, resolve));
+      for (let attempt = 1; ; attempt++) {
+        const worker = this.#takeIdle() ?? this.#start();
+        const { result, beforeStart } = await new Promise<{ result: ExtractResult; beforeStart: boolean }>((resolve) =>
+          worker.run({ blobPath, contentType, path }, (result, beforeStart) => resolve({ result, beforeStart })),
+        );
+        if (!worker.exited && !this.#closed) this.#idle.push(worker);
+        if (!beforeStart || attempt === 2 || this.#closed) return this.#closed && beforeStart ? closedResult() : result;
+      }
     } finally {
-      if (!worker.exited && !this.#closed) this.#idle.push(worker);
       const next = this.#waiting.shift();
       if (next !== undefined) next();
       else {
@@ -241,6 +280,12 @@ export class ExtractPool {
         }
       }
     }
+  }
+
+  /** An idle process that is still alive, if any. */
+  #takeIdle(): ExtractProcess | undefined {
+    for (let worker = this.#idle.pop(); worker !== undefined; worker = this.#idle.pop()) if (worker.alive) return worker;
+    return undefined;
   }
 
   #start(): ExtractProcess {

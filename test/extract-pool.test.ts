@@ -51,18 +51,24 @@ function expectText(result: ExtractResult, expected: string, kind: 'text' | 'pdf
   expect(result.text.toString('utf8')).toBe(expected);
 }
 
-/** The CPU ticks (utime + stime) of each child process of this one, by pid (Linux's /proc). */
+/** The CPU ticks (utime + stime, 100 a second) a process has used; NaN once it is gone. */
+function cpuTicks(pid: number): number {
+  try {
+    // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return NaN;
+  }
+}
+
+/** The CPU ticks of each child process of this one, by pid (Linux's /proc). */
 function childTicks(): Map<number, number> {
   const ticks = new Map<number, number>();
   for (const task of readdirSync('/proc/self/task')) {
     for (const pid of readFileSync(`/proc/self/task/${task}/children`, 'latin1').split(' ').filter(Boolean).map(Number)) {
-      try {
-        // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-        const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
-        ticks.set(pid, Number(fields[11]) + Number(fields[12]));
-      } catch {
-        // gone meanwhile
-      }
+      const used = cpuTicks(pid);
+      if (!Number.isNaN(used)) ticks.set(pid, used);
     }
   }
   return ticks;
@@ -168,7 +174,9 @@ describe('ExtractPool', () => {
   it('runs files in processes without the service environment, and reports one killed from outside as crashed', async () => {
     const pool = new ExtractPool({ threads: 1, timeoutMs: 30_000 });
     try {
-      expectText(await pool.extract(textBlob, 'text/plain', '/warm.txt'), 'line one\r\nline two\n', 'text');
+      // pdfjs loaded, so that the next PDF begins at once (a process killed before it began a
+      // file would have the file tried again on a new one).
+      expectText(await pool.extract(pdfBlob, 'application/pdf', '/warm.pdf'), PDF_TEXT, 'pdf');
       const [pid] = childTicks().keys();
       // Only what Node.js sets for the IPC channel itself.
       const names = readFileSync(`/proc/${pid}/environ`, 'latin1')
@@ -203,7 +211,10 @@ describe('ExtractPool', () => {
         extraction = Number(readFileSync(`/proc/${service.pid}/task/${service.pid}/children`, 'latin1').trim().split(' ')[0]) || undefined;
       }
       expect(extraction).toBeDefined();
-      await new Promise((resolve) => setTimeout(resolve, 500)); // busy in the file now
+      // Busy in the file: half a second of CPU (starting and loading pdfjs take about 0.15 s), so
+      // that only the kernel can end it (an idle process would also leave once its channel closed).
+      for (let i = 0; i < 200 && cpuTicks(extraction!) < 50; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(cpuTicks(extraction!)).toBeGreaterThanOrEqual(50);
       service.kill('SIGKILL');
       await new Promise((resolve) => setTimeout(resolve, 500));
       // Gone, or a zombie waiting for init to reap it: never running on.
