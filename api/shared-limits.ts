@@ -261,7 +261,9 @@ export class SharedLimits {
     const lease = this.leases.get(signature);
     let size = MAX_LEASE;
     for (const limit of limits) size = Math.min(size, Math.floor(limit.burst / 4));
-    if (size < 1) return 0;
+    // One slot ahead saves a round trip at most, and could keep a small burst's last slot from
+    // a request waiting on another node.
+    if (size < 2) return 0;
     if (lease === undefined) {
       // A group seen for the first time gets a lease record, and a lease once it is busy.
       this.leases.set(signature, { slots: 0, expires: 0, lapsed: 0, seen: 0, since: now });

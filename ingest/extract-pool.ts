@@ -102,6 +102,9 @@ function formatSeconds(ms: number): string {
   return Number.isInteger(s) ? String(s) : s.toFixed(1);
 }
 
+/** A log line: what happened, and what explains it. */
+type PoolLog = (message: string, detail: unknown) => void;
+
 /** Why a process was killed while it had a file. */
 type StopReason = 'timeout' | 'no-start' | 'memory' | 'closed';
 
@@ -128,6 +131,7 @@ class ExtractProcess {
 
   constructor(
     private readonly options: Required<ExtractPoolOptions>,
+    private readonly log: PoolLog,
     /** Called once the process has exited (and its file, if any, is settled). */
     onExit: (gone: ExtractProcess) => void,
   ) {
@@ -225,13 +229,17 @@ class ExtractProcess {
     if (HEAP_LIMIT.test(this.stderr)) {
       return { ok: false, error: `extraction exceeded the memory limit (its process's heap is capped at ${maxMemoryMb} MiB)`, retryable: true, capped: true };
     }
-    return { ok: false, error: `extraction process crashed (${signal ?? `exit code ${code}`})`, retryable: true };
+    const crashed = `extraction process crashed (${signal ?? `exit code ${code}`})`;
+    // Its last words, for the operator (the file's error names only the signal or code).
+    this.log(`an ${crashed}`, this.stderr.trim() === '' ? 'nothing on its standard error' : this.stderr.trim().slice(-1000));
+    return { ok: false, error: crashed, retryable: true };
   }
 }
 
 /** A pool of extraction processes with per-file time and memory caps. */
 export class ExtractPool {
   readonly #options: Required<ExtractPoolOptions>;
+  readonly #log: PoolLog;
   /** Processes without a file, ready for the next. */
   readonly #idle: ExtractProcess[] = [];
   /** Every live process. */
@@ -244,8 +252,10 @@ export class ExtractPool {
   #busy = 0;
   #closed = false;
 
-  constructor(options: ExtractPoolOptions = {}) {
+  /** `log` hears of each process that crashed, with the end of its standard error. */
+  constructor(options: ExtractPoolOptions = {}, log: PoolLog = () => {}) {
     this.#options = withDefaults(options);
+    this.#log = log;
   }
 
   /** Extracts the text of the stored original at `blobPath`, never rejecting. */
@@ -289,7 +299,7 @@ export class ExtractPool {
   }
 
   #start(): ExtractProcess {
-    const worker = new ExtractProcess(this.#options, (gone) => {
+    const worker = new ExtractProcess(this.#options, this.#log, (gone) => {
       this.#processes.delete(gone);
       const at = this.#idle.indexOf(gone);
       if (at !== -1) this.#idle.splice(at, 1);

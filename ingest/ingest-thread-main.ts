@@ -28,7 +28,7 @@ const log = (message: string, error: unknown): void =>
 
 const db = new Database(data.targets, (error) => log('ingest database connection lost', error));
 const shards = new Shards(shardsRoot(data.dataDir));
-const pool = new ExtractPool(data.extract);
+const pool = new ExtractPool(data.extract, log);
 const reportExtraction = (fileType: string, outcome: 'ok' | 'error' | 'capped', seconds: number): void =>
   port.postMessage({ type: 'extracted', fileType, outcome, seconds } satisfies IngestThreadReply);
 const objects = openObjectStore(data.storage);

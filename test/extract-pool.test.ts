@@ -172,7 +172,8 @@ describe('ExtractPool', () => {
   });
 
   it('runs files in processes without the service environment, and reports one killed from outside as crashed', async () => {
-    const pool = new ExtractPool({ threads: 1, timeoutMs: 30_000 });
+    const logged: string[] = [];
+    const pool = new ExtractPool({ threads: 1, timeoutMs: 30_000 }, (message, detail) => logged.push(`${message}: ${String(detail)}`));
     try {
       // pdfjs loaded, so that the next PDF begins at once (a process killed before it began a
       // file would have the file tried again on a new one).
@@ -189,6 +190,7 @@ describe('ExtractPool', () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
       process.kill(pid, 'SIGKILL');
       expect(await hang).toEqual({ ok: false, error: 'extraction process crashed (SIGKILL)', retryable: true });
+      expect(logged).toEqual(['an extraction process crashed (SIGKILL): nothing on its standard error']);
       expectText(await pool.extract(textBlob, 'text/plain', '/after.txt'), 'line one\r\nline two\n', 'text');
       expect([...childTicks().keys()]).not.toContain(pid);
     } finally {
