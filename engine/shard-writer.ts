@@ -261,7 +261,11 @@ function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
   return { trigrams, ends, ids };
 }
 
-function sameMeta(a: DocMeta, b: DocMeta): boolean {
+/** The metadata a document's row can change without its text: equal on both sides. */
+export type RowMeta = Pick<DocMeta, 'sizeBytes' | 'contentType' | 'updatedAt' | 'claims'>;
+
+/** True when two documents' row metadata (size, type, time, claims) are equal. */
+export function sameMeta(a: RowMeta, b: RowMeta): boolean {
   if (a.sizeBytes !== b.sizeBytes || a.contentType !== b.contentType || a.updatedAt !== b.updatedAt) return false;
   if (a.claims === null || b.claims === null) return a.claims === b.claims;
   return a.claims.length === b.claims.length && a.claims.every((c, i) => c === b.claims![i]);

@@ -12,7 +12,7 @@ import type { LocalCopy } from '../storage/object-store.js';
 import type { ExtractResult } from './extract.js';
 import type { ExtractPool } from './extract-pool.js';
 import type { ShardSnapshots } from './shard-snapshots.js';
-import type { ShardDoc, Shards } from './shards.js';
+import { type ShardDoc, type Shards, shardDoc } from './shards.js';
 
 /** Settings of the loop; every field has a default. */
 export interface IngestOptions {
@@ -227,16 +227,8 @@ export class IngestLoop {
       const docs: ShardDoc[] = [];
       for (const { job, file, result } of items) {
         if (result.ok) {
-          docs.push({
-            path: file.path,
-            text: result.text,
-            sizeBytes: file.sizeBytes,
-            contentType: file.contentType,
-            updatedAt: file.updatedAt,
-            visibility: file.visibility,
-            // Same blob, same text: a job run twice (or a re-upload of identical bytes) re-indexes nothing.
-            version: file.blobSha256,
-          });
+          // Same blob, same text: a job run twice (or a re-upload of identical bytes) re-indexes nothing.
+          docs.push(shardDoc(file, result.text));
           outcomes.push({ job, kind: 'ready' });
         } else if (result.retryable && job.attempts < (result.capped === true ? CAPPED_ATTEMPTS : this.options.maxAttempts)) {
           // A capped file is tried again at once, so that one built to hang ends within about two caps.

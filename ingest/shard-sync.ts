@@ -23,10 +23,11 @@ import type { Database } from '../db/database.js';
 import type { JobFile } from '../db/ingest-jobs.js';
 import { requeueFiles } from '../db/shard-repair.js';
 import type { DocMeta } from '../engine/shard-format.js';
+import { sameMeta } from '../engine/shard-writer.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { BlobStore } from './blob-store.js';
 import { restoreShard } from './shard-snapshots.js';
-import type { ShardDoc, Shards } from './shards.js';
+import { type ShardDoc, type Shards, shardDoc } from './shards.js';
 
 /** Documents written to a shard in one transaction while syncing (bounds the texts held at once). */
 const WRITE_BATCH = 256;
@@ -189,15 +190,7 @@ export class ShardSync {
         missing.push(path);
         continue;
       }
-      docs.push({
-        path,
-        text,
-        sizeBytes: file.sizeBytes,
-        contentType: file.contentType,
-        updatedAt: file.updatedAt,
-        visibility: file.visibility,
-        version: file.blobSha256,
-      });
+      docs.push(shardDoc(file, text));
       if (docs.length >= WRITE_BATCH) await flush();
     }
     await flush();
@@ -212,8 +205,5 @@ export class ShardSync {
 
 /** True when a shard's document is what a ready row describes. */
 function holds(held: DocMeta, file: JobFile): boolean {
-  if (held.version !== file.blobSha256 || held.sizeBytes !== file.sizeBytes || held.contentType !== file.contentType) return false;
-  if (held.updatedAt !== file.updatedAt) return false;
-  if (held.claims === null || file.visibility === null) return held.claims === file.visibility;
-  return held.claims.length === file.visibility.length && held.claims.every((c, i) => c === file.visibility![i]);
+  return held.version === file.blobSha256 && sameMeta(held, { ...file, claims: file.visibility });
 }

@@ -6,6 +6,7 @@
  */
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { JobFile } from '../db/ingest-jobs.js';
 import { openShardReader } from '../engine/reader-cache.js';
 import { acquireShardEnv, releaseShardEnv } from '../engine/shard-env.js';
 import type { DocMeta } from '../engine/shard-format.js';
@@ -18,6 +19,19 @@ export function shardsRoot(dataDir: string): string {
 
 /** A document handed to a shard. */
 export type ShardDoc = DocInput;
+
+/** The document of a ready file's row with its text: the version is the blob's hash (same blob, same text). */
+export function shardDoc(file: JobFile, text: Buffer): ShardDoc {
+  return {
+    path: file.path,
+    text,
+    sizeBytes: file.sizeBytes,
+    contentType: file.contentType,
+    updatedAt: file.updatedAt,
+    visibility: file.visibility,
+    version: file.blobSha256,
+  };
+}
 
 /**
  * Where shards live and how to write them. The operations on one workspace
