@@ -6,7 +6,7 @@
  * changed paths with their rows as they are now (ingest/shard-sync.ts).
  */
 import type { Database, Tx } from './database.js';
-import { FILE_ROW_COLUMNS, type FileRow, fileRow, type JobFile } from './ingest-jobs.js';
+import { FILE_ROW_COLUMNS, type FileRow, fileRow, type JobFile } from './file-rows.js';
 
 /** The channel on which committed changes are announced: `<workspace id> <version> <account id>`, or `<workspace id> gone`. */
 export const CHANGES_CHANNEL = 'vfs_changes';

@@ -8,6 +8,7 @@
  */
 import { recordChanges } from './changes.js';
 import type { Database, Tx } from './database.js';
+import { FILE_ROW_COLUMNS, type FileRow, fileRow, type JobFile } from './file-rows.js';
 
 /** A claimed job. */
 export interface Job {
@@ -18,18 +19,6 @@ export interface Job {
   generation: number;
   /** Claims so far, this one included. */
   attempts: number;
-}
-
-/** The file a job is for, as it stands now. */
-export interface JobFile {
-  workspaceId: string;
-  path: string;
-  generation: number;
-  blobSha256: string;
-  contentType: string;
-  visibility: string[] | null;
-  sizeBytes: number;
-  updatedAt: number;
 }
 
 /** How a job ended. */
@@ -56,35 +45,6 @@ export async function claimJobs(db: Database, max: number, leaseSeconds: number)
     generation: Number(r.generation),
     attempts: r.attempts,
   }));
-}
-
-/** The columns of a file row that make a JobFile (fileRow), as a query names them on `files f`. */
-export const FILE_ROW_COLUMNS = 'f.workspace_id, f.path, f.generation, f.blob_sha256, f.content_type, f.visibility, f.size_bytes, f.updated_at';
-
-/** A file row as FILE_ROW_COLUMNS selects it. */
-export interface FileRow {
-  workspace_id: string;
-  path: string;
-  generation: string;
-  blob_sha256: string;
-  content_type: string;
-  visibility: string[] | null;
-  size_bytes: string;
-  updated_at: Date;
-}
-
-/** A file row as the ingest and the shard copies use it. */
-export function fileRow(r: FileRow): JobFile {
-  return {
-    workspaceId: r.workspace_id,
-    path: r.path,
-    generation: Number(r.generation),
-    blobSha256: r.blob_sha256,
-    contentType: r.content_type,
-    visibility: r.visibility,
-    sizeBytes: Number(r.size_bytes),
-    updatedAt: r.updated_at.getTime(),
-  };
 }
 
 /** The current rows of the jobs' files (one account's jobs); a job whose file is gone has no entry. */

@@ -6,7 +6,8 @@
  * always lands in the shard after an older one.
  */
 import type { Database } from '../db/database.js';
-import { type Job, type JobFile, type Outcome, claimJobs, finishJobs, jobFiles, jobKey, lastJobError } from '../db/ingest-jobs.js';
+import type { JobFile } from '../db/file-rows.js';
+import { type Job, type Outcome, claimJobs, finishJobs, jobFiles, jobKey, lastJobError } from '../db/ingest-jobs.js';
 import type { BlobStore } from './blob-store.js';
 import type { LocalCopy } from '../storage/object-store.js';
 import type { ExtractResult } from './extract.js';

@@ -20,7 +20,7 @@
  */
 import { changesSince, workspaceState } from '../db/changes.js';
 import type { Database } from '../db/database.js';
-import type { JobFile } from '../db/ingest-jobs.js';
+import type { JobFile } from '../db/file-rows.js';
 import { requeueFiles } from '../db/shard-repair.js';
 import type { DocMeta } from '../engine/shard-format.js';
 import { sameMeta } from '../engine/shard-writer.js';

@@ -6,7 +6,7 @@
  */
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JobFile } from '../db/ingest-jobs.js';
+import type { JobFile } from '../db/file-rows.js';
 import { openShardReader } from '../engine/reader-cache.js';
 import { acquireShardEnv, releaseShardEnv } from '../engine/shard-env.js';
 import type { DocMeta } from '../engine/shard-format.js';
