@@ -1,5 +1,5 @@
 # Node.js 24 (the current LTS) on Debian 13: its glibc (2.41) loads the native uWebSockets.js build
-# for Node.js 24 (@btc-vision/uwebsockets.js, which needs glibc 2.38; api/uws.ts logs the build it took).
+# for Node.js 24 (@btc-vision/uwebsockets.js, which needs glibc 2.38; api/http/uws.ts logs the build it took).
 FROM node:24-trixie-slim
 # Build tools for the native modules whose install script compiles when no prebuilt binary fits (re2, lmdb, msgpackr-extract);
 # util-linux for setpriv, which has the kernel kill an extraction process whose parent is gone (ingest/extract-pool.ts).

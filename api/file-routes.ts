@@ -9,15 +9,15 @@ import { checkFilePath } from '../core/paths.js';
 import type { Database } from '../db/database.js';
 import type { BlobUpload } from '../ingest/blob-store.js';
 import type { Uploads } from '../ingest/uploads.js';
-import { type Principal, requireManagementKey } from './auth.js';
-import type { Guard } from './guard.js';
-import { BodyStream } from './body-stream.js';
-import type { Lookups } from './lookups.js';
-import { type RequestContext, send, sendJson, snapshot } from './http.js';
-import { CLAIM, workspaceParam } from './params.js';
-import { noQuery, queryReader } from './query.js';
-import { UPLOAD_QUERY } from './schemas.js';
-import { type ErrorLog, toVfsError } from './respond.js';
+import { type Principal, requireManagementKey } from './gate/auth.js';
+import type { Guard } from './gate/guard.js';
+import { BodyStream } from './http/body-stream.js';
+import type { Lookups } from './gate/lookups.js';
+import { type RequestContext, send, sendJson, snapshot } from './http/context.js';
+import { CLAIM, workspaceParam } from './contract/params.js';
+import { noQuery, queryReader } from './contract/query.js';
+import { UPLOAD_QUERY } from './contract/schemas.js';
+import { type ErrorLog, toVfsError } from './http/respond.js';
 
 /** What the file routes need. */
 export interface FileRouteDeps {

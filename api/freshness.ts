@@ -10,7 +10,7 @@
  */
 import { existsSync } from 'node:fs';
 import { VfsError } from '../core/errors.js';
-import { Coalescer } from './coalescer.js';
+import { Coalescer } from '../core/coalescer.js';
 
 /** What the gate asks of the rest of the service. */
 export interface FreshnessDeps {

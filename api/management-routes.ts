@@ -12,13 +12,13 @@ import { listFiles } from '../db/files.js';
 import { accountLimits } from '../db/limits.js';
 import { mintToken, revokeToken } from '../db/tokens.js';
 import { createWorkspace, deleteWorkspace, listWorkspaces, requireWorkspace } from '../db/workspaces.js';
-import { type Authenticator, requireManagementKey } from './auth.js';
-import type { Guard } from './guard.js';
-import { type RequestContext, readBody, sendJson, snapshot } from './http.js';
-import { decodeURIComponentSafe, workspaceParam } from './params.js';
-import { noQuery, queryReader } from './query.js';
-import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY } from './schemas.js';
-import { type ErrorLog, sendJsonError } from './respond.js';
+import { type Authenticator, requireManagementKey } from './gate/auth.js';
+import type { Guard } from './gate/guard.js';
+import { type RequestContext, readBody, sendJson, snapshot } from './http/context.js';
+import { decodeURIComponentSafe, workspaceParam } from './contract/params.js';
+import { noQuery, queryReader } from './contract/query.js';
+import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY } from './contract/schemas.js';
+import { type ErrorLog, sendJsonError } from './http/respond.js';
 
 /** What the management routes need. */
 export interface ManagementDeps {

@@ -4,13 +4,13 @@
  * credentials. What is counted where:
  *
  * - `vfs_http_requests_total{method,route,status}`: every response, by its route pattern
- *   (api/in-flight.ts sees each request start and end);
+ *   (api/http/in-flight.ts sees each request start and end);
  * - `vfs_read_seconds{tool,output_mode}`: read-tool calls, HTTP and MCP, from admission to the
  *   committed audit event;
  * - `vfs_grep_candidates_total`, `vfs_grep_verified_bytes_total`: what the greps read;
- * - `vfs_rate_limited_total{scope}`, `vfs_auth_failures_total`: refusals at the gate (guard.ts);
+ * - `vfs_rate_limited_total{scope}`, `vfs_auth_failures_total`: refusals at the gate (gate/guard.ts);
  * - `vfs_shared_limit_batch_checks`, `vfs_shared_limit_seconds`, `vfs_shared_limit_errors_total`:
- *   the round trips to the limits shared by the nodes (VFS_CLUSTER_LIMITS=on, shared-limits.ts);
+ *   the round trips to the limits shared by the nodes (VFS_CLUSTER_LIMITS=on, gate/shared-limits.ts);
  * - `vfs_audit_batch_events`, `vfs_audit_commit_seconds`: the audit log's group commits;
  * - `vfs_extraction_seconds{type,outcome}`: extractions, reported by the ingest thread;
  * - `vfs_ingest_queue_jobs`, `vfs_ingest_oldest_job_seconds`, `vfs_shard_bytes`: read when

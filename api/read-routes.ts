@@ -12,19 +12,19 @@ import type { Database } from '../db/database.js';
 import { fileState } from '../db/files.js';
 import { checkFilePath } from '../core/paths.js';
 import { type CatRequest, type FindRequest, type GrepRequest, type GrepStats, type LsRequest, Visibility } from '../engine/index.js';
-import type { Principal } from './auth.js';
+import type { Principal } from './gate/auth.js';
 import type { Freshness } from './freshness.js';
-import type { Guard } from './guard.js';
-import { type RequestContext, snapshot } from './http.js';
-import type { Lookups } from './lookups.js';
+import type { Guard } from './gate/guard.js';
+import { type RequestContext, snapshot } from './http/context.js';
+import type { Lookups } from './gate/lookups.js';
 import type { Metrics } from './metrics.js';
-import { workspaceParam } from './params.js';
-import { queryReader } from './query.js';
-import { READ_PARAMS, type Tool } from './schemas.js';
+import { workspaceParam } from './contract/params.js';
+import { queryReader } from './contract/query.js';
+import { READ_PARAMS, type Tool } from './contract/schemas.js';
 import type { ReadPool } from '../reads/read-pool.js';
 import type { Cancelled, Failure } from '../reads/read-protocol.js';
-import { type ErrorLog, sendTextError, toVfsError } from './respond.js';
-import { answerAfter, TextStream } from './stream-text.js';
+import { type ErrorLog, sendTextError, toVfsError } from './http/respond.js';
+import { answerAfter, TextStream } from './http/stream-text.js';
 
 /** What the read routes need. */
 export interface ReadRouteDeps {
@@ -48,7 +48,7 @@ export interface ReadRouteDeps {
 const MAX_PATTERN_BYTES = 16 * 1024;
 const MAX_AUDIT_VALUE = 1024;
 
-export type { Tool } from './schemas.js';
+export type { Tool } from './contract/schemas.js';
 
 const READERS = {
   ls: queryReader(READ_PARAMS.ls),

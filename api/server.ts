@@ -1,20 +1,20 @@
 /**
  * The HTTP server: probes, the management plane, the read tools, and a JSON
- * 404 for everything else. Requests are counted (in-flight.ts) so that a stop
+ * 404 for everything else. Requests are counted (http/in-flight.ts) so that a stop
  * lets those in flight finish.
  */
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
-import { send, sendJson, sendText, snapshot } from './http.js';
+import { send, sendJson, sendText, snapshot } from './http/context.js';
 import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
-import { InFlight } from './in-flight.js';
+import { InFlight } from './http/in-flight.js';
 import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
-import { type McpRouteDeps, registerMcpRoutes } from './mcp-routes.js';
-import { openApiDocument } from './openapi.js';
+import { type McpRouteDeps, registerMcpRoutes } from './mcp/routes.js';
+import { openApiDocument } from './contract/openapi.js';
 import { type ReadRouteDeps, registerReadRoutes } from './read-routes.js';
-import { sendJsonError } from './respond.js';
-import { type HttpChoice, loadUws } from './uws.js';
+import { sendJsonError } from './http/respond.js';
+import { type HttpChoice, loadUws } from './http/uws.js';
 
 /**
  * uWS's LIBUS_LISTEN_EXCLUSIVE_PORT. Without it this build binds with SO_REUSEPORT, and a
@@ -35,7 +35,7 @@ export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps
 /** A listening server. */
 export interface RunningServer {
   port: number;
-  /** Which HTTP implementation serves, and why the ones tried before it did not load (api/uws.ts). */
+  /** Which HTTP implementation serves, and why the ones tried before it did not load (api/http/uws.ts). */
   http: string;
   /**
    * Stops accepting connections, answers 503 to new requests on connections

@@ -16,7 +16,7 @@ import { createServer } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
-import { loadUws } from '../api/uws.js';
+import { loadUws } from '../api/http/uws.js';
 
 const BODY = Buffer.from(
   Array.from({ length: 100 }, (_, i) => `${String(i + 1).padStart(6)}\tline ${i + 1}: the quick brown fox jumps over the lazy dog\n`).join(''),

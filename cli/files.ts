@@ -3,7 +3,7 @@
  * `push` compares against it and polls it while ingest runs.
  */
 import type { z } from 'zod';
-import type { REPLIES } from '../api/schemas.js';
+import type { REPLIES } from '../api/contract/schemas.js';
 import type { ApiClient } from './client.js';
 import type { Output } from './output.js';
 

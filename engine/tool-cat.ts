@@ -4,7 +4,7 @@
  * MAX_CAT_BYTES of output. Lines over MAX_LINE_CHARS characters are cut with a marker. When
  * lines remain after the last one printed, a footer line starting with `[` gives the offset to
  * continue from. Only the printed lines are decoded: the stored line starts locate them.
- * With `lineNumbers: false` (an MCP resource, api/mcp-tools.ts) the lines are printed bare.
+ * With `lineNumbers: false` (an MCP resource, api/mcp/tools.ts) the lines are printed bare.
  */
 
 import { VfsError } from '../core/errors.js';

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Which uWebSockets.js build the loader (api/uws.ts) takes on each Node.js major version the
+# Which uWebSockets.js build the loader (api/http/uws.ts) takes on each Node.js major version the
 # service supports, checked against what the builds' binaries need, and proof that it serves.
 #
 #   scripts/check-node-versions.sh

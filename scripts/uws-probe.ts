@@ -10,7 +10,7 @@
  */
 import { get } from 'node:http';
 import type { us_listen_socket } from 'uWebSockets.js';
-import { loadUws } from '../api/uws.js';
+import { loadUws } from '../api/http/uws.js';
 
 const BODY = 'probe ok\n';
 

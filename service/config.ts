@@ -4,8 +4,8 @@
  */
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { MIN_MCP_MAX_CHARS } from '../api/mcp-tools.js';
-import type { HttpChoice } from '../api/uws.js';
+import { MIN_MCP_MAX_CHARS } from '../api/mcp/tools.js';
+import type { HttpChoice } from '../api/http/uws.js';
 import { fileURLToPath } from 'node:url';
 import { credentialKind } from '../core/credentials.js';
 import type { SnapshotOptions } from '../ingest/shard-snapshots.js';
@@ -136,7 +136,7 @@ export interface Config {
   managementRate: number;
   /**
    * Hold the rate limits and the failed-authentication lock for all service processes on this
-   * database (shared state in PostgreSQL, api/shared-limits.ts) rather than per process.
+   * database (shared state in PostgreSQL, api/gate/shared-limits.ts) rather than per process.
    */
   clusterLimits: boolean;
   /** Read-tool worker threads. */
@@ -167,7 +167,7 @@ export interface Config {
   shutdownGraceMs: number;
   /**
    * The HTTP server: `auto` takes the first native uWebSockets.js build that loads for this
-   * Node.js and glibc (api/uws.ts) and the node:http implementation of its API where none does;
+   * Node.js and glibc (api/http/uws.ts) and the node:http implementation of its API where none does;
    * `node` takes the latter always.
    */
   http: HttpChoice;

@@ -18,11 +18,11 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type pg from 'pg';
-import { Authenticator } from '../api/auth.js';
+import { Authenticator } from '../api/gate/auth.js';
 import { ReadPool } from '../reads/read-pool.js';
 import { Freshness } from '../api/freshness.js';
-import { Guard } from '../api/guard.js';
-import { Lookups } from '../api/lookups.js';
+import { Guard } from '../api/gate/guard.js';
+import { Lookups } from '../api/gate/lookups.js';
 import { Metrics, type MetricsServer, startMetricsServer } from '../api/metrics.js';
 import { startServer } from '../api/server.js';
 import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';

@@ -1,13 +1,13 @@
 /**
  * Limits across nodes: three services on one database. With VFS_CLUSTER_LIMITS=on the read
  * rate, the management rate and the failed-authentication lock hold for the three together
- * (api/shared-limits.ts); with it off each node limits alone, which lets three times through.
+ * (api/gate/shared-limits.ts); with it off each node limits alone, which lets three times through.
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setAccountLimits } from '../db/accounts.js';
 import { takeSharedLimits } from '../db/cluster-limits.js';
-import { Coalescer } from '../api/coalescer.js';
+import { Coalescer } from '../core/coalescer.js';
 import { newCredential } from '../core/credentials.js';
 import { startTestService, type TestService } from './helpers/service.js';
 

@@ -18,7 +18,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
 import { exchange as rawExchange, type Wire } from './helpers/wire.js';
-import { loadUws } from '../api/uws.js';
+import { loadUws } from '../api/http/uws.js';
 
 /** The test service's HTTP layer: a native uWebSockets.js build, or the node:http implementation (no native build loads, or VFS_HTTP=node). */
 const httpLayer = loadUws(process.env.VFS_HTTP === 'node' ? 'node' : 'auto');

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setAccountLimits } from '../db/accounts.js';
 import { newCredential } from '../core/credentials.js';
-import { FailureWindow, RateLimiter } from '../api/rate-limit.js';
+import { FailureWindow, RateLimiter } from '../api/gate/rate-limit.js';
 import { settled, startTestService, type TestService } from './helpers/service.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

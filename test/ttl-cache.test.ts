@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TtlCache } from '../api/ttl-cache.js';
+import { TtlCache } from '../core/ttl-cache.js';
 
 /** A load whose completion the test controls, counting how often it was started. */
 function gate<V>() {

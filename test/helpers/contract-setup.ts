@@ -4,7 +4,7 @@
  * reads it, and a file whose responses broke the contract fails in its last hook.
  */
 import { afterAll, expect } from 'vitest';
-import { openApiDocument } from '../../api/openapi.js';
+import { openApiDocument } from '../../api/contract/openapi.js';
 import { ContractChecker, type ObservedResponse } from './contract.js';
 
 const checker = new ContractChecker(openApiDocument());

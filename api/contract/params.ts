@@ -3,8 +3,8 @@
  * names the parameter in its error, refuses a parameter given twice, and accepts integers only
  * in plain decimal (no sign, fraction, exponent or leading `+`).
  */
-import { invalidParameter, VfsError } from '../core/errors.js';
-import { StrictQuery } from './http.js';
+import { invalidParameter, VfsError } from '../../core/errors.js';
+import { StrictQuery } from '../http/context.js';
 
 /** Workspace names: 1-64 of [a-z0-9_-], starting and ending with a letter or digit. */
 export const WORKSPACE_NAME = /^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$/;

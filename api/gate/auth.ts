@@ -5,11 +5,11 @@
  * revocation through this service, or a NOTIFY from another process (the
  * operator command), clears the cache before the next request.
  */
-import { credentialHash, credentialKind } from '../core/credentials.js';
-import { VfsError } from '../core/errors.js';
-import { findManagementKey, findToken } from '../db/auth.js';
-import type { Database } from '../db/database.js';
-import { TtlCache } from './ttl-cache.js';
+import { credentialHash, credentialKind } from '../../core/credentials.js';
+import { VfsError } from '../../core/errors.js';
+import { findManagementKey, findToken } from '../../db/auth.js';
+import type { Database } from '../../db/database.js';
+import { TtlCache } from '../../core/ttl-cache.js';
 
 /** Who is calling. */
 export type Principal =

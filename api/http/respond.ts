@@ -4,8 +4,8 @@
  * otherwise (logged, never shown). Management routes answer JSON
  * `{ error }`; read routes answer plain text.
  */
-import { VfsError } from '../core/errors.js';
-import { type RequestContext, sendJson, sendText } from './http.js';
+import { VfsError } from '../../core/errors.js';
+import { type RequestContext, sendJson, sendText } from './context.js';
 
 /** Where unexpected errors go. */
 export type ErrorLog = (message: string, error: unknown, fields?: Record<string, unknown>) => void;

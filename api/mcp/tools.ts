@@ -9,12 +9,12 @@
  * cap the call is cancelled, and a footer starting with `[` gives the next call.
  */
 import { z } from 'zod';
-import { VfsError } from '../core/errors.js';
-import type { CatRequest, GrepRequest } from '../engine/index.js';
-import type { ReadCall } from '../reads/read-protocol.js';
-import { auditCall, type Caller, countGrep, parseReadRequest, type ReadRouteDeps, readCallError, type Tool } from './read-routes.js';
-import { isDatabaseUnavailable } from './respond.js';
-import { READ_PARAMS } from './schemas.js';
+import { VfsError } from '../../core/errors.js';
+import type { CatRequest, GrepRequest } from '../../engine/index.js';
+import type { ReadCall } from '../../reads/read-protocol.js';
+import { auditCall, type Caller, countGrep, parseReadRequest, type ReadRouteDeps, readCallError, type Tool } from '../read-routes.js';
+import { isDatabaseUnavailable } from '../http/respond.js';
+import { READ_PARAMS } from '../contract/schemas.js';
 
 /** Room kept under the cap for the footer of a cut result. */
 const FOOTER_ROOM = 400;

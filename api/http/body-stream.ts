@@ -4,8 +4,8 @@
  * an upload is never held whole in memory. Must be created synchronously in
  * the uWS handler (uWS delivers body chunks only to a handler attached then).
  */
-import { VfsError } from '../core/errors.js';
-import type { RequestContext } from './http.js';
+import { VfsError } from '../../core/errors.js';
+import type { RequestContext } from './context.js';
 
 const HIGH_WATER = 1 << 20;
 

@@ -4,10 +4,10 @@
  * deleting a workspace clears the workspace cache at once, so within this
  * process a deleted workspace is never served from it (see TtlCache.clear).
  */
-import type { Database } from '../db/database.js';
-import { accountLimits, type Limits } from '../db/limits.js';
-import { requireWorkspace } from '../db/workspaces.js';
-import { TtlCache } from './ttl-cache.js';
+import type { Database } from '../../db/database.js';
+import { accountLimits, type Limits } from '../../db/limits.js';
+import { requireWorkspace } from '../../db/workspaces.js';
+import { TtlCache } from '../../core/ttl-cache.js';
 
 /** Cached lookups shared by the routes. */
 export class Lookups {

@@ -5,7 +5,7 @@
  *
  * - a request the node's buckets refuse never reaches PostgreSQL; one they
  *   admit waits for the shared buckets, where all the checks waiting on this
- *   node go in one statement per round trip (coalescer.ts), computed on the
+ *   node go in one statement per round trip (core/coalescer.ts), computed on the
  *   database's clock. The answer also tells how far each shared bucket is
  *   ahead, and the node's bucket moves up to it, so that once the other nodes
  *   have used a credential's rate this node refuses it without asking. A busy
@@ -25,10 +25,10 @@ import {
   sharedLocks,
   sweepSharedLimits,
   takeSharedLimits,
-} from '../db/cluster-limits.js';
-import type { Database } from '../db/database.js';
-import { Coalescer } from './coalescer.js';
-import type { Metrics } from './metrics.js';
+} from '../../db/cluster-limits.js';
+import type { Database } from '../../db/database.js';
+import { Coalescer } from '../../core/coalescer.js';
+import type { Metrics } from '../metrics.js';
 import type { Allowance, FailureWindow, Limit, RateLimiter } from './rate-limit.js';
 
 /**

@@ -24,11 +24,11 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import type { TemplatedApp } from 'uWebSockets.js';
-import { VfsError } from '../core/errors.js';
-import { readBody, type RequestContext, send, snapshot } from './http.js';
-import { callTool, instructions, isTool, MCP_TOOLS, resourcePath, resourcePrefix } from './mcp-tools.js';
-import { admitCaller, type Caller, type ReadRouteDeps } from './read-routes.js';
-import { toVfsError } from './respond.js';
+import { VfsError } from '../../core/errors.js';
+import { readBody, type RequestContext, send, snapshot } from '../http/context.js';
+import { callTool, instructions, isTool, MCP_TOOLS, resourcePath, resourcePrefix } from './tools.js';
+import { admitCaller, type Caller, type ReadRouteDeps } from '../read-routes.js';
+import { toVfsError } from '../http/respond.js';
 
 /** What the endpoint needs. */
 export interface McpRouteDeps extends ReadRouteDeps {

@@ -9,7 +9,7 @@
  */
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { randomUUID } from 'node:crypto';
-import { VfsError } from '../core/errors.js';
+import { VfsError } from '../../core/errors.js';
 
 /**
  * Query parameters decoded strictly: `+` is a space and percent-escapes must

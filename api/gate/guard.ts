@@ -6,12 +6,12 @@
  * seconds. With `shared` set, the limits and the lock hold for all the nodes
  * on that database (shared-limits.ts); this process's own are checked first.
  */
-import { VfsError } from '../core/errors.js';
-import type { Database } from '../db/database.js';
+import { VfsError } from '../../core/errors.js';
+import type { Database } from '../../db/database.js';
 import type { Authenticator, Principal } from './auth.js';
-import { remoteAddress, type RequestContext } from './http.js';
+import { remoteAddress, type RequestContext } from '../http/context.js';
 import type { Lookups } from './lookups.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../metrics.js';
 import { FailureWindow, type Limit, RateLimiter } from './rate-limit.js';
 import { SharedLimits } from './shared-limits.js';
 

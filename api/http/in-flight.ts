@@ -9,8 +9,8 @@
  * makes one per request), so the routes need to know nothing of it.
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { VfsError } from '../core/errors.js';
-import { requestIdOf, statusLine } from './http.js';
+import { VfsError } from '../../core/errors.js';
+import { requestIdOf, statusLine } from './context.js';
 
 type Handler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;
 

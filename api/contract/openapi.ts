@@ -4,7 +4,7 @@
  * route takes which schema and answers which statuses (SPEC.md sections 4 and 7).
  */
 import { z } from 'zod';
-import { MAX_PATH_BYTES } from '../core/paths.js';
+import { MAX_PATH_BYTES } from '../../core/paths.js';
 import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY, NO_QUERY, READ_PARAMS, REPLIES, type Tool, UPLOAD_QUERY } from './schemas.js';
 import { WORKSPACE_NAME } from './params.js';
 

@@ -9,7 +9,7 @@
  * the result.
  */
 import { z } from 'zod';
-import { invalidParameter } from '../core/errors.js';
+import { invalidParameter } from '../../core/errors.js';
 import { onlyParams, parseBoundedInt, quote, single } from './params.js';
 import { NO_QUERY } from './schemas.js';
 

@@ -8,8 +8,8 @@
  * take at once stays counted (its `release` is not called) until the socket drains, so the read
  * thread that made it waits.
  */
-import { VfsError } from '../core/errors.js';
-import { type RequestContext, sendText, statusLine } from './http.js';
+import { VfsError } from '../../core/errors.js';
+import { type RequestContext, sendText, statusLine } from './context.js';
 import { type ErrorLog, sendTextError } from './respond.js';
 
 const TEXT = 'text/plain; charset=utf-8';

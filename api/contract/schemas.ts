@@ -5,8 +5,8 @@
  * from them, so neither can drift from what the routes accept.
  */
 import { z } from 'zod';
-import { MAX_FIND_LIMIT } from '../engine/index.js';
-import { FILE_STATUSES } from '../db/files.js';
+import { MAX_FIND_LIMIT } from '../../engine/index.js';
+import { FILE_STATUSES } from '../../db/files.js';
 import { CLAIM, WORKSPACE_NAME } from './params.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;

@@ -281,7 +281,7 @@ function beats(a: Route, b: Route, method: string): boolean {
   return rank(a) > rank(b);
 }
 
-/** The module `api/uws.ts` loads on Node.js versions without a native build. */
+/** The module `api/http/uws.ts` loads on Node.js versions without a native build. */
 export const nodeHttpUws = {
   App: (): TemplatedApp => new NodeHttpApp() as unknown as TemplatedApp,
   us_socket_local_port: (socket: us_listen_socket): number => {
