@@ -2,7 +2,7 @@
 # for Node.js 24 (@btc-vision/uwebsockets.js, which needs glibc 2.38; api/http/uws.ts logs the build it took).
 FROM node:24-trixie-slim
 # Build tools for the native modules whose install script compiles when no prebuilt binary fits (re2, lmdb, msgpackr-extract);
-# util-linux for setpriv, which has the kernel kill an extraction process whose parent is gone (ingest/extract-pool.ts).
+# util-linux for setpriv, which has the kernel kill an extraction process whose parent is gone (ingest/extract/pool.ts).
 RUN apt-get update -qq && apt-get install -y -qq python3 make g++ util-linux && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -5,7 +5,7 @@
  * seen). The committed versions of the workspaces waiting are asked in one
  * statement per round trip: a request waits for a query that starts after it
  * arrived (one in flight at a time, the next one collecting meanwhile). A copy
- * behind catches up in the ingest thread (ingest/shard-sync.ts); one that
+ * behind catches up in the ingest thread (ingest/shards/sync.ts); one that
  * cannot within `waitMs` answers 503 with Retry-After, and keeps catching up.
  */
 import { existsSync } from 'node:fs';

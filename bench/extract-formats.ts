@@ -11,7 +11,7 @@
  */
 import ExcelJS from 'exceljs';
 import { Document, Packer, Paragraph } from 'docx';
-import { extractBuffer } from '../ingest/extract.js';
+import { extractBuffer } from '../ingest/extract/dispatch.js';
 import { makeEpub, makeOdf, newPresentation } from '../test/helpers/make-documents.js';
 import { makePdf } from '../test/helpers/make-pdf.js';
 

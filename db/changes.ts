@@ -3,7 +3,7 @@
  * workspace's readable content is written in the transaction that bumps the
  * workspace's version, and announced on CHANGES_CHANNEL once committed. A node
  * holding a copy of the shard reads, for the versions it has not applied, the
- * changed paths with their rows as they are now (ingest/shard-sync.ts).
+ * changed paths with their rows as they are now (ingest/shards/sync.ts).
  */
 import type { Database, Tx } from './database.js';
 import { FILE_ROW_COLUMNS, type FileRow, fileRow, type JobFile } from './file-rows.js';

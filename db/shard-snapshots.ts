@@ -1,4 +1,4 @@
-/** Which snapshot of a workspace's shard is the latest (ingest/shard-snapshots.ts). */
+/** Which snapshot of a workspace's shard is the latest (ingest/shards/snapshots.ts). */
 import type { Tx } from './database.js';
 
 /** The object key of the workspace's latest shard snapshot, or null when it has none (or no such workspace). */

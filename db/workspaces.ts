@@ -52,7 +52,7 @@ export async function requireWorkspace(tx: Tx, name: string): Promise<WorkspaceR
 export async function deleteWorkspace(tx: Tx, accountId: string, name: string): Promise<string | null> {
   await lockUsage(tx, accountId, false); // the lock order of lockUsage: the cascade deletes files, which changes usage
   const { rows } = await tx.query<{ id: string }>('DELETE FROM workspaces WHERE name = $1 RETURNING id', [name]);
-  // Every node holding a copy of its shard drops it (ingest/shard-sync.ts).
+  // Every node holding a copy of its shard drops it (ingest/shards/sync.ts).
   if (rows.length === 1) await tx.query(`SELECT pg_notify('${CHANGES_CHANNEL}', $1 || ' gone')`, [rows[0].id]);
   return rows[0]?.id ?? null;
 }

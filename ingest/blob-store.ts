@@ -17,7 +17,7 @@ import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LocalCopy, ObjectStore } from '../storage/object-store.js';
-import { EXTRACTOR_VERSION } from './extractor-version.js';
+import { EXTRACTOR_VERSION } from './extract/version.js';
 
 /** A blob being received. */
 export class BlobUpload {

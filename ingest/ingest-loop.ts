@@ -10,10 +10,10 @@ import type { JobFile } from '../db/file-rows.js';
 import { type Job, type Outcome, claimJobs, finishJobs, jobFiles, jobKey, lastJobError } from '../db/ingest-jobs.js';
 import type { BlobStore } from './blob-store.js';
 import type { LocalCopy } from '../storage/object-store.js';
-import type { ExtractResult } from './extract.js';
-import type { ExtractPool } from './extract-pool.js';
-import type { ShardSnapshots } from './shard-snapshots.js';
-import { type ShardDoc, type Shards, shardDoc } from './shards.js';
+import type { ExtractResult } from './extract/types.js';
+import type { ExtractPool } from './extract/pool.js';
+import type { ShardSnapshots } from './shards/snapshots.js';
+import { type ShardDoc, type Shards, shardDoc } from './shards/writers.js';
 
 /** Settings of the loop; every field has a default. */
 export interface IngestOptions {

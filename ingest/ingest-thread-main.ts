@@ -11,13 +11,13 @@ import { Database } from '../db/database.js';
 import { clearRebuildRequest, workspaceShards } from '../db/shard-repair.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { BlobStore } from './blob-store.js';
-import { ExtractPool } from './extract-pool.js';
+import { ExtractPool } from './extract/pool.js';
 import { IngestLoop } from './ingest-loop.js';
 import type { IngestThreadData, IngestThreadReply, IngestThreadRequest } from './ingest-thread.js';
-import { ShardRepair } from './shard-repair.js';
-import { ShardSnapshots } from './shard-snapshots.js';
-import { ShardSync } from './shard-sync.js';
-import { Shards, shardsRoot } from './shards.js';
+import { ShardRepair } from './shards/repair.js';
+import { ShardSnapshots } from './shards/snapshots.js';
+import { ShardSync } from './shards/sync.js';
+import { Shards, shardsRoot } from './shards/writers.js';
 
 const data = workerData as IngestThreadData;
 /** How often a node compares the versions of its copies with the committed ones (a NOTIFY may be lost). */

@@ -8,8 +8,8 @@ import { Worker } from 'node:worker_threads';
 import { FROM_SOURCE, siblingModule, tsxUrl, workerExecArgv } from '../core/run-mode.js';
 import type { DatabaseTargets } from '../db/database.js';
 import type { StorageSettings } from '../storage/open-store.js';
-import type { SnapshotOptions } from './shard-snapshots.js';
-import type { ExtractPoolOptions } from './extract-pool.js';
+import type { SnapshotOptions } from './shards/snapshots.js';
+import type { ExtractPoolOptions } from './extract/pool.js';
 import type { IngestOptions } from './ingest-loop.js';
 
 /** What the ingest thread starts from. */
@@ -24,7 +24,7 @@ export interface IngestThreadData {
   loop: IngestOptions;
   /** Report each extraction (metrics are on). */
   reportExtractions: boolean;
-  /** One node of a cluster: shards are copies kept up to date from the change log (shard-sync.ts). */
+  /** One node of a cluster: shards are copies kept up to date from the change log (shards/sync.ts). */
   cluster: boolean;
 }
 
@@ -106,7 +106,7 @@ export class IngestThread {
     void this.request({ type: 'poke' }).catch(() => {});
   }
 
-  /** Rebuilds the shards the operator asked for (see ingest/shard-repair.ts); failures are logged there. */
+  /** Rebuilds the shards the operator asked for (see ingest/shards/repair.ts); failures are logged there. */
   checkShards(): void {
     void this.request({ type: 'checkShards' }).catch(() => {});
   }

@@ -8,7 +8,7 @@ import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
 import { deleteFile, lockBlob, lockBlobs, recordUploads, referencedBlobs, type UploadLimits, type UploadOutcome, type UploadRecord } from '../db/files.js';
 import type { BlobStore, BlobUpload } from './blob-store.js';
-import { sweepSnapshots } from './shard-snapshots.js';
+import { sweepSnapshots } from './shards/snapshots.js';
 
 /** What the upload path tells the rest of ingest. */
 export interface UploadEvents {
@@ -167,7 +167,7 @@ export class Uploads {
 /**
  * Removes upload temp files untouched for `tempGraceMs`, every blob (with its
  * kept text) no file references, and shard snapshots no workspace names once
- * older than `tempGraceMs` (shard-snapshots.ts). Each blob is checked and removed under its blob lock, the
+ * older than `tempGraceMs` (shards/snapshots.ts). Each blob is checked and removed under its blob lock, the
  * one an upload holds from publishing the blob until its row commits, so a
  * blob is never removed between the two: no grace period is needed for
  * blobs, and the sweep is safe from another process (the operator command).

@@ -8,7 +8,7 @@ import { MIN_MCP_MAX_CHARS } from '../api/mcp/tools.js';
 import type { HttpChoice } from '../api/http/uws.js';
 import { fileURLToPath } from 'node:url';
 import { credentialKind } from '../core/credentials.js';
-import type { SnapshotOptions } from '../ingest/shard-snapshots.js';
+import type { SnapshotOptions } from '../ingest/shards/snapshots.js';
 import type { StorageSettings } from '../storage/open-store.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -177,7 +177,7 @@ export interface Config {
   metricsPort: number | null;
   /** The cap on an MCP tool result's characters; past it the result is cut at a line boundary with a footer. */
   mcpMaxChars: number;
-  /** When a workspace's shard is copied into the object store (ingest/shard-snapshots.ts). */
+  /** When a workspace's shard is copied into the object store (ingest/shards/snapshots.ts). */
   snapshot: SnapshotOptions;
   /** Where originals are kept (storage/): the local directory `<dataDir>` by default, or an S3 bucket. */
   storage: StorageSettings;

@@ -7,7 +7,7 @@
  * - at start, before anything opens a shard, shards that cannot be opened are
  *   deleted (probed in a child process) and upload temp files of dead
  *   processes removed; the ingest thread then checks every shard against
- *   PostgreSQL before its first claim (ingest/shard-repair.ts), and a sweep of
+ *   PostgreSQL before its first claim (ingest/shards/repair.ts), and a sweep of
  *   unreferenced blobs runs in the background, then every `blobSweepMs`;
  * - `stop` closes the listen socket, lets the requests in flight finish (up
  *   to `shutdownGraceMs`), then closes what the start made, last made first
@@ -33,11 +33,11 @@ import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { ingestQueueStats } from '../db/ingest-jobs.js';
 import { provisionDatabase } from '../db/provision.js';
 import { BlobStore } from '../ingest/blob-store.js';
-import { restoreMissingShards, SNAPSHOTS } from '../ingest/shard-snapshots.js';
+import { restoreMissingShards, SNAPSHOTS } from '../ingest/shards/snapshots.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { IngestThread } from '../ingest/ingest-thread.js';
-import { dropDamagedShards } from '../ingest/shard-repair.js';
-import { shardsRoot } from '../ingest/shards.js';
+import { dropDamagedShards } from '../ingest/shards/repair.js';
+import { shardsRoot } from '../ingest/shards/writers.js';
 import { Uploads } from '../ingest/uploads.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';

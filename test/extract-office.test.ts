@@ -4,8 +4,8 @@
  */
 import { strToU8, zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { extractBuffer } from '../ingest/extract.js';
-import { extractOffice } from '../ingest/extract-office.js';
+import { extractBuffer } from '../ingest/extract/dispatch.js';
+import { extractOffice } from '../ingest/extract/office.js';
 import { makeDocx, makeEpub, makeOdf, makePptx, makeXlsx, zipFiles } from './helpers/make-documents.js';
 
 async function textOf(bytes: Buffer, path = 'file'): Promise<string> {

@@ -1,13 +1,14 @@
 /**
  * PDF extraction on real PDFs written by pdfkit (and a few hand-assembled
  * ones), checked against the exact output format documented at the top of
- * ingest/extract-pdf.ts: page markers, line order, Latin-1 text, caps, and
+ * ingest/extract/pdf.ts: page markers, line order, Latin-1 text, caps, and
  * the errors for damaged and encrypted files.
  */
 import PDFDocument from 'pdfkit';
 import { describe, expect, it } from 'vitest';
-import { extractBuffer, type ExtractResult } from '../ingest/extract.js';
-import { extractPdf, pageLines } from '../ingest/extract-pdf.js';
+import { extractBuffer } from '../ingest/extract/dispatch.js';
+import type { ExtractResult } from '../ingest/extract/types.js';
+import { extractPdf, pageLines } from '../ingest/extract/pdf.js';
 import { assemblePdf, makeFlatePdf, makePdf } from './helpers/make-pdf.js';
 
 function text(result: ExtractResult): string {

@@ -15,9 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExtractPool } from '../ingest/extract-pool.js';
+import { ExtractPool } from '../ingest/extract/pool.js';
 import { ROOT } from '../service/script-args.js';
-import type { ExtractResult } from '../ingest/extract.js';
+import type { ExtractResult } from '../ingest/extract/types.js';
 import { makeDeflateBombPdf, makePdf, makeStringBombPdf, makeXObjectBombPdf } from './helpers/make-pdf.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vfs-extract-pool-'));
@@ -201,7 +201,7 @@ describe('ExtractPool', () => {
   it('kills its processes when the service dies, even one busy in a file that never ends', async () => {
     // The compiled pool in a process of its own, as `npm start` runs it, killed with SIGKILL.
     const script = `
-      const { ExtractPool } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist/ingest/extract-pool.js')).href)});
+      const { ExtractPool } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist/ingest/extract/pool.js')).href)});
       const pool = new ExtractPool({ threads: 1 });
       void pool.extract(${JSON.stringify(hangBlob)}, 'application/pdf', '/hang.pdf');
       setInterval(() => {}, 1000);`;

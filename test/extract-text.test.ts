@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { extractBuffer } from '../ingest/extract.js';
+import { extractBuffer } from '../ingest/extract/dispatch.js';
 
 const RG = '/usr/bin/rg';
 const dir = mkdtempSync(join(tmpdir(), 'vfs-extract-text-'));

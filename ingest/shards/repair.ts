@@ -4,7 +4,7 @@
  * batches (IngestLoop.between), so no shard write is under way meanwhile.
  *
  * For each workspace checked:
- * - every shard is first opened in a child process (shard-probe.ts): one that
+ * - every shard is first opened in a child process (probe.ts): one that
  *   cannot be opened or read there is deleted, and so rebuilt, without this
  *   process ever opening it (lmdb-js crashes on a damaged file);
  * - an operator's rebuild request empties the shard in place first;
@@ -21,10 +21,10 @@
  */
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Database } from '../db/database.js';
-import { type ShardWorkspace, clearRebuildRequest, requeueFiles, shardFiles, workspaceShards } from '../db/shard-repair.js';
-import { probeShards } from './shard-probe.js';
-import type { Shards } from './shards.js';
+import type { Database } from '../../db/database.js';
+import { type ShardWorkspace, clearRebuildRequest, requeueFiles, shardFiles, workspaceShards } from '../../db/shard-repair.js';
+import { probeShards } from './probe.js';
+import type { Shards } from './writers.js';
 
 /** What one check did. */
 export interface RepairResult {

@@ -18,16 +18,16 @@
  * Applying is idempotent and goes by rows, not by replaying entries, so a copy
  * converges whatever the order in which ingest's own writes and the log meet.
  */
-import { changesSince, workspaceState } from '../db/changes.js';
-import type { Database } from '../db/database.js';
-import type { JobFile } from '../db/file-rows.js';
-import { requeueFiles } from '../db/shard-repair.js';
-import type { DocMeta } from '../engine/shard-format.js';
-import { sameMeta } from '../engine/shard-writer.js';
-import type { ObjectStore } from '../storage/object-store.js';
-import type { BlobStore } from './blob-store.js';
-import { restoreShard } from './shard-snapshots.js';
-import { type ShardDoc, type Shards, shardDoc } from './shards.js';
+import { changesSince, workspaceState } from '../../db/changes.js';
+import type { Database } from '../../db/database.js';
+import type { JobFile } from '../../db/file-rows.js';
+import { requeueFiles } from '../../db/shard-repair.js';
+import type { DocMeta } from '../../engine/shard-format.js';
+import { sameMeta } from '../../engine/shard-writer.js';
+import type { ObjectStore } from '../../storage/object-store.js';
+import type { BlobStore } from '../blob-store.js';
+import { restoreShard } from './snapshots.js';
+import { type ShardDoc, type Shards, shardDoc } from './writers.js';
 
 /** Documents written to a shard in one transaction while syncing (bounds the texts held at once). */
 const WRITE_BATCH = 256;

@@ -1,5 +1,5 @@
 /**
- * Entry point of an extraction process (extract-pool.ts starts it with an IPC
+ * Entry point of an extraction process (pool.ts starts it with an IPC
  * channel). For each task it receives a blob's file path, never its bytes,
  * reads the file itself, tells the pool it has begun and replies with an
  * ExtractResult. It never throws: every failure it can see becomes a result,
@@ -10,21 +10,9 @@
  * is gone.
  */
 import { readFile } from 'node:fs/promises';
-import { extractBuffer, type ExtractResult, findPdfHeader } from './extract.js';
-import { preparePdf } from './extract-pdf.js';
-
-/** The message the pool sends for one file. */
-export interface ExtractTask {
-  /** Absolute path of the stored original. */
-  blobPath: string;
-  /** The Content-Type given at upload. */
-  contentType: string;
-  /** The file's path in the workspace (for messages and the `.pdf` hint). */
-  path: string;
-}
-
-/** What the process sends back for a task: first that it has begun (the pool's time cap counts from then), then its result. */
-export type ExtractReply = { started: true } | { started: false; result: ExtractResult };
+import { extractBuffer, findPdfHeader } from './dispatch.js';
+import { preparePdf } from './pdf.js';
+import type { ExtractReply, ExtractResult, ExtractTask } from './types.js';
 
 /**
  * Extracts one stored original. `started` is called once the file is read and the parser it

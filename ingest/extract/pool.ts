@@ -1,5 +1,5 @@
 /**
- * The extraction pool: runs extract-worker.ts in child processes so that a
+ * The extraction pool: runs process-main.ts in child processes so that a
  * hostile upload can neither hang, exhaust nor crash the service.
  *
  * - Each process's V8 heap is capped (`--max-old-space-size`). V8 aborts a
@@ -34,9 +34,8 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { childExecArgv, siblingModule } from '../core/run-mode.js';
-import type { ExtractResult } from './extract.js';
-import type { ExtractReply, ExtractTask } from './extract-worker.js';
+import { childExecArgv, siblingModule } from '../../core/run-mode.js';
+import type { ExtractReply, ExtractResult, ExtractTask } from './types.js';
 
 /** Tuning of an ExtractPool; every field is optional. */
 export interface ExtractPoolOptions {
@@ -136,7 +135,7 @@ class ExtractProcess {
     onExit: (gone: ExtractProcess) => void,
   ) {
     const nodeArgs = [...childExecArgv(), `--max-old-space-size=${options.maxMemoryMb}`];
-    this.child = fork(fileURLToPath(siblingModule('extract-worker', import.meta.url)), [], {
+    this.child = fork(fileURLToPath(siblingModule('process-main', import.meta.url)), [], {
       ...(WRAPPERS === null
         ? { execArgv: nodeArgs }
         : { execPath: WRAPPERS[0], execArgv: ['--core=0', WRAPPERS[1], '--pdeathsig', 'KILL', process.execPath, ...nodeArgs] }),

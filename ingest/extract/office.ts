@@ -23,8 +23,7 @@
  */
 import { convert } from 'html-to-text';
 import { SaxesParser, type SaxesTagPlain } from 'saxes';
-import type { ExtractResult } from './extract.js';
-import { CONTROL_CHARS } from './extract-pdf.js';
+import { CONTROL_CHARS, type ExtractResult } from './types.js';
 import { ArchiveError, ZipReader, type ZipLimits } from './zip-reader.js';
 
 /** Text produced at most; the rest is replaced by a truncation marker. */

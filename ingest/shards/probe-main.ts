@@ -1,5 +1,5 @@
 /**
- * Child process of shard-probe.ts: reads shard directories from stdin, one
+ * Child process of probe.ts: reads shard directories from stdin, one
  * per line, and opens each and reads its paths. Before each it writes
  * `{"begin":dir}` and after it `{"dir":dir}` or `{"dir":dir,"error":...}` to
  * stdout, synchronously, so that if a damaged file kills this process the
@@ -8,7 +8,7 @@
 import { existsSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { openShardReader } from '../engine/reader-cache.js';
+import { openShardReader } from '../../engine/reader-cache.js';
 
 const say = (message: object): void => {
   writeSync(1, JSON.stringify(message) + '\n');

@@ -25,7 +25,7 @@
  *   `(text of this page could not be extracted: <reason>)`.
  * - Caps (PdfLimits): at most 5000 pages and 64 MiB of text by default; the
  *   rest is replaced by a final line `--- truncated: <what> ---`. Time and
- *   memory are capped by the pool (extract-pool.ts).
+ *   memory are capped by the pool (pool.ts).
  *
  * pdfjs is configured so that it touches nothing outside this process: no eval,
  * no font faces, no system fonts, its fake (in-thread) worker registered from
@@ -34,7 +34,7 @@
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { ExtractResult } from './extract.js';
+import { CONTROL_CHARS, type ExtractResult } from './types.js';
 
 /** Caps on one PDF's extraction; every field is optional. */
 export interface PdfLimits {
@@ -92,10 +92,6 @@ interface TextRun {
   height: number;
 }
 
-// C0 controls except TAB, plus DEL and C1 controls: never useful in extracted
-// text, and NUL would make the text look binary to every grep.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters removed
-export const CONTROL_CHARS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
 const LINE_BREAKS = /[\r\n\u2028\u2029]+/g;
 
 function clean(s: string): string {

@@ -1,7 +1,7 @@
 /**
  * Opens shards in a child process before the service opens them. lmdb-js
  * crashes the whole process (SIGSEGV) on a damaged data file, even on open,
- * so a shard is first opened and its paths read by shard-probe-main.ts; a
+ * so a shard is first opened and its paths read by probe-main.ts; a
  * shard that makes it fail, throw, hang or die is reported as damaged, and
  * the probe goes on with the next one in a new child. Damage that a read of
  * the paths does not touch (text or postings pages) is not found this way.
@@ -9,12 +9,12 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { FROM_SOURCE, siblingModule, tsxUrl } from '../core/run-mode.js';
+import { FROM_SOURCE, siblingModule, tsxUrl } from '../../core/run-mode.js';
 
 /** Longest one shard may take before its probe is killed and the shard reported as damaged. */
 const PER_SHARD_TIMEOUT_MS = 120_000;
 
-const ENTRY = fileURLToPath(siblingModule('shard-probe-main', import.meta.url));
+const ENTRY = fileURLToPath(siblingModule('probe-main', import.meta.url));
 
 /** Probes the shard directories; returns the damaged ones, each with why. */
 export async function probeShards(dirs: readonly string[]): Promise<Map<string, string>> {

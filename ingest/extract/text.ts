@@ -16,7 +16,7 @@
  *    signature (GIF, SQLite, …) also matches.
  * Line endings are never touched: CRLF stays CRLF, the indexer splits on `\n`.
  */
-import type { ExtractResult } from './extract.js';
+import type { ExtractResult } from './types.js';
 
 /** A file signature: bytes at an offset, the name shown in the error, and whether it alone proves binary. */
 interface Signature {

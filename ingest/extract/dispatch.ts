@@ -1,9 +1,9 @@
 /**
  * Extraction dispatch: decides from the bytes (not from the declared
  * Content-Type alone) whether an upload is a zip-based document (Office,
- * OpenDocument, EPUB: extract-office.ts), a PDF or text, and hands it to the
+ * OpenDocument, EPUB: office.ts), a PDF or text, and hands it to the
  * matching extractor. Pure apart from loading pdfjs; it runs inside the
- * extraction process (see extract-pool.ts), which reads the blob itself.
+ * extraction process (see pool.ts), which reads the blob itself.
  *
  * A PDF is recognised by `%PDF-` within the first 1024 bytes, where readers
  * such as Acrobat and pdfjs accept it. At offset 0 the file is a PDF whatever
@@ -11,23 +11,10 @@
  * (Content-Type application/pdf or a `.pdf` path) or when the bytes are not
  * text; a text file that merely mentions `%PDF-` near its start stays text.
  */
-import { claimedFormat, extractOffice } from './extract-office.js';
-import { extractPdf } from './extract-pdf.js';
-import { extractText } from './extract-text.js';
-
-// The pool's types, for callers that import everything extraction from here;
-// type-only, so the extraction process never loads the pool through this file.
-export type { ExtractPool, ExtractPoolOptions } from './extract-pool.js';
-
-/**
- * The outcome of extracting one upload: UTF-8 text to index, or an error sentence for the file's
- * `errorDetail`. `retryable` failures are tried again, up to the ingest's attempts; `capped` ones
- * (the file hit the time or memory cap, as a file built to hang or exhaust the extractor does)
- * at most once more.
- */
-export type ExtractResult =
-  | { ok: true; text: Buffer /* UTF-8 */; kind: 'text' | 'pdf' | 'document' }
-  | { ok: false; error: string; retryable: boolean; capped?: true };
+import { claimedFormat, extractOffice } from './office.js';
+import { extractPdf } from './pdf.js';
+import { extractText } from './text.js';
+import type { ExtractResult } from './types.js';
 
 /** How far into the file a `%PDF-` header is looked for. */
 const PDF_HEADER_WINDOW = 1024;

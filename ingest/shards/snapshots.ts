@@ -17,11 +17,11 @@
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Database } from '../db/database.js';
-import { workspaceShards } from '../db/shard-repair.js';
-import { namedSnapshots, setShardSnapshot, shardSnapshot } from '../db/shard-snapshots.js';
-import type { ObjectStore } from '../storage/object-store.js';
-import type { Shards } from './shards.js';
+import type { Database } from '../../db/database.js';
+import { workspaceShards } from '../../db/shard-repair.js';
+import { namedSnapshots, setShardSnapshot, shardSnapshot } from '../../db/shard-snapshots.js';
+import type { ObjectStore } from '../../storage/object-store.js';
+import type { Shards } from './writers.js';
 
 /** The key prefix of shard snapshots in the object store. */
 export const SNAPSHOTS = 'shard-snapshots';

@@ -6,11 +6,11 @@
  */
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JobFile } from '../db/file-rows.js';
-import { openShardReader } from '../engine/reader-cache.js';
-import { acquireShardEnv, releaseShardEnv } from '../engine/shard-env.js';
-import type { DocMeta } from '../engine/shard-format.js';
-import { type DocInput, type ShardWriter, openShardWriter } from '../engine/shard-writer.js';
+import type { JobFile } from '../../db/file-rows.js';
+import { openShardReader } from '../../engine/reader-cache.js';
+import { acquireShardEnv, releaseShardEnv } from '../../engine/shard-env.js';
+import type { DocMeta } from '../../engine/shard-format.js';
+import { type DocInput, type ShardWriter, openShardWriter } from '../../engine/shard-writer.js';
 
 /** The directory holding every workspace shard of a data directory. */
 export function shardsRoot(dataDir: string): string {
