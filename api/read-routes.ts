@@ -20,7 +20,7 @@ import type { Lookups } from './gate/lookups.js';
 import type { Metrics } from './metrics.js';
 import { workspaceParam } from './contract/params.js';
 import { queryReader } from './contract/query.js';
-import { READ_PARAMS, type Tool } from './contract/schemas.js';
+import { READ_PARAMS, type Tool } from './contract/read-params.js';
 import type { ReadPool } from '../reads/read-pool.js';
 import type { Cancelled, Failure } from '../reads/read-protocol.js';
 import { type ErrorLog, sendTextError, toVfsError } from './http/respond.js';
@@ -48,7 +48,7 @@ export interface ReadRouteDeps {
 const MAX_PATTERN_BYTES = 16 * 1024;
 const MAX_AUDIT_VALUE = 1024;
 
-export type { Tool } from './contract/schemas.js';
+export type { Tool } from './contract/read-params.js';
 
 const READERS = {
   ls: queryReader(READ_PARAMS.ls),

@@ -4,12 +4,13 @@
  * ARG is the path for `ls` and `cat` and the pattern for `find` and `grep`;
  * every other parameter is an option named like the query parameter.
  */
+import { z } from 'zod';
+import { READ_PARAMS, type Tool } from '../api/contract/read-params.js';
 import { type ApiClient, errorText } from './client.js';
 import { httpError } from './errors.js';
 import type { Output } from './output.js';
 
-/** A read tool. */
-export type Tool = 'ls' | 'find' | 'cat' | 'grep';
+export type { Tool } from '../api/contract/read-params.js';
 
 /** One query parameter of a tool, as a command-line option. */
 export interface ToolParam {
@@ -23,54 +24,51 @@ export interface ToolParam {
   description: string;
 }
 
-/** Each tool's positional argument (the query parameter it fills) and its options. */
-export const TOOLS: Record<Tool, { arg: { name: string; required: boolean; description: string }; params: ToolParam[]; description: string }> = {
-  ls: {
-    description: 'list the immediate children of a directory (or one file)',
-    arg: { name: 'path', required: false, description: 'directory or file path (default /)' },
-    params: [],
-  },
-  find: {
-    description: 'find files by a glob over their paths',
-    arg: { name: 'pattern', required: true, description: 'glob, e.g. "**/*.md"' },
-    params: [
-      { name: 'path', flags: '--path <dir>', kind: 'string', description: 'directory to search under' },
-      { name: 'head_limit', flags: '--head-limit <n>', alias: '--head_limit <n>', kind: 'int', description: 'at most n paths' },
-    ],
-  },
-  cat: {
-    description: "read a file's text with line numbers",
-    arg: { name: 'path', required: true, description: 'file path' },
-    params: [
-      { name: 'offset', flags: '--offset <line>', kind: 'int', description: 'first line, 1-based' },
-      { name: 'limit', flags: '--limit <lines>', kind: 'int', description: 'at most this many lines' },
-    ],
-  },
-  grep: {
-    description: 'search file contents with an RE2 regular expression',
-    arg: { name: 'pattern', required: true, description: 'RE2 regular expression' },
-    params: [
-      { name: 'path', flags: '--path <dir>', kind: 'string', description: 'directory to search under' },
-      { name: 'glob', flags: '--glob <glob>', kind: 'string', description: 'file name filter, e.g. "*.md"' },
-      { name: 'type', flags: '--type <type>', kind: 'string', description: 'file type filter' },
-      {
-        name: 'output_mode',
-        flags: '--output-mode <mode>',
-        alias: '--output_mode <mode>',
-        kind: 'string',
-        description: 'files_with_matches (default), content or count',
-      },
-      { name: '-i', flags: '-i', kind: 'bool', description: 'case-insensitive' },
-      { name: '-n', flags: '-n', kind: 'bool', description: 'line numbers in content output' },
-      { name: '-A', flags: '-A <n>', kind: 'int', description: 'lines of context after each match' },
-      { name: '-B', flags: '-B <n>', kind: 'int', description: 'lines of context before each match' },
-      { name: '-C', flags: '-C <n>', kind: 'int', description: 'lines of context around each match' },
-      { name: 'multiline', flags: '--multiline', kind: 'bool', description: 'let the pattern span lines' },
-      { name: 'head_limit', flags: '--head-limit <n>', alias: '--head_limit <n>', kind: 'int', description: 'at most n output lines' },
-      { name: 'offset', flags: '--offset <n>', kind: 'int', description: 'skip the first n output lines' },
-    ],
-  },
+/** A tool on the command line: what it does, its positional argument and its options. */
+export interface ToolSpec {
+  description: string;
+  /** The query parameter the positional argument fills: the pattern where the tool takes one, else the path. */
+  arg: { name: string; required: boolean; description: string };
+  params: ToolParam[];
+}
+
+/** What `--help` says each tool does (its parameters describe themselves in READ_PARAMS). */
+const DESCRIPTIONS: Record<Tool, string> = {
+  ls: 'list the immediate children of a directory (or one file)',
+  find: 'find files by a glob over their paths',
+  cat: "read a file's text with line numbers",
+  grep: 'search file contents with an RE2 regular expression',
 };
+
+/** A parameter as z.toJSONSchema writes it (input side). */
+interface JsonParam {
+  type?: string;
+  description?: string;
+}
+
+/** Each tool's positional argument and options, made from its parameters' schema (READ_PARAMS). */
+export const TOOLS: Record<Tool, ToolSpec> = Object.fromEntries(
+  (Object.keys(DESCRIPTIONS) as Tool[]).map((tool) => {
+    const schema = z.toJSONSchema(READ_PARAMS[tool], { io: 'input' }) as { properties: Record<string, JsonParam>; required?: string[] };
+    const argName = 'pattern' in schema.properties ? 'pattern' : 'path';
+    const arg = { name: argName, required: schema.required?.includes(argName) === true, description: schema.properties[argName].description ?? '' };
+    const params = Object.entries(schema.properties)
+      .filter(([name]) => name !== argName)
+      .map(([name, param]) => toolParam(name, param));
+    return [tool, { description: DESCRIPTIONS[tool], arg, params }];
+  }),
+) as Record<Tool, ToolSpec>;
+
+/** The option of one query parameter: `-A <n>` as it is, `head_limit` as `--head-limit <n>` with `--head_limit <n>` beside it. */
+function toolParam(name: string, param: JsonParam): ToolParam {
+  const kind = param.type === 'boolean' ? 'bool' : param.type === 'integer' ? 'int' : 'string';
+  if (kind === 'string' && param.type !== 'string') throw new Error(`read parameter ${name} has type ${param.type}, which the command line cannot take`);
+  const placeholder = kind === 'bool' ? '' : kind === 'int' ? ' <n>' : ` <${name.replaceAll('_', '-')}>`;
+  const description = param.description ?? '';
+  if (name.startsWith('-')) return { name, flags: `${name}${placeholder}`, kind, description };
+  const long = name.replaceAll('_', '-');
+  return { name, flags: `--${long}${placeholder}`, alias: long === name ? undefined : `--${name}${placeholder}`, kind, description };
+}
 
 /** Calls a read tool with its query parameters and writes its text to stdout (inside `{"text": …}` with --json). */
 export async function runTool(client: ApiClient, out: Output, tool: Tool, workspace: string, query: URLSearchParams): Promise<void> {

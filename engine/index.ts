@@ -11,7 +11,8 @@ export { openShardWriter, ShardWriter, type DocInput, type BatchResult, type Com
 export { Visibility, type Claims } from './visibility.js';
 export { HEARTBEAT, CHUNK_BYTES, MAX_LINE_CHARS, type GrepStats, type ToolSummary } from './tool-output.js';
 export { ls, listDirectory, MAX_LS_ENTRIES, type LsRequest, type DirEntry } from './tool-ls.js';
-export { find, DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT, type FindRequest } from './tool-find.js';
+export { find, type FindRequest } from './tool-find.js';
+export { DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT } from '../core/read-limits.js';
 export { cat, DEFAULT_CAT_LIMIT, MAX_CAT_BYTES, type CatRequest } from './tool-cat.js';
 export {
   grep,

@@ -11,6 +11,7 @@
 
 import picomatch from 'picomatch';
 import { VfsError, invalidParameter } from '../core/errors.js';
+import { DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT } from '../core/read-limits.js';
 import { newestFirst } from './shard-catalog.js';
 import { dirRange, type DocMeta } from './shard-format.js';
 import type { ShardReader } from './shard-reader.js';
@@ -28,11 +29,6 @@ export interface FindRequest {
   /** Most paths to print, 1-MAX_FIND_LIMIT; default DEFAULT_FIND_LIMIT. */
   headLimit?: number;
 }
-
-/** Paths printed when `headLimit` is not given. */
-export const DEFAULT_FIND_LIMIT = 100;
-/** Largest accepted `headLimit`. */
-export const MAX_FIND_LIMIT = 1000;
 
 /** A compiled glob: its test, and a substring every path it matches contains (or null). */
 interface Glob {

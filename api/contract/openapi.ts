@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import { MAX_PATH_BYTES } from '../../core/paths.js';
-import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY, NO_QUERY, READ_PARAMS, REPLIES, type Tool, UPLOAD_QUERY } from './schemas.js';
+import { READ_PARAMS, type Tool } from './read-params.js';
+import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY, NO_QUERY, REPLIES, UPLOAD_QUERY } from './schemas.js';
 import { WORKSPACE_NAME } from './params.js';
 
 /** A JSON Schema object. */

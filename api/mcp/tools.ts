@@ -14,7 +14,7 @@ import type { CatRequest, GrepRequest } from '../../engine/index.js';
 import type { ReadCall } from '../../reads/read-protocol.js';
 import { auditCall, type Caller, countGrep, parseReadRequest, type ReadRouteDeps, readCallError, type Tool } from '../read-routes.js';
 import { isDatabaseUnavailable } from '../http/respond.js';
-import { READ_PARAMS } from '../contract/schemas.js';
+import { READ_PARAMS } from '../contract/read-params.js';
 
 /** Room kept under the cap for the footer of a cut result. */
 const FOOTER_ROOM = 400;
