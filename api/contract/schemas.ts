@@ -1,8 +1,8 @@
 /**
  * The interface's schemas, written once in zod: the management plane's query strings and JSON
  * bodies, which the routes validate with, and the JSON bodies the service answers (the read
- * tools' parameters are in read-params.ts). The OpenAPI document (openapi.ts) and the MCP tools' input schemas are made
- * from them, so neither can drift from what the routes accept.
+ * tools' parameters are in read-params.ts). The OpenAPI document (openapi.ts) is made from
+ * them, so it cannot drift from what the routes accept.
  */
 import { z } from 'zod';
 import { FILE_STATUSES } from '../../db/files.js';
