@@ -1,44 +1,31 @@
 /**
- * `npm run build` (and so `npm start`): compiles the service into dist/ without ever leaving dist/
- * missing or half written. tsc writes into a folder of this build's own; then each file that
- * differs from dist/'s is written beside it and renamed over it (a rename is atomic), and files
- * no longer built are removed. So the command line, or a second start, run from the same checkout
- * while a start builds sees each file whole, old or new, and two builds at once agree.
+ * `npm run build` (and so `npm start`): compiles the service so that `dist/` is never missing,
+ * half written or of two builds at once, and a running service keeps the files it loads later.
+ *
+ * Each build is a folder of its own, `.build/<id>/`, and `dist` is a symbolic link to the
+ * current one. tsc writes into a staging folder; if what it made equals the current build,
+ * nothing changes; else the staging folder becomes a build and a new link is renamed over
+ * `dist` (a rename is atomic). Node runs a module from its real path, so a service started on
+ * an earlier build goes on loading that build's files (worker threads, child processes, lazy
+ * imports): the last KEEP_BUILDS builds are kept. A `dist/` that is a plain folder (an older
+ * checkout's) is moved into `.build/` first.
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
+const BUILDS = join(ROOT, '.build');
+/** Builds kept besides the current one, for services still running on them. */
+const KEEP_BUILDS = 3;
 /** Files that must be executable: package.json's `bin`. */
-const EXECUTABLE = new Set(['cli/main.js']);
+const EXECUTABLE = ['cli/main.js'];
 
-/** Every file under `dir`, as paths relative to it. */
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => relative(dir, join(entry.parentPath, entry.name)));
-}
-
-/** Removes the folders under `dir` that hold no file, deepest first. */
-function removeEmptyFolders(dir: string): void {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (!entry.isDirectory()) continue;
-    const path = join(dir, entry.name);
-    removeEmptyFolders(path);
-    try {
-      rmdirSync(path);
-    } catch {
-      // Not empty (or gone): another build is writing into it, or has removed it.
-    }
-  }
-}
-
-/** Whether process `pid` is alive (a build writing its `.next` files). */
+/** Whether process `pid` is alive. */
 function running(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -48,34 +35,73 @@ function running(pid: number): boolean {
   }
 }
 
-const staging = join(ROOT, '.build', `${process.pid}-${Date.now()}`);
+/** A digest of every file under `dir`, by path and content. */
+function digest(dir: string): string {
+  const hash = createHash('sha256');
+  const files = readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(dir, join(entry.parentPath, entry.name)))
+    .sort();
+  for (const file of files)
+    hash
+      .update(file)
+      .update('\0')
+      .update(readFileSync(join(dir, file)))
+      .update('\0');
+  return hash.digest('hex');
+}
+
+/** The build `dist` points at, or null. */
+function currentBuild(): string | null {
+  if (!existsSync(DIST)) return null;
+  return lstatSync(DIST).isSymbolicLink() ? join(ROOT, readlinkSync(DIST)) : null;
+}
+
+/** Points `dist` at `build` in one rename. */
+function switchTo(build: string): void {
+  const link = join(ROOT, `.dist-${process.pid}`);
+  rmSync(link, { force: true });
+  symlinkSync(relative(ROOT, build), link);
+  renameSync(link, DIST);
+}
+
+mkdirSync(BUILDS, { recursive: true });
+// What a build killed before its end left: staging folders of processes that are gone (tsc
+// runs on when its parent is killed, so its folder is only removed once it has ended too).
+for (const name of existsSync(BUILDS) ? readdirSync(BUILDS) : []) {
+  const staging = /^staging-(\d+)-/.exec(name);
+  if (staging !== null && !running(Number(staging[1]))) rmSync(join(BUILDS, name), { recursive: true, force: true });
+}
+// A plain dist/ folder becomes a build of its own (dist becomes a link below).
+if (existsSync(DIST) && !lstatSync(DIST).isSymbolicLink()) renameSync(DIST, join(BUILDS, `legacy-${Date.now()}`));
+
+const staging = join(BUILDS, `staging-${process.pid}-${Date.now()}`);
 try {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', staging], { cwd: ROOT, stdio: 'inherit' });
-  cpSync(join(ROOT, 'db/migrations'), join(staging, 'db/migrations'), { recursive: true });
-
-  const built = filesUnder(staging);
-  for (const file of built) {
-    const from = join(staging, file);
-    const to = join(DIST, file);
-    const bytes = readFileSync(from);
-    if (!existsSync(to) || !bytes.equals(readFileSync(to))) {
-      mkdirSync(dirname(to), { recursive: true });
-      const next = `${to}.${process.pid}.next`;
-      writeFileSync(next, bytes);
-      if (EXECUTABLE.has(file)) chmodSync(next, 0o755);
-      renameSync(next, to);
-    } else if (EXECUTABLE.has(file)) {
-      chmodSync(to, 0o755);
+  const compiled = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', staging], { cwd: ROOT, stdio: 'inherit' });
+  if (compiled.status !== 0) {
+    process.stderr.write(`build: tsc failed${compiled.signal === null ? '' : ` (${compiled.signal})`}; dist/ is unchanged\n`);
+    process.exitCode = compiled.status ?? 1;
+  } else {
+    cpSync(join(ROOT, 'db/migrations'), join(staging, 'db/migrations'), { recursive: true });
+    for (const file of EXECUTABLE) chmodSync(join(staging, file), 0o755);
+    const current = currentBuild();
+    const id = digest(staging).slice(0, 16);
+    if (current !== null && existsSync(current) && digest(current).slice(0, 16) === id) {
+      rmSync(staging, { recursive: true, force: true });
+    } else {
+      const build = join(BUILDS, `${Date.now()}-${id}`);
+      renameSync(staging, build);
+      switchTo(build);
     }
+    // Builds past the newest KEEP_BUILDS (the current one always kept) are removed, oldest first.
+    const now = currentBuild();
+    const made = (name: string): number => Number(/\d{13}/.exec(name)?.[0] ?? 0);
+    const builds = readdirSync(BUILDS)
+      .filter((name) => !name.startsWith('staging-') && join(BUILDS, name) !== now)
+      .sort((a, b) => made(b) - made(a));
+    for (const old of builds.slice(KEEP_BUILDS)) rmSync(join(BUILDS, old), { recursive: true, force: true });
   }
-  const current = new Set(built);
-  for (const file of filesUnder(DIST)) {
-    if (current.has(file) || (file.endsWith('.next') && running(Number(file.split('.').at(-2))))) continue;
-    // Not built any more, or a file a build that is gone left before its rename.
-    rmSync(join(DIST, file), { force: true });
-  }
-  removeEmptyFolders(DIST);
 } finally {
   rmSync(staging, { recursive: true, force: true });
 }

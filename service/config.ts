@@ -185,7 +185,7 @@ export interface Config {
   mcpAllowedOrigins: readonly string[];
   /** Age after which change-log entries are forgotten (a copy older than the log is compared whole). */
   keepChangesSeconds: number;
-  /** Running as one node of several on one database and object store (docs/architecture.md, "Many nodes"); null: alone. */
+  /** Running as one node of several on one database and object store (docs/many-nodes.md); null: alone. */
   cluster: ClusterSettings | null;
 }
 

@@ -1,6 +1,6 @@
 /**
- * Which shard copies a node of a cluster keeps (docs/architecture.md, "Many
- * nodes"). Every workspace has two warm nodes: the two live nodes ranked
+ * Which shard copies a node of a cluster keeps (docs/many-nodes.md, "Warm
+ * copies"). Every workspace has two warm nodes: the two live nodes ranked
  * highest for it by rendezvous hashing, so that a node joining or leaving
  * moves only the workspaces it gains or loses (about 1/N of them). A node
  * fills the copies of its warm workspaces ahead of their reads; any other

@@ -1,45 +1,63 @@
 /**
- * `npm run build`, which `npm start` runs first: dist/ is never missing or half written while it
- * builds (the command line and a second start may run from the same checkout meanwhile), the
- * command line stays executable, and files no longer built are removed.
+ * `npm run build`, which `npm start` runs first: while it replaces the compiled service, `dist/`
+ * is never missing, half written or a mix of two builds (the command line, or a second start,
+ * may run from the same checkout meanwhile), the command line stays executable, and the build a
+ * running service was started from stays on disk.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { ROOT } from '../service/script-args.js';
 
 const DIST = join(ROOT, 'dist');
+const BUILDS = join(ROOT, '.build');
 const WATCHED = ['cli/main.js', 'service/main.js', 'api/server.js', 'db/migrations/001-foundation.sql'];
 
-test('dist/ stays whole while it is rebuilt, and loses what is no longer built', async () => {
-  const stale = join(DIST, 'no-such-folder/stale.js');
-  mkdirSync(join(DIST, 'no-such-folder'), { recursive: true });
-  writeFileSync(stale, 'export {};\n');
-  const whole = WATCHED.map((file) => readFileSync(join(DIST, file)));
+/** What each watched file holds, read through `dist`. */
+function contents(): Buffer[] {
+  return WATCHED.map((file) => readFileSync(join(DIST, file)));
+}
+
+test('dist/ is whole and of one build all through a rebuild, and the build before it stays', { timeout: 180_000 }, async () => {
+  const built = contents();
+  // A build that differs from what the sources make: a copy of the current one with a line
+  // added to each watched file, put in place as the build does it.
+  const stale = join(BUILDS, `${Date.now()}-planted-by-test`);
+  cpSync(join(ROOT, readlinkSync(DIST)), stale, { recursive: true });
+  for (const file of WATCHED) appendFileSync(join(stale, file), file.endsWith('.sql') ? '\n-- planted\n' : '\n// planted\n');
+  const link = join(ROOT, `.dist-test-${process.pid}`);
+  symlinkSync(join('.build', stale.slice(BUILDS.length + 1)), link);
+  renameSync(link, DIST);
+  const planted = contents();
+  expect(planted.map((b, i) => b.equals(built[i]))).toEqual(WATCHED.map(() => false));
 
   const build = spawn('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  const done = new Promise<number | null>((resolve) => build.on('exit', resolve));
   let finished = false;
-  void done.then(() => {
-    finished = true;
-  });
-  const seen: string[] = [];
+  const done = new Promise<number | null>((resolve) =>
+    build.on('exit', (code) => {
+      finished = true;
+      resolve(code);
+    }),
+  );
+  const seen = new Set<string>();
   let polls = 0;
   while (!finished) {
-    for (const [i, file] of WATCHED.entries()) {
-      const path = join(DIST, file);
-      if (!existsSync(path)) seen.push(`${file} missing`);
-      else if (!readFileSync(path).equals(whole[i])) seen.push(`${file} differs`);
-    }
-    if ((statSync(join(DIST, 'cli/main.js')).mode & 0o111) === 0) seen.push('cli/main.js not executable');
+    // Each poll reads every watched file: all of the planted build, or all of the new one.
+    const now = WATCHED.map((file) => (existsSync(join(DIST, file)) ? readFileSync(join(DIST, file)) : null));
+    if (now.some((b) => b === null)) seen.add('a file missing');
+    else if (now.every((b, i) => b!.equals(planted[i]))) seen.add('planted');
+    else if (now.every((b, i) => b!.equals(built[i]))) seen.add('built');
+    else seen.add('a mix of builds');
+    if ((statSync(join(DIST, 'cli/main.js')).mode & 0o111) === 0) seen.add('cli/main.js not executable');
     polls++;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   expect(await done).toBe(0);
-  expect(seen).toEqual([]);
   expect(polls).toBeGreaterThan(20);
-  expect(existsSync(stale)).toBe(false);
-  expect(existsSync(join(DIST, 'no-such-folder'))).toBe(false);
-  expect(statSync(join(DIST, 'cli/main.js')).mode & 0o111).not.toBe(0);
+  expect([...seen].filter((s) => s !== 'planted' && s !== 'built')).toEqual([]);
+  expect(contents().map((b, i) => b.equals(built[i]))).toEqual(WATCHED.map(() => true));
+  // The planted build stays for a service started on it, and no staging folder is left.
+  expect(existsSync(stale)).toBe(true);
+  expect(readdirSync(BUILDS).filter((name) => name.startsWith('staging-'))).toEqual([]);
 });

@@ -1,6 +1,6 @@
 /**
  * Many nodes: three service processes on loopback sharing one PostgreSQL
- * database and one bucket of the run's Swift cluster (npm test's S3 pass and
+ * database and one bucket of the run's Swift cluster (npm test's last pass,
  * `npm run test:cluster`). Any node serves any workspace: what one node has
  * shown ready, the others read on the very next request; a copy of a shard
  * deleted under a running node is restored from the snapshot and the kept

@@ -1,6 +1,6 @@
 /**
  * The documentation as a reader meets it: every relative link of every Markdown file in the
- * tree resolves (to a file, and to a heading where it names one, by GitHub's anchor rules), and
+ * tree that stays in the tree resolves (to a file, and to a heading where it names one, by GitHub's anchor rules), and
  * the two pages read first stay short enough to be maps: README.md and docs/architecture.md at
  * most 25 KB each.
  */
@@ -16,16 +16,21 @@ const pages = execFileSync('git', ['ls-files', '--cached', '--others', '--exclud
   .split('\n')
   .filter((file) => file !== '' && !file.startsWith('node_modules/'));
 
+/** A page's text without its fenced code blocks. */
+function unfenced(text: string): string {
+  return text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
+}
+
 /** A page's text without its code: fenced blocks and inline code hold no links. */
 function prose(text: string): string {
-  return text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '').replace(/`[^`\n]*`/g, '');
+  return unfenced(text).replace(/`[^`\n]*`/g, '');
 }
 
 /** The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as hyphens, repeats numbered. */
 function anchors(file: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
-  for (const m of prose(readFileSync(join(ROOT, file), 'utf8')).matchAll(/^#{1,6}\s+(.+?)\s*#*$/gm)) {
+  for (const m of unfenced(readFileSync(join(ROOT, file), 'utf8')).matchAll(/^#{1,6}\s+(.+?)\s*#*$/gm)) {
     const text = m[1].replace(/`/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
     const slug = text
       .toLowerCase()
@@ -56,6 +61,8 @@ describe('the documentation', () => {
     for (const link of links(page)) {
       const [path, anchor] = link.split('#', 2) as [string, string | undefined];
       const target = path === '' ? page : normalize(join(dirname(page), decodeURIComponent(path)));
+      // Beside the repository (the shared contract), not in it: a checkout need not have it.
+      if (target.startsWith('../shared/')) continue;
       if (!existsSync(join(ROOT, target))) {
         broken.push(`${link}: no such file`);
         continue;

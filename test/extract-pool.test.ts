@@ -144,14 +144,13 @@ describe('ExtractPool', () => {
   it('stops a file that grows memory outside the heap (deflate bomb) and keeps serving', async () => {
     const pool = new ExtractPool({ threads: 1, maxRssGrowthMb: 256, timeoutMs: 15_000 });
     try {
-      const started = performance.now();
+      // The memory cap, not the 15 s time cap, ends it: the error names which.
       expect(await pool.extract(deflateBombBlob, 'application/pdf', '/bomb.pdf')).toEqual({
         ok: false,
         error: 'extraction exceeded the memory limit (its process grew by more than 256 MiB)',
         retryable: true,
         capped: true,
       });
-      expect(performance.now() - started).toBeLessThan(10_000);
       expectText(await pool.extract(textBlob, 'text/plain', '/after.txt'), 'line one\r\nline two\n', 'text');
     } finally {
       await pool.close();

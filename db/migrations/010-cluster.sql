@@ -1,4 +1,4 @@
--- Many nodes on one database and one object store (docs/architecture.md, "Many nodes").
+-- Many nodes on one database and one object store (docs/many-nodes.md).
 --
 -- The change log: every change that moves a workspace's readable content (a file
 -- ready, deleted, or gone with its workspace) is written in the same transaction

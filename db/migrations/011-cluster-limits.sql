@@ -1,5 +1,5 @@
 -- Limits held for every service node on this database (VFS_CLUSTER_LIMITS=on,
--- api/shared-limits.ts): the GCRA buckets of the read and management rates, and
+-- api/gate/shared-limits.ts): the GCRA buckets of the read and management rates, and
 -- the failed authentications per client address. Each node checks its own
 -- buckets first and sends only what they admit, all its waiting checks in one
 -- call of a function below per round trip.
@@ -28,7 +28,7 @@ CREATE UNLOGGED TABLE auth_failures (
 );
 
 -- Takes slots for a batch of requests (the generic cell rate algorithm of
--- api/rate-limit.ts). Requests that use the same keys come as one group of
+-- api/gate/rate-limit.ts). Requests that use the same keys come as one group of
 -- `counts[g]` requests; a request is admitted when every one of its keys
 -- allows it, and takes one slot from each. `keys` are distinct and sorted,
 -- with the emission interval and the burst tolerance (interval × (burst - 1))

@@ -1,6 +1,6 @@
 /**
- * Copies of shards on a node of a cluster (docs/architecture.md, "Many
- * nodes"). Each node's shards are caches of PostgreSQL's rows and the object
+ * Copies of shards on a node of a cluster (docs/many-nodes.md, "Copies").
+ * Each node's shards are caches of PostgreSQL's rows and the object
  * store's kept texts: a node brings its copy of a workspace up to the
  * workspace's committed version from the change log (db/changes.ts), reading
  * each changed path's row as it is now and its text from the store; it never
