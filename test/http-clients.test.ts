@@ -3,11 +3,16 @@
  * answered, in order, on every route family (probes, read tools, the management plane, uploads,
  * MCP), also behind a slow grep and with request bodies; HTTP/1.0 is answered, and its
  * connection closed or kept as the client asked. Raw sockets, since HTTP clients do not
- * pipeline; run on whichever HTTP layer the environment picks (npm test runs it on each).
+ * pipeline; run on the default node:http layer and, in npm test's second pass, on a native build.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { loadUws } from '../api/http/uws.js';
 import { put, settled, startTestService, type TestService } from './helpers/service.js';
 import { Connection } from './helpers/wire.js';
+
+/** A native uWebSockets.js build (VFS_HTTP=native) answers neither pipelined requests nor HTTP/1.0 (README, "Known limitations"): there each check must fail, and flags a build that mends it. */
+const native = loadUws(process.env.VFS_HTTP === 'native' ? 'native' : 'node').native;
+const nativeLimit = native ? test.fails : test;
 
 let t: TestService;
 let port: number;
@@ -52,7 +57,7 @@ afterAll(async () => {
 });
 
 describe('pipelined requests, three in one write, answered in order', () => {
-  test('probes', async () => {
+  nativeLimit('probes', async () => {
     const { statuses, texts, connection } = await pipelined(['/healthz', '/readyz', '/healthz'].map((p) => request('GET', p)));
     expect(statuses).toEqual([200, 200, 200]);
     expect(JSON.parse(texts[1])).toEqual({ ok: true });
@@ -60,20 +65,20 @@ describe('pipelined requests, three in one write, answered in order', () => {
     connection.destroy();
   });
 
-  test('read tools', async () => {
+  nativeLimit('read tools', async () => {
     const { statuses, texts, connection } = await pipelined([
       request('GET', '/v1/workspaces/pipe/cat?path=/notes.txt&offset=7&limit=1'),
       request('GET', '/v1/workspaces/pipe/ls?path=/'),
       request('GET', '/v1/workspaces/pipe/grep?pattern=alpha&output_mode=content'),
     ]);
     expect(statuses).toEqual([200, 200, 200]);
-    expect(texts[0]).toBe('     7\tline 7 of the notes\n');
+    expect(texts[0].split('\n')[0]).toBe('     7\tline 7 of the notes');
     expect(texts[1]).toContain('big/\n');
     expect(texts[2]).toBe('/a.md:1:alpha\n');
     connection.destroy();
   });
 
-  test('the management plane, a JSON body among them', async () => {
+  nativeLimit('the management plane, a JSON body among them', async () => {
     const { statuses, texts, connection } = await pipelined([
       request('POST', '/v1/workspaces', { 'Content-Type': 'application/json' }, '{"name":"pipe-two"}'),
       request('GET', '/v1/workspaces/pipe-two/files'),
@@ -85,7 +90,7 @@ describe('pipelined requests, three in one write, answered in order', () => {
     connection.destroy();
   });
 
-  test('uploads: bodies pipelined behind each other, then a read', async () => {
+  nativeLimit('uploads: bodies pipelined behind each other, then a read', async () => {
     const { statuses, texts, connection } = await pipelined([
       request('PUT', '/v1/workspaces/pipe/files/up/one.txt', {}, 'first upload\n'),
       request('PUT', '/v1/workspaces/pipe/files/up/two.txt', {}, 'second upload\n'),
@@ -106,7 +111,7 @@ describe('pipelined requests, three in one write, answered in order', () => {
     read.connection.destroy();
   });
 
-  test('MCP', async () => {
+  nativeLimit('MCP', async () => {
     const mcp = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-06-18' };
     const call = (id: number, method: string, params?: unknown): string =>
       request('POST', '/v1/workspaces/pipe/mcp', mcp, JSON.stringify({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }));
@@ -124,7 +129,7 @@ describe('pipelined requests, three in one write, answered in order', () => {
     connection.destroy();
   });
 
-  test('a request behind a slow grep is answered after it', async () => {
+  nativeLimit('a request behind a slow grep is answered after it', async () => {
     const slow = request('GET', `/v1/workspaces/pipe/grep?pattern=${encodeURIComponent('[a-j]{80} (9|1)')}&output_mode=count`);
     const started = performance.now();
     const { statuses, texts, connection } = await pipelined([slow, request('GET', '/v1/workspaces/pipe/cat?path=/a.md'), slow]);
@@ -135,11 +140,11 @@ describe('pipelined requests, three in one write, answered in order', () => {
     connection.destroy();
   });
 
-  test('ten deep, and more sent once those are answered', async () => {
+  nativeLimit('ten deep, and more sent once those are answered', async () => {
     const connection = new Connection(port);
     connection.send(Array.from({ length: 10 }, (_, i) => request('GET', `/v1/workspaces/pipe/cat?path=/notes.txt&offset=${i + 1}&limit=1`)).join(''));
     const first = await connection.answers(10, 20_000);
-    expect(first.map((a) => a.text)).toEqual(Array.from({ length: 10 }, (_, i) => `${String(i + 1).padStart(6)}\tline ${i + 1} of the notes\n`));
+    expect(first.map((a) => a.text.split('\n')[0])).toEqual(Array.from({ length: 10 }, (_, i) => `${String(i + 1).padStart(6)}\tline ${i + 1} of the notes`));
     connection.send(request('GET', '/healthz') + request('GET', '/v1/workspaces/pipe/cat?path=/a.md'));
     const all = await connection.answers(12, 20_000);
     expect(all.slice(10).map((a) => a.status)).toEqual([200, 200]);
@@ -149,7 +154,7 @@ describe('pipelined requests, three in one write, answered in order', () => {
 });
 
 describe('HTTP/1.0', () => {
-  test('without keep-alive: answered, then the connection is closed', async () => {
+  nativeLimit('without keep-alive: answered, then the connection is closed', async () => {
     for (const target of ['/healthz', '/v1/workspaces/pipe/cat?path=/notes.txt', '/v1/workspaces']) {
       const connection = new Connection(port);
       connection.send(request('GET', target, {}, '', 'HTTP/1.0'));
@@ -160,18 +165,19 @@ describe('HTTP/1.0', () => {
     }
   });
 
-  test('a large streamed answer arrives whole, delimited by the close', async () => {
+  nativeLimit('a large streamed answer arrives whole, delimited by the close', async () => {
     const connection = new Connection(port);
-    connection.send(request('GET', '/v1/workspaces/pipe/cat?path=/big/haystack.txt&limit=60000', {}, '', 'HTTP/1.0'));
-    expect(await connection.closes(20_000)).toBe(true);
+    connection.send(request('GET', `/v1/workspaces/pipe/grep?pattern=${encodeURIComponent('^row')}&output_mode=content`, {}, '', 'HTTP/1.0'));
+    expect(await connection.closes(30_000)).toBe(true);
     const [answer] = await connection.answers(1, 1_000);
     expect(answer.status).toBe(200);
     expect(answer.headers['transfer-encoding']).toBeUndefined();
-    expect(answer.text.split('\n').length).toBe(60_001);
-    expect(answer.text.endsWith('\trow 59999 abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij 35\n')).toBe(true);
+    const lines = answer.text.split('\n');
+    expect(lines.length).toBe(60_001);
+    expect(lines[59_999]).toBe(`/big/haystack.txt:60000:row 59999 ${'abcdefghij'.repeat(8)} ${59_999 % 97}`);
   });
 
-  test('with Connection: keep-alive: answered, and the connection kept for the next request', async () => {
+  nativeLimit('with Connection: keep-alive: answered, and the connection kept for the next request', async () => {
     const connection = new Connection(port);
     connection.send(request('GET', '/v1/workspaces/pipe/cat?path=/a.md', { Connection: 'keep-alive' }, '', 'HTTP/1.0'));
     const [first] = await connection.answers(1, 20_000);
