@@ -5,6 +5,9 @@
  * connection closed or kept as the client asked. Raw sockets, since HTTP clients do not
  * pipeline; run on the default node:http layer and, in npm test's second pass, on a native build.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import autocannon from 'autocannon';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadUws } from '../api/http/uws.js';
 import { put, settled, startTestService, type TestService } from './helpers/service.js';
@@ -190,4 +193,40 @@ describe('HTTP/1.0', () => {
     expect(both[1].status).toBe(202);
     connection.destroy();
   });
+});
+
+describe('load tools as their users run them', () => {
+  const reads = (): Record<string, string> => ({
+    cat: `${t.url}/v1/workspaces/pipe/cat?path=/notes.txt&limit=100`,
+    grep: `${t.url}/v1/workspaces/pipe/grep?pattern=${encodeURIComponent('line 2\\d')}&output_mode=content`,
+    ls: `${t.url}/v1/workspaces/pipe/ls?path=/`,
+  });
+
+  for (const pipelining of [1, 10]) {
+    // A native build answers autocannon without pipelining only.
+    (pipelining === 1 ? test : nativeLimit)(
+      `autocannon -p ${pipelining} against cat, grep and ls: every request answered 2xx`,
+      { timeout: 60_000 },
+      async () => {
+        for (const [tool, url] of Object.entries(reads())) {
+          const result = await autocannon({ url, headers: { authorization: `Bearer ${t.key}` }, connections: 8, pipelining, duration: 1.5, timeout: 10 });
+          expect({ tool, non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts }).toEqual({ tool, non2xx: 0, errors: 0, timeouts: 0 });
+          expect(result['2xx'], tool).toBeGreaterThan(100);
+        }
+      },
+    );
+  }
+
+  for (const keepAlive of [false, true]) {
+    // ab speaks HTTP/1.0, which a native build does not answer.
+    nativeLimit(`ab -n 20000 -c 16${keepAlive ? ' -k' : ''} against cat: every request answered 2xx`, { timeout: 120_000 }, async () => {
+      const args = ['-q', '-n', '20000', '-c', '16', '-s', '10', '-H', `Authorization: Bearer ${t.key}`, ...(keepAlive ? ['-k'] : []), reads().cat];
+      const { stdout } = await promisify(execFile)('ab', args, { maxBuffer: 1 << 20 });
+      const field = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(stdout)?.[1] ?? Number.NaN);
+      expect({ complete: field('Complete requests'), failed: field('Failed requests') }).toEqual({ complete: 20_000, failed: 0 });
+      // ab prints this line only when some answers were not 2xx.
+      expect(stdout).not.toMatch(/Non-2xx responses/);
+      if (keepAlive) expect(field('Keep-Alive requests')).toBe(20_000);
+    });
+  }
 });
