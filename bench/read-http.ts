@@ -60,7 +60,8 @@ async function measure(s: BenchService, scenario: ScenarioName, pipelining: numb
       note: (text) => process.stderr.write(`${text}\n`),
     });
     const r = report.scenarios[0];
-    if (r.non2xx + r.errors + r.timeouts > 0) process.stderr.write(`${scenario} p${pipelining}: ${JSON.stringify(r.statuses)}, ${r.errors} errors, ${r.timeouts} timeouts\n`);
+    if (r.non2xx + r.errors + r.timeouts > 0)
+      process.stderr.write(`${scenario} p${pipelining}: ${JSON.stringify(r.statuses)}, ${r.errors} errors, ${r.timeouts} timeouts\n`);
     return r.requestsPerSecond;
   } finally {
     client.close();
@@ -129,7 +130,8 @@ http {
   for (let round = 0; round < rounds; round++) {
     for (const pipelining of PIPELINING) {
       const byScenario = new Map<ScenarioName, Row>();
-      for (const scenario of SCENARIOS) byScenario.set(scenario, { round, pipelining, scenario, nginx: await measureNginx(scenario, pipelining), node: 0, native: 0 });
+      for (const scenario of SCENARIOS)
+        byScenario.set(scenario, { round, pipelining, scenario, nginx: await measureNginx(scenario, pipelining), node: 0, native: 0 });
       for (const layer of LAYERS) {
         service = await startLayer(layer);
         for (const scenario of SCENARIOS) byScenario.get(scenario)![layer] = await measure(service, scenario, pipelining);
