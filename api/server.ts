@@ -46,7 +46,7 @@ export interface RunningServer {
 }
 
 /** Starts listening on host:port (port 0 picks a free port), on the HTTP implementation `http` picks (see Config). */
-export async function startServer(deps: ServerDeps, host: string, port: number, http: HttpChoice = 'auto'): Promise<RunningServer> {
+export async function startServer(deps: ServerDeps, host: string, port: number, http: HttpChoice = 'node'): Promise<RunningServer> {
   const { uws, description } = loadUws(http);
   const metrics = deps.metrics;
   const requestLog = deps.requestLog;

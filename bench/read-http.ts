@@ -1,59 +1,115 @@
 /**
- * Read-tool throughput under autocannon, against nginx serving the same text
- * over HTTP in the same run.
+ * The read tools over HTTP against nginx serving the same bytes, on both HTTP layers, with and
+ * without pipelining, in one run:
  *
- *   node --import tsx bench/read-http.ts [seconds=10] [connections=64] [pipelining=4] [rounds=1]
+ *   node --import tsx bench/read-http.ts <corpus-dir> [files=20000] [seconds=8] [connections=256] [rounds=3]
  *
- * The service gets one workspace with a 100-line file plus a few hundred
- * others; nginx (Debian package, started here on a private config) serves the
- * 100-line file as a static file. Each scenario reports requests/s, latency,
- * the server's CPU seconds per 1,000 requests (from /proc: nginx's master and
- * workers, or the service process), the embedded PostgreSQL's likewise (the
- * audit log's commits), and the ratio to nginx's requests/s.
+ * The service gets the first `files` files of the corpus in one workspace. Each scenario is the
+ * `agent-vfs bench` scenario of that name (cli/bench.ts: `cat` of 100 lines, `ls`, `find`,
+ * `grep-selective`), run through that command's code with a scoped token; nginx (Debian's, two
+ * workers, on a private config) serves each scenario's answer as a static file. Every round
+ * measures, at pipelining 1 and then 10: nginx, then the service restarted on the same data
+ * directory with each layer (VFS_HTTP=node, the default, and VFS_HTTP=native). Prints one JSON
+ * document: each round's requests/s and the ratios to nginx, and their medians.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { cpuOf, cpuSince, postgresPids } from './cpu.js';
-import { call, startBenchService } from './lib.js';
+import { bench, type ScenarioName } from '../cli/bench.js';
+import { ApiClient } from '../cli/client.js';
+import { progressBars } from '../cli/progress.js';
+import { call, type BenchService, startBenchService, uploadAll, waitReady, walk } from './lib.js';
 
-const [secondsArg, connectionsArg, pipeliningArg, roundsArg] = process.argv.slice(2);
-const duration = Number(secondsArg ?? 10);
-const connections = Number(connectionsArg ?? 64);
-const pipelining = Number(pipeliningArg ?? 4);
-const rounds = Number(roundsArg ?? 1);
+const [corpus, filesArg, secondsArg, connectionsArg, roundsArg] = process.argv.slice(2);
+if (corpus === undefined) {
+  process.stderr.write('usage: node --import tsx bench/read-http.ts <corpus-dir> [files=20000] [seconds=8] [connections=256] [rounds=3]\n');
+  process.exit(2);
+}
+const fileCount = Number(filesArg ?? 20_000);
+const duration = Number(secondsArg ?? 8);
+const connections = Number(connectionsArg ?? 256);
+const rounds = Number(roundsArg ?? 3);
+const SCENARIOS: ScenarioName[] = ['cat', 'ls', 'find', 'grep-selective'];
+const LAYERS = ['node', 'native'] as const;
+const PIPELINING = [1, 10];
+const NGINX_PORT = 18999;
 
-const HUNDRED_LINES = Array.from({ length: 100 }, (_, i) => `line ${i + 1}: the quick brown fox jumps over the lazy dog`).join('\n') + '\n';
+const dataDir = await mkdtemp(join(tmpdir(), 'vfs-read-http-'));
+const nginxDir = await mkdtemp(join(tmpdir(), 'vfs-nginx-'));
+let service: BenchService | null = null;
 
-async function run(label: string, url: string, headers: Record<string, string>, pids: number[], postgres: () => Promise<number[]>) {
-  const before = await cpuOf(pids);
-  const pgBefore = await cpuOf(await postgres());
-  const result = await autocannon({ url, headers, connections, pipelining, duration });
-  const cpu = await cpuSince(pids, before);
-  const pg = await cpuSince(await postgres(), pgBefore);
-  const non2xx = result.non2xx + result.errors;
-  const rps = result.requests.average;
-  const per1k = (seconds: number): number => +((seconds / result.requests.total) * 1000).toFixed(3);
-  return {
-    label,
-    rps: Math.round(rps),
-    p50ms: result.latency.p50,
-    p99ms: result.latency.p99,
-    serverCpuPer1kReq: per1k(cpu),
-    serverCpuCores: +(cpu / duration).toFixed(2),
-    postgresCpuPer1kReq: per1k(pg),
-    non2xx,
-  };
+/** Starts the service on the run's data directory with one HTTP layer. */
+function startLayer(layer: (typeof LAYERS)[number]): Promise<BenchService> {
+  return startBenchService({ DATA_DIR: dataDir, VFS_HTTP: layer });
 }
 
-// nginx on a private config: two workers (Debian's `auto` on this machine), access log off.
-const nginxDir = await mkdtemp(join(tmpdir(), 'vfs-nginx-'));
-await writeFile(join(nginxDir, 'file.txt'), HUNDRED_LINES);
-await writeFile(
-  join(nginxDir, 'nginx.conf'),
-  `worker_processes auto;
+/** What one scenario got from the service at one pipelining depth. */
+async function measure(s: BenchService, scenario: ScenarioName, pipelining: number): Promise<number> {
+  const client = new ApiClient({ baseUrl: s.url, key: s.key });
+  try {
+    const report = await bench(client, { json: true, line: () => {}, raw: async () => {} }, s.key, {
+      workspace: 'bench',
+      scenarios: [scenario],
+      connections,
+      pipelining,
+      durationSeconds: duration,
+      bars: progressBars(process.stderr, false),
+      progress: false,
+      note: (text) => process.stderr.write(`${text}\n`),
+    });
+    const r = report.scenarios[0];
+    if (r.non2xx + r.errors + r.timeouts > 0)
+      process.stderr.write(`${scenario} p${pipelining}: ${JSON.stringify(r.statuses)}, ${r.errors} errors, ${r.timeouts} timeouts\n`);
+    return r.requestsPerSecond;
+  } finally {
+    client.close();
+  }
+}
+
+/** nginx's requests/s serving one scenario's answer as a static file. */
+async function measureNginx(scenario: ScenarioName, pipelining: number): Promise<number> {
+  const result = await autocannon({ url: `http://127.0.0.1:${NGINX_PORT}/${scenario}.txt`, connections, pipelining, duration });
+  if (result.non2xx + result.errors + result.timeouts > 0) process.stderr.write(`nginx ${scenario}: ${result.non2xx} non-2xx, ${result.errors} errors\n`);
+  return Math.round(result.requests.average);
+}
+
+let nginx: ReturnType<typeof spawn> | null = null;
+try {
+  // The corpus: its first files by path, in one workspace.
+  service = await startLayer('node');
+  await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
+  const files = (await walk(corpus)).slice(0, fileCount);
+  process.stderr.write(`uploading ${files.length} files\n`);
+  await uploadAll(service, 'bench', files, 48);
+  await waitReady(service, 'bench', 3_600_000);
+
+  // nginx serves each scenario's answer as the service gives it (to the management key, which
+  // sees what the benchmark's `*` token sees).
+  for (const scenario of SCENARIOS) {
+    const client = new ApiClient({ baseUrl: service.url, key: service.key });
+    const report = await bench(client, { json: true, line: () => {}, raw: async () => {} }, service.key, {
+      workspace: 'bench',
+      scenarios: [scenario],
+      connections: 1,
+      pipelining: 1,
+      durationSeconds: 1,
+      bars: progressBars(process.stderr, false),
+      progress: false,
+      note: () => {},
+    });
+    const [method, path] = report.scenarios[0].request.split(' ');
+    const answer = await call(service.url, method, path, service.key);
+    await writeFile(join(nginxDir, `${scenario}.txt`), answer.body);
+    client.close();
+  }
+  await service.stop();
+  service = null;
+
+  await writeFile(
+    join(nginxDir, 'nginx.conf'),
+    `worker_processes 2;
 pid ${nginxDir}/nginx.pid;
 error_log ${nginxDir}/error.log;
 daemon off;
@@ -61,61 +117,54 @@ events { worker_connections 4096; }
 http {
   access_log off;
   client_body_temp_path ${nginxDir};
-  server { listen 127.0.0.1:18999; location / { root ${nginxDir}; default_type text/plain; } }
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:${NGINX_PORT}; location / { root ${nginxDir}; default_type text/plain; } }
 }
 `,
-);
-const nginx = spawn('nginx', ['-c', join(nginxDir, 'nginx.conf'), '-p', nginxDir], { stdio: 'inherit' });
-await new Promise((r) => setTimeout(r, 500));
-// The master and its workers (the workers' command lines do not name the config).
-const nginxPids = async (): Promise<number[]> => {
-  const { execFileSync } = await import('node:child_process');
-  const workers = execFileSync('pgrep', ['-P', String(nginx.pid)])
-    .toString()
-    .trim()
-    .split('\n')
-    .map(Number);
-  return [nginx.pid!, ...workers];
-};
+  );
+  nginx = spawn('nginx', ['-c', join(nginxDir, 'nginx.conf'), '-p', nginxDir], { stdio: 'inherit' });
+  await new Promise((r) => setTimeout(r, 500));
 
-const service = await startBenchService({ VFS_READ_THREADS: '2' });
-try {
-  const auth = { authorization: `Bearer ${service.key}` };
-  await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
-  await call(service.url, 'PUT', '/v1/workspaces/bench/files/docs/hundred.txt', service.key, HUNDRED_LINES);
-  for (let i = 0; i < 300; i++)
-    await call(service.url, 'PUT', `/v1/workspaces/bench/files/src/dir${i % 10}/file${i}.ts`, service.key, `export const v${i} = ${i};\n`);
-  for (;;) {
-    const r = await call(service.url, 'GET', '/v1/workspaces/bench/files?status=pending&limit=1', service.key);
-    if ((JSON.parse(r.body.toString()) as { files: unknown[] }).files.length === 0) break;
-    await new Promise((res) => setTimeout(res, 200));
-  }
-  const servicePid = service.child.pid!;
-  const postgres = () => postgresPids(service.dataDir);
-  const none = async (): Promise<number[]> => [];
-  const scenarios: [string, string, Record<string, string>, number[], () => Promise<number[]>][] = [
-    ['nginx static file', 'http://127.0.0.1:18999/file.txt', {}, await nginxPids(), none],
-    ['cat 100 lines', `${service.url}/v1/workspaces/bench/cat?path=/docs/hundred.txt`, auth, [servicePid], postgres],
-    ['ls /src/dir3', `${service.url}/v1/workspaces/bench/ls?path=/src/dir3`, auth, [servicePid], postgres],
-    ['find **/file1*.ts', `${service.url}/v1/workspaces/bench/find?pattern=${encodeURIComponent('**/file1*.ts')}`, auth, [servicePid], postgres],
-  ];
-  // Each round measures nginx and then the tools, so every ratio compares runs minutes apart at
-  // most; on a shared machine the median ratio over rounds is the figure to quote.
-  const byRound: (Awaited<ReturnType<typeof run>> & { vsNginx: number })[][] = [];
+  type Row = { round: number; pipelining: number; scenario: ScenarioName; nginx: number } & Record<(typeof LAYERS)[number], number>;
+  const rows: Row[] = [];
   for (let round = 0; round < rounds; round++) {
-    const results: Awaited<ReturnType<typeof run>>[] = [];
-    for (const [label, url, headers, pids, pg] of scenarios) results.push(await run(label, url, headers, pids, pg));
-    byRound.push(results.map((r) => ({ ...r, vsNginx: +(r.rps / results[0].rps).toFixed(2) })));
+    for (const pipelining of PIPELINING) {
+      const byScenario = new Map<ScenarioName, Row>();
+      for (const scenario of SCENARIOS)
+        byScenario.set(scenario, { round, pipelining, scenario, nginx: await measureNginx(scenario, pipelining), node: 0, native: 0 });
+      for (const layer of LAYERS) {
+        service = await startLayer(layer);
+        for (const scenario of SCENARIOS) byScenario.get(scenario)![layer] = await measure(service, scenario, pipelining);
+        await service.stop();
+        service = null;
+      }
+      for (const row of byScenario.values()) {
+        rows.push(row);
+        process.stderr.write(`${JSON.stringify(row)}\n`);
+      }
+    }
   }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const summary = scenarios.map(([label], i) => ({
-    label,
-    medianVsNginx: median(byRound.map((results) => results[i].vsNginx)),
-    medianRps: median(byRound.map((results) => results[i].rps)),
-  }));
-  process.stdout.write(JSON.stringify({ duration, connections, pipelining, rounds, summary, byRound }, null, 2) + '\n');
+  const summary = PIPELINING.flatMap((pipelining) =>
+    SCENARIOS.map((scenario) => {
+      const mine = rows.filter((r) => r.pipelining === pipelining && r.scenario === scenario);
+      const ratio = (layer: (typeof LAYERS)[number]) => median(mine.map((r) => +(r[layer] / r.nginx).toFixed(2)));
+      return {
+        pipelining,
+        scenario,
+        nginx: median(mine.map((r) => r.nginx)),
+        node: median(mine.map((r) => r.node)),
+        native: median(mine.map((r) => r.native)),
+        nodeVsNginx: ratio('node'),
+        nativeVsNginx: ratio('native'),
+      };
+    }),
+  );
+  const machine = { cpus: execFileSync('nproc').toString().trim(), node: process.versions.node };
+  process.stdout.write(`${JSON.stringify({ files: fileCount, duration, connections, rounds, machine, summary, rows }, null, 2)}\n`);
 } finally {
-  nginx.kill('SIGTERM');
-  await service.stop();
+  nginx?.kill('SIGTERM');
+  await service?.stop();
+  await rm(dataDir, { recursive: true, force: true });
   await rm(nginxDir, { recursive: true, force: true });
 }

@@ -24,7 +24,7 @@ const BODY = Buffer.from(
 
 /** One server thread: a uWS app on `port`. */
 function serve(port: number, busyUs: number, onListening: () => void): void {
-  const { uws } = loadUws();
+  const { uws } = loadUws('native');
   const waiting: Array<() => void> = [];
   let timer: NodeJS.Timeout | null = null;
   const flush = (): void => {

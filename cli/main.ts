@@ -9,6 +9,7 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { auditExport } from './audit.js';
+import { bench, benchFailed, DEFAULT_SCENARIOS, SCENARIOS, type ScenarioName } from './bench.js';
 import { ApiClient } from './client.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, usageError } from './errors.js';
 import { FILE_STATUSES, type FileStatus, filesList } from './files.js';
@@ -34,7 +35,7 @@ interface GlobalOptions {
 let running: ApiClient | null = null;
 
 /** What a command runs with: the client, and where its result goes. */
-function context(command: Command): { client: ApiClient; out: Output } {
+function context(command: Command): { client: ApiClient; out: Output; key: string } {
   const globals = command.optsWithGlobals<GlobalOptions>();
   const url = globals.url ?? ENV.url;
   const key = globals.key ?? ENV.key;
@@ -43,7 +44,7 @@ function context(command: Command): { client: ApiClient; out: Output } {
   if (key === undefined || key === '')
     throw usageError('no key: pass --key or set AGENT_VFS_KEY (a management key svc_sk_…, or a scoped token svc_at_… for the read tools)');
   running = new ApiClient({ baseUrl: url, key, retries: globals.retries });
-  return { client: running, out: stdoutOutput(globals.json === true) };
+  return { client: running, out: stdoutOutput(globals.json === true), key };
 }
 
 /** A parser for a whole-number option in [min, max]. */
@@ -57,6 +58,12 @@ function integer(min: number, max = Number.MAX_SAFE_INTEGER): (raw: string) => n
     }
     return n;
   };
+}
+
+/** Collects repeated `--scenario` options, each once, in the order given. */
+function collectScenario(value: string, previous: ScenarioName[] | undefined): ScenarioName[] {
+  const name = value as ScenarioName;
+  return previous === undefined ? [name] : previous.includes(name) ? previous : [...previous, name];
 }
 
 /** Parses `--visibility user:a,group:b` into sorted unique claims; `*` means every token (null). */
@@ -182,6 +189,47 @@ program
       });
       out.line(out.json ? JSON.stringify(summary) : formatSummary(summary));
       if (pushFailed(summary)) process.exitCode = EXIT_FAILURE;
+    },
+  );
+
+program
+  .command('bench')
+  .description(
+    `load-test the service with autocannon: scenarios ${SCENARIOS.join(', ')} (default: all but upload, which writes into the workspace); ` +
+      'the read scenarios run with a scoped token it mints; needs a management key',
+  )
+  .option('--workspace <name>', 'the workspace to read (default bench with --corpus)')
+  .option('--corpus <dir>', 'a directory to push into the workspace first (created if missing)')
+  .addOption(new Option('--scenario <name>', 'a scenario to run (repeat for several)').choices(SCENARIOS).argParser(collectScenario))
+  .option('--connections <n>', 'concurrent connections', integer(1, 10_000), 32)
+  .option('--pipelining <n>', 'requests in flight on each connection', integer(1, 1_000), 1)
+  .option('--duration <seconds>', 'seconds each scenario runs', integer(1, 86_400), 10)
+  .action(
+    async (
+      opts: { workspace?: string; corpus?: string; scenario?: ScenarioName[]; connections: number; pipelining: number; duration: number },
+      command: Command,
+    ) => {
+      const { client, out, key } = context(command);
+      const tty = process.stderr.isTTY === true;
+      const report = await bench(client, out, key, {
+        workspace: opts.workspace,
+        corpus: opts.corpus,
+        scenarios: opts.scenario ?? DEFAULT_SCENARIOS,
+        connections: opts.connections,
+        pipelining: opts.pipelining,
+        durationSeconds: opts.duration,
+        bars: progressBars(process.stderr, tty),
+        progress: tty,
+        note: (text) => process.stderr.write(`${text}\n`),
+      });
+      if (out.json) out.line(JSON.stringify(report, null, 2));
+      if (benchFailed(report)) {
+        const lost = report.scenarios
+          .filter((s) => s.non2xx + s.errors + s.timeouts > 0)
+          .map((s) => `${s.name} (${s.non2xx} non-2xx, ${s.errors} errors, ${s.timeouts} timeouts)`);
+        process.stderr.write(`agent-vfs: bench: requests failed: ${lost.join('; ')}\n`);
+        process.exitCode = EXIT_FAILURE;
+      }
     },
   );
 

@@ -14,7 +14,7 @@ import { loadUws } from '../api/http/uws.js';
 
 const BODY = 'probe ok\n';
 
-const { uws, build, description } = loadUws();
+const { uws, build, description } = loadUws('native');
 const app = uws.App();
 app.get('/probe', (res) => {
   res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'text/plain').end(BODY));

@@ -48,7 +48,7 @@ const schema = z
     VFS_EXTRACT_MEMORY_MB: z.coerce.number().int().min(128).max(65536).default(512),
     VFS_BLOB_SWEEP_SECONDS: z.coerce.number().int().min(0).max(604_800).default(3600),
     VFS_SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(30),
-    VFS_HTTP: z.enum(['auto', 'node']).default('auto'),
+    VFS_HTTP: z.enum(['node', 'native']).default('node'),
     VFS_METRICS_PORT: port.optional(),
     VFS_LOG_LEVEL: z.enum(['debug', 'info', 'error', 'silent']).default('info'),
     VFS_MCP_MAX_CHARS: z.coerce.number().int().min(MIN_MCP_MAX_CHARS).max(10_000_000).default(40_000),
@@ -166,9 +166,10 @@ export interface Config {
   /** How long a stop waits for the requests in flight. */
   shutdownGraceMs: number;
   /**
-   * The HTTP server: `auto` takes the first native uWebSockets.js build that loads for this
-   * Node.js and glibc (api/http/uws.ts) and the node:http implementation of its API where none does;
-   * `node` takes the latter always.
+   * The HTTP server: `node` (default) our node:http implementation of the uWebSockets.js API,
+   * which answers every HTTP/1.x client; `native` the first native uWebSockets.js build that loads
+   * for this Node.js and glibc (api/http/uws.ts), faster but answering neither pipelined requests
+   * nor HTTP/1.0, so only for use behind a proxy that sends neither (nginx, HAProxy).
    */
   http: HttpChoice;
   /** Lowest level of the JSON log lines written to stderr; `debug` adds a line per request. */

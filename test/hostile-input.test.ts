@@ -20,8 +20,8 @@ import { listAll, put, settled, startTestService, type TestService } from './hel
 import { exchange as rawExchange, type Wire } from './helpers/wire.js';
 import { loadUws } from '../api/http/uws.js';
 
-/** The test service's HTTP layer: a native uWebSockets.js build, or the node:http implementation (no native build loads, or VFS_HTTP=node). */
-const httpLayer = loadUws(process.env.VFS_HTTP === 'node' ? 'node' : 'auto');
+/** The test service's HTTP layer: the node:http implementation, or with VFS_HTTP=native a native uWebSockets.js build where one loads. */
+const httpLayer = loadUws(process.env.VFS_HTTP === 'native' ? 'native' : 'node');
 const nativeHttp = httpLayer.native;
 /** The trufflesuite build (uWS 20.30), which the loader takes only where neither newer build loads. */
 const olderNative = httpLayer.build === '@trufflesuite/uws-js-unofficial';
@@ -1056,7 +1056,7 @@ describe('HTTP framing', () => {
 
   // Known limitation of every native uWebSockets.js build (README, "Known limitations"): it does
   // not answer a request pipelined behind a HEAD. `it.fails` keeps the check and flags its fix;
-  // the node:http implementation (where no native build loads, or VFS_HTTP=node) must pass it.
+  // the node:http implementation (the default) must pass it.
   nativeLimit('HEAD then GET on one keep-alive connection: the GET answer is a well-formed response', async () => {
     const both = Buffer.from('HEAD /healthz HTTP/1.1\r\nhost: x\r\n\r\nGET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
     const r = await exchange([both], { head: true });

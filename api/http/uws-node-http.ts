@@ -20,7 +20,8 @@
  * What is not: uWS's limits and quirks (see README, "Known limitations"). Node's HTTP parser
  * answers malformed requests itself (400), refuses bytes outside ASCII in the request line
  * (400, as RFC 9112 allows; uWS takes them as UTF-8), and takes HTTP/1.0 and pipelined requests
- * and heads of up to MAX_HEAD_BYTES.
+ * (answered in order; safe ones run side by side, an unsafe one alone: see `admit`) and heads of
+ * up to MAX_HEAD_BYTES.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
@@ -139,6 +140,11 @@ class NodeHttpResponse {
 
   end(body: string | Uint8Array = '', closeConnection = false): this {
     if (closeConnection) this.response.setHeader('connection', 'close');
+    // A whole answer says its length: Node sends none to an HTTP/1.0 client by itself, and
+    // would then close a connection the client asked to keep.
+    if (this.written === 0 && !this.response.headersSent && !this.response.hasHeader('content-length')) {
+      this.response.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+    }
     this.response.end(body);
     return this;
   }
@@ -187,6 +193,28 @@ class NodeHttpResponse {
   }
 }
 
+/** Methods RFC 9110 calls safe: pipelined requests of these alone may run side by side. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
+
+/** A connection's requests: how many run, whether one of them is unsafe, and those waiting in order. */
+interface Turn {
+  running: number;
+  unsafe: boolean;
+  waiting: Array<{ safe: boolean; run: () => void }>;
+}
+
+const turns = new WeakMap<object, Turn>();
+
+/** Starts the waiting requests that may run now, in order. */
+function next(turn: Turn): void {
+  while (turn.waiting.length > 0) {
+    const first = turn.waiting[0];
+    if (turn.running > 0 && !(first.safe && !turn.unsafe)) return;
+    turn.waiting.shift();
+    first.run();
+  }
+}
+
 class NodeHttpApp {
   private readonly routes: Route[] = [];
 
@@ -210,7 +238,7 @@ class NodeHttpApp {
   }
 
   listen(host: string, port: number, _options: number, cb: (socket: Server | false) => void): void {
-    const server = createServer({ maxHeaderSize: MAX_HEAD_BYTES }, (message, response) => this.dispatch(message, response));
+    const server = createServer({ maxHeaderSize: MAX_HEAD_BYTES }, (message, response) => this.admit(message, response));
     server.once('error', () => cb(false));
     // exclusive: the port is not shared with another process (uWS's LIBUS_LISTEN_EXCLUSIVE_PORT).
     server.listen({ host, port, exclusive: true }, () => cb(server));
@@ -221,6 +249,40 @@ class NodeHttpApp {
     const ranks = segments.map((s) => (s === '*' ? WILDCARD : s.startsWith(':') ? PARAMETER : STATIC));
     this.routes.push({ method, segments, ranks, handler });
     return this;
+  }
+
+  /**
+   * Runs a request once its connection allows it. Node hands over pipelined requests as soon as
+   * they are parsed (and sends the answers in order); RFC 9112 9.3.2 lets a server work on them
+   * at once only when they are all safe. So a request runs at once when nothing runs on its
+   * connection, or when it and everything running are safe; otherwise it waits its turn.
+   */
+  private admit(message: IncomingMessage, response: ServerResponse): void {
+    const socket = message.socket;
+    const safe = SAFE_METHODS.has(message.method ?? '');
+    let turn = turns.get(socket);
+    if (turn === undefined) {
+      turn = { running: 0, unsafe: false, waiting: [] };
+      turns.set(socket, turn);
+    }
+    const state = turn;
+    const run = (): void => {
+      state.running++;
+      state.unsafe ||= !safe;
+      let done = false;
+      const finish = (): void => {
+        if (done) return;
+        done = true;
+        state.running--;
+        if (state.running === 0) state.unsafe = false;
+        next(state);
+      };
+      response.once('finish', finish);
+      response.once('close', finish);
+      this.dispatch(message, response);
+    };
+    if (state.waiting.length === 0 && (state.running === 0 || (safe && !state.unsafe))) run();
+    else state.waiting.push({ safe, run });
   }
 
   private dispatch(message: IncomingMessage, response: ServerResponse): void {

@@ -43,8 +43,13 @@ export interface LoadedUws {
   build: string;
 }
 
-/** Which HTTP implementation to take (Config.http): `auto` the first that loads, `node` the node:http one. */
-export type HttpChoice = 'auto' | 'node';
+/**
+ * Which HTTP implementation to take (Config.http): `node` the node:http one (the default: it
+ * answers every HTTP/1.x client), `native` the first native build that loads here (faster, but it
+ * answers neither pipelined requests nor HTTP/1.0: for use behind a proxy that sends neither),
+ * else the node:http one.
+ */
+export type HttpChoice = 'node' | 'native';
 
 /** A native npm build: its package name, and where its binaries lie relative to the file its name resolves to. */
 interface NativeCandidate {
@@ -66,7 +71,7 @@ const NATIVE: readonly NativeCandidate[] = [
   { name: '@trufflesuite/uws-js-unofficial', specifier: 'uWebSockets.js', root: '..', binaries: 'binaries' },
 ];
 
-/** The last candidate, which `VFS_HTTP=node` also picks. */
+/** The default, and the last candidate of `VFS_HTTP=native`. */
 const NODE_HTTP: LoadedUws = {
   uws: nodeHttpUws as unknown as typeof Uws,
   description: 'the node:http implementation of the uWebSockets.js API',
@@ -76,9 +81,9 @@ const NODE_HTTP: LoadedUws = {
 
 let loaded: LoadedUws | null = null;
 
-/** Loads (once) the first uWebSockets.js candidate that works here; with `http` `node`, the node:http one (see Config). */
-export function loadUws(http: HttpChoice = 'auto'): LoadedUws {
-  if (http === 'node') return { ...NODE_HTTP, description: `${NODE_HTTP.description} (VFS_HTTP=node)` };
+/** The node:http implementation; with `http` `native`, the first native build that loads here (once), else that one (see HttpChoice). */
+export function loadUws(http: HttpChoice = 'node'): LoadedUws {
+  if (http === 'node') return NODE_HTTP;
   if (loaded !== null) return loaded;
   const file = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
   // The btc-vision and based builds read their cap on a request head (default 4 KiB, answered
@@ -96,7 +101,7 @@ export function loadUws(http: HttpChoice = 'auto'): LoadedUws {
     loaded = { uws: attempt.uws, description: `uWebSockets.js native build ${attempt.label}${others}`, native: true, build: candidate.name };
     return loaded;
   }
-  loaded = { ...NODE_HTTP, description: `${NODE_HTTP.description} (slower; no native build loads: ${failures.join('; ')})` };
+  loaded = { ...NODE_HTTP, description: `${NODE_HTTP.description} (VFS_HTTP=native, but no native build loads: ${failures.join('; ')})` };
   return loaded;
 }
 

@@ -78,7 +78,7 @@ export async function startTestService(env: Record<string, string> = {}, options
   const targets = shared?.targets ?? (await provisionDatabase(superuserAddress, names));
   const dataDir = await mkdtemp(join(tmpdir(), 'vfs-test-data-'));
   const lifted = options.realLimits === true ? {} : { VFS_AUTH_FAILURES: '1000000', VFS_MANAGEMENT_RATE: '1000000' };
-  // VFS_HTTP=node runs the suite on the node:http implementation of the uWebSockets.js API.
+  // VFS_HTTP=native runs the suite on a native uWebSockets.js build (where one loads).
   const http = process.env.VFS_HTTP === undefined ? {} : { VFS_HTTP: process.env.VFS_HTTP };
   const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...lifted, ...http, ...testStorage(id), ...env });
   // The service's errors go to stderr as JSON lines with VFS_TEST_LOG=1 (a 500 in a test logs its cause there).

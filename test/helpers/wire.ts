@@ -3,7 +3,7 @@
  * refuse to: write pieces to a fresh connection, read until the server closes
  * it or a bound passes, and parse what came back.
  */
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 /** What came back on the wire. */
 export interface Wire {
@@ -91,4 +91,121 @@ function dechunk(buf: Buffer): Buffer {
     at = eol + 2 + size + 2;
   }
   return Buffer.concat(out);
+}
+
+/** One response of those a connection carried, in the order they came. */
+export interface Answer {
+  status: number;
+  /** The status line's protocol, e.g. `HTTP/1.1`. */
+  version: string;
+  headers: Record<string, string>;
+  /** The body, de-chunked. */
+  text: string;
+}
+
+/**
+ * A raw connection that may carry several requests, pipelined or one after another: `send`
+ * writes bytes as they are, `answers` waits for that many complete responses (or the server
+ * closing, or the bound), in order of arrival.
+ */
+export class Connection {
+  private readonly socket: Socket;
+  private buffered = Buffer.alloc(0);
+  private readonly parsed: Answer[] = [];
+  private waiters: Array<() => void> = [];
+  /** Whether the server has closed the connection (or it failed). */
+  closed = false;
+
+  constructor(port: number) {
+    this.socket = connect(port, '127.0.0.1');
+    this.socket.on('data', (d: Buffer) => {
+      this.buffered = Buffer.concat([this.buffered, d]);
+      this.parse(false);
+      this.wake();
+    });
+    const end = (): void => {
+      this.closed = true;
+      this.parse(true);
+      this.wake();
+    };
+    this.socket.on('end', end);
+    this.socket.on('close', end);
+    this.socket.on('error', end);
+  }
+
+  send(bytes: string | Buffer): void {
+    this.socket.write(bytes);
+  }
+
+  /** Waits for `count` responses in all (or the close, or `timeoutMs`); returns those received so far. */
+  async answers(count: number, timeoutMs: number): Promise<Answer[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.parsed.length < count && !this.closed && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, deadline - Date.now());
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return [...this.parsed];
+  }
+
+  /** Waits until the server closes the connection or `timeoutMs` passes; true if it closed. */
+  async closes(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.closed && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    return this.closed;
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private wake(): void {
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+
+  /** Takes every complete response off the front of what has arrived. */
+  private parse(ended: boolean): void {
+    for (;;) {
+      const end = this.buffered.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const headText = this.buffered.subarray(0, end).toString('latin1');
+      const m = /^(HTTP\/1\.[01]) (\d{3})/.exec(headText);
+      if (m === null) return;
+      const headers: Record<string, string> = {};
+      for (const line of headText.split('\r\n').slice(1)) {
+        const colon = line.indexOf(':');
+        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      const rest = this.buffered.subarray(end + 4);
+      let body: Buffer;
+      let used: number;
+      const status = Number(m[2]);
+      if (status === 204 || status === 304 || (status >= 100 && status < 200)) {
+        body = Buffer.alloc(0);
+        used = 0;
+      } else if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
+        const last = rest.indexOf('\r\n0\r\n\r\n');
+        const first = rest.subarray(0, 5).toString('latin1') === '0\r\n\r\n' ? 0 : -1;
+        if (last < 0 && first < 0) return;
+        used = first === 0 ? 5 : last + 7;
+        body = dechunk(rest.subarray(0, used));
+      } else if (headers['content-length'] !== undefined) {
+        const length = Number(headers['content-length']);
+        if (rest.length < length) return;
+        body = rest.subarray(0, length);
+        used = length;
+      } else {
+        // Delimited by the close (HTTP/1.0 without a length).
+        if (!ended) return;
+        body = rest;
+        used = rest.length;
+      }
+      this.parsed.push({ status, version: m[1], headers, text: body.toString('utf8') });
+      this.buffered = this.buffered.subarray(end + 4 + used);
+    }
+  }
 }
