@@ -149,7 +149,7 @@ describe('agent-vfs bench', () => {
     }
   });
 
-  test('a stopped service, a refused key and a missing workspace end non-zero with the reason', async () => {
+  test('a stopped service, a refused key, a missing workspace and an unknown scenario end non-zero with the reason', async () => {
     const closed = await startTestService();
     const url = closed.url;
     await closed.stop();
@@ -169,5 +169,9 @@ describe('agent-vfs bench', () => {
     const neither = await cli(['bench', '--url', t.url, '--key', t.key]);
     expect(neither.code).not.toBe(0);
     expect(neither.stderr).toContain('--workspace');
+
+    const unknown = await cli(['bench', '--url', t.url, '--key', t.key, '--workspace', 'loadtest', '--scenario', 'cat', '--scenario', 'bogus']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("argument 'bogus' is invalid. expected one of cat, ls, find");
   });
 });
