@@ -1,8 +1,9 @@
 /**
- * The part of uWebSockets.js's API that the service uses, on `node:http`, where no native
- * uWebSockets.js build loads (Node.js 24 on glibc older than 2.38; see uws.ts). trufflesuite's own
- * `node:http` implementation cannot serve the service: it throws "Not implemented" from
- * `HttpRequest.forEach`, `HttpResponse.onWritable`, `tryEnd` and the remote address.
+ * The part of uWebSockets.js's API that the service uses, on `node:http`: the default HTTP
+ * layer (every HTTP/1.x client is answered), and the one `VFS_HTTP=native` falls back to where no
+ * native build loads (see uws.ts). trufflesuite's own `node:http` implementation cannot serve the
+ * service: it throws "Not implemented" from `HttpRequest.forEach`, `HttpResponse.onWritable`,
+ * `tryEnd` and the remote address.
  *
  * What is kept of uWS's behaviour:
  * - routes match by specificity, not by the order they were registered: segment by segment a
@@ -343,7 +344,7 @@ function beats(a: Route, b: Route, method: string): boolean {
   return rank(a) > rank(b);
 }
 
-/** The module `api/http/uws.ts` loads on Node.js versions without a native build. */
+/** The module `api/http/uws.ts` loads by default, and for `native` where no native build loads. */
 export const nodeHttpUws = {
   App: (): TemplatedApp => new NodeHttpApp() as unknown as TemplatedApp,
   us_socket_local_port: (socket: us_listen_socket): number => {

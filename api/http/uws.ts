@@ -1,7 +1,10 @@
 /**
- * Loads uWebSockets.js. No single npm build covers every Node.js ABI and glibc
- * the service runs on, so this module tries the candidates in order, takes the
- * first that loads, and says which it took and why each one before it did not:
+ * Loads the HTTP layer: by default our implementation on `node:http` of the part of the
+ * uWebSockets.js API the service uses (uws-node-http.ts), which answers every HTTP/1.x client;
+ * with `native` (VFS_HTTP=native, for nodes behind a proxy) a native uWebSockets.js build. No
+ * single npm build covers every Node.js ABI and glibc the service runs on, so for `native` this
+ * module tries the candidates in order, takes the first that loads, and says which it took and
+ * why each one before it did not:
  *
  * 1. `@btc-vision/uwebsockets.js` 20.57.0: binaries for Node.js 20, 22 and 24
  *    (ABI 115, 127, 137) that need glibc 2.38 (Debian 13);
@@ -10,8 +13,7 @@
  *    load natively on Debian 12; its ABI 137 binary needs glibc 2.38;
  * 3. `@trufflesuite/uws-js-unofficial` (the `uWebSockets.js` dependency, whose
  *    typings the service is written against): Node.js 20 only, glibc 2.27;
- * 4. our implementation on `node:http` of the part of the API the service uses
- *    (uws-node-http.ts), slower. The packages' own fallbacks are skipped: each
+ * 4. the node:http implementation, where none loads. The packages' own fallbacks are skipped: each
  *    binary is required directly, and trufflesuite's `node:http` one throws
  *    "Not implemented" from methods the service needs.
  *
