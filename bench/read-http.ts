@@ -17,7 +17,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { bench, type ScenarioName } from '../cli/bench.js';
+import { bench, failedScenarios, type ScenarioName, scenarioInputs, scenarioRequests } from '../cli/bench.js';
 import { ApiClient } from '../cli/client.js';
 import { progressBars } from '../cli/progress.js';
 import { call, type BenchService, startBenchService, uploadAll, waitReady, walk } from './lib.js';
@@ -59,8 +59,8 @@ async function measure(s: BenchService, scenario: ScenarioName, pipelining: numb
       progress: false,
       note: (text) => process.stderr.write(`${text}\n`),
     });
-    const r = report.scenarios[0];
-    if (r.non2xx + r.errors + r.timeouts > 0)
+    const [r] = report.scenarios;
+    if (failedScenarios(report).length > 0)
       process.stderr.write(`${scenario} p${pipelining}: ${JSON.stringify(r.statuses)}, ${r.errors} errors, ${r.timeouts} timeouts\n`);
     return r.requestsPerSecond;
   } finally {
@@ -86,23 +86,14 @@ try {
   await waitReady(service, 'bench', 3_600_000);
 
   // nginx serves each scenario's answer as the service gives it (to the management key, which
-  // sees what the benchmark's `*` token sees).
+  // sees what the benchmark's `*` token sees), for the scenario's request as bench makes it.
+  const client = new ApiClient({ baseUrl: service.url, key: service.key });
+  const inputs = await scenarioInputs(client, 'bench');
+  client.close();
   for (const scenario of SCENARIOS) {
-    const client = new ApiClient({ baseUrl: service.url, key: service.key });
-    const report = await bench(client, { json: true, line: () => {}, raw: async () => {} }, service.key, {
-      workspace: 'bench',
-      scenarios: [scenario],
-      connections: 1,
-      pipelining: 1,
-      durationSeconds: 1,
-      bars: progressBars(process.stderr, false),
-      progress: false,
-      note: () => {},
-    });
-    const [method, path] = report.scenarios[0].request.split(' ');
-    const answer = await call(service.url, method, path, service.key);
+    const [first] = scenarioRequests(scenario, '/v1/workspaces/bench', inputs);
+    const answer = await call(service.url, first.method ?? 'GET', first.path, service.key);
     await writeFile(join(nginxDir, `${scenario}.txt`), answer.body);
-    client.close();
   }
   await service.stop();
   service = null;

@@ -80,7 +80,7 @@ const UPLOAD_DIR = '/agent-vfs-bench';
 const CAT_LINES = 100;
 
 /** Files and patterns the scenarios use, taken from the workspace. */
-interface Inputs {
+export interface Inputs {
   catPath: string;
   catLines: number;
   lsPath: string;
@@ -96,7 +96,7 @@ export async function bench(client: ApiClient, out: Output, key: string, options
   if (options.corpus !== undefined) await fill(client, workspace, options);
   else if (options.workspace === undefined) throw new CliError('give --workspace (an existing workspace to read), or --corpus (a directory to push first)');
 
-  const inputs = await discover(client, workspace);
+  const inputs = await scenarioInputs(client, workspace);
   const ttlSeconds = Math.min(86_400, Math.max(600, options.durationSeconds * (options.scenarios.length + 2) + 300));
   const minted = await client.postJson<MintedToken>(`/v1/workspaces/${encodeURIComponent(workspace)}/tokens`, `mint a token for ${workspace}`, {
     ttlSeconds,
@@ -141,9 +141,9 @@ export async function bench(client: ApiClient, out: Output, key: string, options
   }
 }
 
-/** Whether any scenario lost a request: a status outside 2xx, an error or a timeout. */
-export function benchFailed(report: BenchReport): boolean {
-  return report.scenarios.some((s) => s.non2xx + s.errors + s.timeouts > 0);
+/** The scenarios that lost a request: a status outside 2xx, an error or a timeout. */
+export function failedScenarios(report: BenchReport): ScenarioResult[] {
+  return report.scenarios.filter((s) => s.non2xx + s.errors + s.timeouts > 0);
 }
 
 /** Creates the workspace if missing and pushes the corpus into it, waiting for ingest. */
@@ -163,7 +163,7 @@ async function fill(client: ApiClient, workspace: string, options: BenchOptions)
 }
 
 /** Picks the files and patterns of the scenarios from what the workspace holds. */
-async function discover(client: ApiClient, workspace: string): Promise<Inputs> {
+export async function scenarioInputs(client: ApiClient, workspace: string): Promise<Inputs> {
   const ready = (await listAll(client, workspace, 'ready')).filter((f) => f.path !== '' && !f.path.startsWith(`${UPLOAD_DIR}/`));
   if (ready.length === 0) throw new CliError(`workspace ${workspace} holds no ready file to read: push one first (--corpus DIR)`);
   // A text file near the middle by size: what an agent reads most.
@@ -210,10 +210,11 @@ function literal(text: string): string {
   return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
 }
 
-type Request = autocannon.Request & { path: string };
+/** One request of a scenario, as autocannon takes it. */
+export type Request = autocannon.Request & { path: string };
 
 /** The requests of a scenario, cycled by each connection. */
-function scenarioRequests(name: ScenarioName, ws: string, inputs: Inputs): Request[] {
+export function scenarioRequests(name: ScenarioName, ws: string, inputs: Inputs): Request[] {
   const q = (params: Record<string, string | number>): string =>
     new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)])).toString();
   const cat = (offset: number) => ({ method: 'GET' as const, path: `${ws}/cat?${q({ path: inputs.catPath, offset, limit: CAT_LINES })}` });

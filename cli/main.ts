@@ -9,7 +9,7 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { auditExport } from './audit.js';
-import { bench, benchFailed, DEFAULT_SCENARIOS, SCENARIOS, type ScenarioName } from './bench.js';
+import { bench, DEFAULT_SCENARIOS, failedScenarios, SCENARIOS, type ScenarioName } from './bench.js';
 import { ApiClient } from './client.js';
 import { CliError, EXIT_FAILURE, EXIT_USAGE, usageError } from './errors.js';
 import { FILE_STATUSES, type FileStatus, filesList } from './files.js';
@@ -224,10 +224,8 @@ program
         note: (text) => process.stderr.write(`${text}\n`),
       });
       if (out.json) out.line(JSON.stringify(report, null, 2));
-      if (benchFailed(report)) {
-        const lost = report.scenarios
-          .filter((s) => s.non2xx + s.errors + s.timeouts > 0)
-          .map((s) => `${s.name} (${s.non2xx} non-2xx, ${s.errors} errors, ${s.timeouts} timeouts)`);
+      const lost = failedScenarios(report).map((s) => `${s.name} (${s.non2xx} non-2xx, ${s.errors} errors, ${s.timeouts} timeouts)`);
+      if (lost.length > 0) {
         process.stderr.write(`agent-vfs: bench: requests failed: ${lost.join('; ')}\n`);
         process.exitCode = EXIT_FAILURE;
       }
