@@ -4,16 +4,13 @@
  * (checked against a JSON Schema), the upload scenario leaves nothing behind, and a target that
  * cannot be measured (stopped, or refusing the key) ends with a non-zero status and says why.
  */
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type CliRun, startCli } from './helpers/process.js';
 import { listAll, startTestService, type TestService } from './helpers/service.js';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 let t: TestService;
 let corpus: string;
@@ -56,23 +53,12 @@ const REPORT_SCHEMA = {
   },
 };
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the command line (from source, as `npm run cli` does) with `args`. */
-function cli(args: string[]): Promise<Run> {
+/** Runs the command line with `args` and none of its environment variables (URL and key are flags here). */
+function cli(args: string[]): Promise<CliRun> {
   const env = { ...process.env };
   delete env.AGENT_VFS_URL;
   delete env.AGENT_VFS_KEY;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return startCli(args, env).done;
 }
 
 beforeAll(async () => {

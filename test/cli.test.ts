@@ -3,7 +3,7 @@
  * cli/main.ts`, what `npm run cli` runs) against a real service on port 0:
  * outcomes are read back from the service's listing and read tools.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -16,6 +16,7 @@ import { contentTypeOf } from '../cli/content-type.js';
 import { remotePath } from '../cli/local-tree.js';
 import { issueManagementKey, setAccountLimits } from '../db/accounts.js';
 import { makePdf } from './helpers/make-pdf.js';
+import { type CliRun, startCli } from './helpers/process.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -32,13 +33,6 @@ afterAll(async () => {
   if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
 });
 
-/** What one run of the command printed, and how it ended. */
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** The environment of a run: the service's URL and a key, unless a test says otherwise (null leaves one out). */
 function cliEnv(env: { url?: string | null; key?: string | null } = {}): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = { ...process.env };
@@ -51,18 +45,12 @@ function cliEnv(env: { url?: string | null; key?: string | null } = {}): NodeJS.
   return out;
 }
 
-function start(args: string[], env: { url?: string | null; key?: string | null } = {}): { child: ChildProcess; done: Promise<Run>; stdout: () => string } {
-  const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const done = new Promise<Run>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-  return { child, done, stdout: () => stdout };
+function start(args: string[], env: { url?: string | null; key?: string | null } = {}): ReturnType<typeof startCli> {
+  return startCli(args, cliEnv(env));
 }
 
 /** Runs the command to its end. */
-function cli(args: string[], env: { url?: string | null; key?: string | null } = {}): Promise<Run> {
+function cli(args: string[], env: { url?: string | null; key?: string | null } = {}): Promise<CliRun> {
   return start(args, env).done;
 }
 
@@ -282,7 +270,7 @@ describe('push', () => {
     await writeFile(join(dir, 'p0.txt'), 'changed\n');
     // script(1) from util-linux gives the command a pseudo-terminal, so its stderr is a TTY.
     const command = [process.execPath, ...CLI, 'push', dir, 'progress'].map((a) => `'${a}'`).join(' ');
-    const tty = await new Promise<Run>((resolve) => {
+    const tty = await new Promise<CliRun>((resolve) => {
       const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

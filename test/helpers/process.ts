@@ -69,3 +69,21 @@ export async function runAdmin(env: Record<string, string>, args: string[]): Pro
     env: { ...process.env, ...env },
   });
 }
+
+/** What one run of the command line printed, and how it ended. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts the command line from source (`npm run cli`'s way) with `args` and exactly `env`. */
+export function startCli(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; done: Promise<CliRun>; stdout: () => string } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<CliRun>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return { child, done, stdout: () => stdout };
+}

@@ -57,13 +57,7 @@ export function parseWire(buf: Buffer, timedOut: boolean, head: boolean, ms: num
   const headText = end < 0 ? '' : buf.subarray(0, end).toString('latin1');
   const m = /^HTTP\/1\.[01] (\d{3})/.exec(headText);
   if (m === null) return { outcome: timedOut ? 'timeout' : 'closed', status: 0, headers: {}, text: '', bodyBytes: 0, raw: buf, ms };
-  const headers: Record<string, string> = {};
-  for (const line of headText.split('\r\n').slice(1)) {
-    const colon = line.indexOf(':');
-    const name = line.slice(0, colon).trim().toLowerCase();
-    const value = line.slice(colon + 1).trim();
-    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
-  }
+  const headers = headerFields(headText);
   const rest = buf.subarray(end + 4);
   let body = rest;
   if (/chunked/i.test(headers['transfer-encoding'] ?? '')) body = dechunk(rest);
@@ -77,6 +71,18 @@ export function parseWire(buf: Buffer, timedOut: boolean, head: boolean, ms: num
     raw: buf,
     ms,
   };
+}
+
+/** The header fields of a response head (status line first), by lower-case name; repeated ones joined with `, `. */
+function headerFields(headText: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const line of headText.split('\r\n').slice(1)) {
+    const colon = line.indexOf(':');
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+  }
+  return headers;
 }
 
 function dechunk(buf: Buffer): Buffer {
@@ -175,11 +181,7 @@ export class Connection {
       const headText = this.buffered.subarray(0, end).toString('latin1');
       const m = /^(HTTP\/1\.[01]) (\d{3})/.exec(headText);
       if (m === null) return;
-      const headers: Record<string, string> = {};
-      for (const line of headText.split('\r\n').slice(1)) {
-        const colon = line.indexOf(':');
-        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-      }
+      const headers = headerFields(headText);
       const rest = this.buffered.subarray(end + 4);
       let body: Buffer;
       let used: number;
