@@ -11,6 +11,8 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev
 ENV DATA_DIR=/data
+# Large allocations always mapped and unmapped by themselves (docs/architecture.md, "What a workspace costs").
+ENV MALLOC_MMAP_THRESHOLD_=131072
 EXPOSE 8080
 # As package.json's start script (npm start builds first; the image is built above).
 CMD ["node", "--max-semi-space-size=32", "--no-memory-reducer", "dist/service/main.js"]

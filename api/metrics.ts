@@ -15,10 +15,14 @@
  * - `vfs_extraction_seconds{type,outcome}`: extractions, reported by the ingest thread;
  * - `vfs_ingest_queue_jobs`, `vfs_ingest_oldest_job_seconds`, `vfs_shard_bytes`: read when
  *   scraped, from PostgreSQL and the shard directories;
+ * - `vfs_thread_heap_used_bytes{thread}`, `vfs_thread_heap_total_bytes{thread}`,
+ *   `vfs_open_shards{thread}`: each kind of thread's V8 heap and open shards (core/thread-stats.ts),
+ *   the read threads summed;
  * - prom-client's process metrics, event-loop lag among them.
  */
 import { createServer, type Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { ThreadStat } from '../core/thread-stats.js';
 
 /** What the gauges read when scraped. */
 export interface MetricSources {
@@ -26,6 +30,8 @@ export interface MetricSources {
   ingestQueue(): Promise<{ jobs: number; oldestSeconds: number }>;
   /** Bytes of every workspace's shard files on disk. */
   shardBytes(): Promise<number>;
+  /** The state of each thread (core/thread-stats.ts). */
+  threads(): ThreadStat[];
 }
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -123,6 +129,21 @@ export class Metrics {
     gauge('vfs_ingest_queue_jobs', 'Ingest jobs waiting or running', async () => (await readQueue()).jobs);
     gauge('vfs_ingest_oldest_job_seconds', 'Age of the oldest ingest job waiting or running (0 when none)', async () => (await readQueue()).oldestSeconds);
     gauge('vfs_shard_bytes', 'Bytes of the shard files on disk', () => sources.shardBytes());
+    const byThread = (name: string, help: string, value: (stat: ThreadStat) => number): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['thread'] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const stat of sources.threads()) this.inc({ thread: stat.kind }, value(stat));
+        },
+      });
+    };
+    byThread('vfs_thread_heap_used_bytes', 'V8 heap in use, by kind of thread (read threads summed)', (s) => s.heapUsedBytes);
+    byThread('vfs_thread_heap_total_bytes', 'V8 heap reserved, by kind of thread (read threads summed)', (s) => s.heapTotalBytes);
+    byThread('vfs_open_shards', 'Shards held open, by kind of thread (read threads summed)', (s) => s.openShards);
   }
 }
 

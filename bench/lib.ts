@@ -9,7 +9,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { newCredential } from '../core/credentials.js';
-import { buildService, ROOT, scriptArgs } from '../service/script-args.js';
+import { buildService, ROOT, scriptCommand } from '../service/script-args.js';
 
 /** A service under benchmark. */
 export interface BenchService {
@@ -36,9 +36,10 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
   const key = newCredential('management_key');
   // BENCH_NODE_ARGS adds flags to the service's node (e.g. --cpu-prof) for profiling a run.
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const child = spawn(process.execPath, [...extra, ...scriptArgs('start')], {
+  const start = scriptCommand('start');
+  const child = spawn(process.execPath, [...extra, ...start.args], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, VFS_BOOTSTRAP_KEY: key, ...env },
+    env: { ...process.env, ...start.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, VFS_BOOTSTRAP_KEY: key, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
@@ -57,10 +58,11 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
   // Benchmarks measure speed, not the plan's rate limits: lift them for the default account.
   const admin = (args: string[]) =>
     new Promise<void>((resolve, reject) => {
-      const p = spawn(process.execPath, [...scriptArgs('admin'), ...args], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir }, stdio: 'ignore' });
+      const command = scriptCommand('admin');
+      const p = spawn(process.execPath, [...command.args, ...args], { cwd: ROOT, env: { ...process.env, ...command.env, DATA_DIR: dataDir }, stdio: 'ignore' });
       p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`admin ${args[0]} exited with ${code}`))));
     });
-  const high = ['--max-workspaces', '1000', '--max-files', '10000000', '--max-storage-bytes', String(1e13), '--max-file-bytes', String(1e10)];
+  const high = ['--max-workspaces', '1000000', '--max-files', '10000000', '--max-storage-bytes', String(1e13), '--max-file-bytes', String(1e10)];
   await admin(['set-plan', 'bench', ...high, '--read-rate-per-credential', '1000000', '--read-rate-per-account', '1000000']);
   await admin(['set-limits', 'default', '--plan', 'bench']);
   let peak = 0;

@@ -3,9 +3,15 @@
  * readers open (each holds three file descriptors and a memory map): opening one more first
  * closes the least recently used reader that has no snapshot in use. Readers in use are never
  * closed, so the bound is exceeded only by as many shards as are being read at that moment.
+ *
+ * Threads also close their readers of a shard when another thread asks (closeReadersEverywhere):
+ * a deleted workspace's, whose disk space is freed only once every handle is closed, and one
+ * whose writer closed, whose environment holds the pages of its largest write until the last
+ * thread closes it (docs/architecture.md, "What a workspace costs").
  */
 
 import { resolve } from 'node:path';
+import { BroadcastChannel } from 'node:worker_threads';
 import { acquireShardEnv } from './shard-env.js';
 import { readerLimits, ShardReader } from './shard-reader.js';
 
@@ -44,6 +50,35 @@ export function closeShardReader(directory: string): void {
   if (reader === undefined) return;
   readers.delete(dir);
   reader.closeWhenIdle();
+}
+
+/** The channel on which threads ask each other to close their readers of a shard. */
+const CLOSE_READERS = 'agent-vfs:close-readers';
+let closes: BroadcastChannel | null = null;
+
+/** This thread's end of the channel, set up once; it closes the readers the other threads ask it to. */
+function closeChannel(): BroadcastChannel {
+  if (closes === null) {
+    closes = new BroadcastChannel(CLOSE_READERS);
+    closes.onmessage = (event) => closeShardReader((event as { data: string }).data);
+    // The channel never keeps a thread alive.
+    closes.unref();
+  }
+  return closes;
+}
+
+/** Makes this thread close its readers of a shard when another thread asks (closeReadersEverywhere). */
+export function followReaderCloses(): void {
+  closeChannel();
+}
+
+/**
+ * Closes the readers of the shard in `directory` on this thread and asks every thread that
+ * follows (followReaderCloses) to close its own; each closes once its snapshots in use end.
+ */
+export function closeReadersEverywhere(directory: string): void {
+  closeShardReader(directory);
+  closeChannel().postMessage(resolve(directory));
 }
 
 /** Closes the reader that began a snapshot longest ago among those with none in use. */

@@ -6,6 +6,7 @@
  */
 
 import { resolve } from 'node:path';
+import * as lmdb from 'lmdb';
 import { open, type Database, type Key, type RootDatabase, type Transaction } from 'lmdb';
 import { checkFormat, openShardDatabases, PAGE_BYTES, type ShardDatabases } from './shard-format.js';
 
@@ -45,7 +46,9 @@ export function acquireShardEnv(directory: string): ShardEnv {
     // Commits return only once fsynced, so a visible document is a durable one.
     overlappingSync: false,
   });
-  const shard: ShardEnv = { dir, env, ...openShardDatabases(env) };
+  // lmdb-js opens each named database in a write transaction of its own: one for all eight
+  // takes about a fifth off a cold open.
+  const shard: ShardEnv = { dir, env, ...env.transactionSync(() => openShardDatabases(env)) };
   try {
     checkFormat(dir, shard.info);
   } catch (error) {
@@ -63,6 +66,20 @@ export async function releaseShardEnv(shard: ShardEnv): Promise<void> {
   if (--cached.refs > 0) return;
   envs.delete(shard.dir);
   await shard.env.close();
+  forgetStores(shard.env);
+}
+
+/**
+ * lmdb-js keeps every database it opens in a module-level map by name (`allDbs`, undeclared in
+ * its types) and never removes one on close, so every environment a thread had ever opened
+ * stayed reachable: its 64 KB write buffer and the closures of its methods, about 150 KB a
+ * shard per thread (docs/architecture.md, "What a workspace costs"). Its entries go with it.
+ */
+function forgetStores(root: RootDatabase): void {
+  const stores = (lmdb as unknown as { allDbs?: Map<string, { env?: unknown }> }).allDbs;
+  if (stores === undefined) return;
+  const native = (root as unknown as { env: unknown }).env;
+  for (const [name, store] of stores) if (store.env === native) stores.delete(name);
 }
 
 type FastGet<K> = (key: K, options?: { transaction: Transaction }) => Uint8Array | undefined;

@@ -13,12 +13,16 @@ import { ShardSnapshot } from './shard-snapshot.js';
 /** Live documents the catalogs of one thread may hold in all (about 470 bytes each on the Linux tree, so about 94 MB; docs/benchmarks.md, "The catalog"). */
 export const CATALOG_BUDGET_DOCS = 200_000;
 
-/** Readers a thread keeps open (see reader-cache.ts): 768 file descriptors. */
-export const MAX_OPEN_READERS = 256;
+/**
+ * Readers a thread keeps open by default (reader-cache.ts; the service's VFS_OPEN_SHARDS): each
+ * holds two file descriptors, a memory map and about 100 KB (docs/architecture.md, "What a
+ * workspace costs").
+ */
+export const DEFAULT_OPEN_SHARDS = 128;
 
 /** Limits of one thread's shard readers (setReaderLimits); undefined means the default. */
 export interface ReaderLimits {
-  /** Readers the thread keeps open (see openShardReader); default MAX_OPEN_READERS. */
+  /** Readers the thread keeps open (see openShardReader); default DEFAULT_OPEN_SHARDS. */
   maxOpen?: number;
   /** Live documents the catalogs of the thread may hold in all; default CATALOG_BUDGET_DOCS. */
   catalogBudget?: number;
@@ -36,7 +40,7 @@ let limits: Readonly<Required<ReaderLimits>> = readerLimitsWithDefaults({});
 /** A copy of `given` with every default applied. */
 function readerLimitsWithDefaults(given: ReaderLimits): Readonly<Required<ReaderLimits>> {
   return Object.freeze({
-    maxOpen: given.maxOpen ?? MAX_OPEN_READERS,
+    maxOpen: given.maxOpen ?? DEFAULT_OPEN_SHARDS,
     catalogBudget: given.catalogBudget ?? CATALOG_BUDGET_DOCS,
     largestCatalog: given.largestCatalog ?? CATALOG_BUDGET_DOCS,
   });

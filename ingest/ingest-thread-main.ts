@@ -6,8 +6,10 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
+import { reportThreadStats } from '../core/thread-stats.js';
 import { CHANGES_CHANNEL, workspaceVersions } from '../db/changes.js';
 import { Database } from '../db/database.js';
+import { followReaderCloses, openReaderCount, setReaderLimits } from '../engine/index.js';
 import { clearRebuildRequest, workspaceShards } from '../db/shard-repair.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { BlobStore } from './blob-store.js';
@@ -27,7 +29,11 @@ const log = (message: string, error: unknown): void =>
   port.postMessage({ type: 'log', message: `${message}: ${error instanceof Error ? error.message : String(error)}` } satisfies IngestThreadReply);
 
 const db = new Database(data.targets, (error) => log('ingest database connection lost', error));
-const shards = new Shards(shardsRoot(data.dataDir));
+// Writers and the readers this thread opens (to list or back up a shard) each count to the budget.
+setReaderLimits({ maxOpen: data.openShards });
+followReaderCloses();
+const shards = new Shards(shardsRoot(data.dataDir), data.openShards);
+reportThreadStats('ingest', () => shards.openWriters + openReaderCount());
 const pool = new ExtractPool(data.extract, log);
 const reportExtraction = (fileType: string, outcome: 'ok' | 'error' | 'capped', seconds: number): void =>
   port.postMessage({ type: 'extracted', fileType, outcome, seconds } satisfies IngestThreadReply);

@@ -16,6 +16,8 @@ import type { IngestOptions } from './ingest-loop.js';
 export interface IngestThreadData {
   targets: DatabaseTargets;
   dataDir: string;
+  /** Shards the thread keeps open (Config.openShards): writers, and readers apart. */
+  openShards: number;
   /** Where originals are kept (the thread makes its own client). */
   storage: StorageSettings;
   /** When shards are snapshotted into the object store. */

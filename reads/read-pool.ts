@@ -7,7 +7,19 @@
 import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { siblingModule, workerExecArgv } from '../core/run-mode.js';
-import { cat, closeShardReader, find, type GrepRequest, ls, openShardReader, type ShardReader, setReaderLimits, type ToolSummary } from '../engine/index.js';
+import {
+  cat,
+  closeReadersEverywhere,
+  DEFAULT_OPEN_SHARDS,
+  find,
+  followReaderCloses,
+  type GrepRequest,
+  ls,
+  openShardReader,
+  type ShardReader,
+  setReaderLimits,
+  type ToolSummary,
+} from '../engine/index.js';
 import { splitGrep, splitPays } from './grep-split.js';
 import {
   CANCELLED,
@@ -20,8 +32,8 @@ import {
   type ReadMessage,
   type ReadOutcome,
   type ReadTask,
+  type ReadThreadData,
   type ReadTool,
-  SHARD_DROPS,
   type TaskCall,
   type TaskExtras,
   type TaskOutcome,
@@ -82,7 +94,6 @@ const LOAD_WAIT_MS = 10_000;
 /** Pool of read threads. */
 export class ReadPool {
   private readonly piscina: Piscina<ReadTask, void>;
-  private readonly drops = new BroadcastChannel(SHARD_DROPS);
   /** The threadIds of the read threads (of every pool in the process) whose modules have loaded. */
   private readonly loaded = new Set<number>();
   private readonly loadedChannel = new BroadcastChannel(THREAD_LOADED);
@@ -95,11 +106,13 @@ export class ReadPool {
     private readonly threads: number,
     /** A grep whose candidates hold fewer text bytes is searched by one thread (Config.grepSplitMinBytes). */
     private readonly splitMinBytes: number,
+    /** Shards each thread (this one and every read thread) keeps open (Config.openShards). */
+    openShards = DEFAULT_OPEN_SHARDS,
   ) {
     // The calling (HTTP) thread catalogs only shards it may scan inline: building the catalog of
     // a larger one would hold every other request for its duration. Read threads catalog any.
-    setReaderLimits({ largestCatalog: INLINE_FIND_DOCS });
-    this.drops.unref();
+    setReaderLimits({ largestCatalog: INLINE_FIND_DOCS, maxOpen: openShards });
+    followReaderCloses();
     this.loadedChannel.onmessage = (event) => this.loaded.add((event as { data: number }).data);
     this.loadedChannel.unref();
     this.piscina = new Piscina<ReadTask, void>({
@@ -113,6 +126,7 @@ export class ReadPool {
       atomics: 'async',
       execArgv: workerExecArgv(true),
       recordTiming: false,
+      workerData: { openShards } satisfies ReadThreadData,
     });
   }
 
@@ -182,10 +196,9 @@ export class ReadPool {
     };
   }
 
-  /** Closes every thread's reader of a deleted workspace's shard (see read-worker.ts). */
+  /** Closes every thread's reader of a deleted workspace's shard, which frees its disk space. */
   shardDropped(shardDir: string): void {
-    closeShardReader(shardDir);
-    this.drops.postMessage(shardDir);
+    closeReadersEverywhere(shardDir);
   }
 
   /**
@@ -194,7 +207,6 @@ export class ReadPool {
    */
   async close(): Promise<void> {
     this.closing = true;
-    this.drops.close();
     const deadline = Date.now() + LOAD_WAIT_MS;
     while (this.piscina.threads.some((t) => !this.loaded.has(t.threadId)) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 10));

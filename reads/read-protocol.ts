@@ -25,11 +25,14 @@ export const IN_FLIGHT = 0;
 /** Index of the cancel flag in the control array. */
 export const CANCELLED = 1;
 
-/** The channel on which the HTTP thread names the shard directories of deleted workspaces. */
-export const SHARD_DROPS = 'agent-vfs:shard-drops';
-
 /** The channel on which each read thread posts its threadId once its modules have loaded. */
 export const THREAD_LOADED = 'agent-vfs:read-thread-loaded';
+
+/** What every read thread starts with (its workerData). */
+export interface ReadThreadData {
+  /** Shards the thread keeps open. */
+  openShards: number;
+}
 
 /**
  * What a task runs: a read tool, or one of the two parts of a sorted-mode grep split into

@@ -3,17 +3,18 @@
  * itself (readers are cached per thread), streaming its output over the task's port with flow
  * control (read-protocol.ts). Grep tasks of a split search are grep-split.ts's.
  */
-import { BroadcastChannel, isMainThread, type MessagePort, threadId } from 'node:worker_threads';
-import { cat, closeShardReader, find, ls, openShardReader, type ShardReader } from '../engine/index.js';
+import { BroadcastChannel, isMainThread, type MessagePort, threadId, workerData } from 'node:worker_threads';
+import { cat, find, followReaderCloses, ls, openReaderCount, openShardReader, type ShardReader, setReaderLimits } from '../engine/index.js';
+import { reportThreadStats } from '../core/thread-stats.js';
 import { grepTaskOutput, TaskCancelled } from './grep-split.js';
-import { CANCELLED, errorMessage, IN_FLIGHT, type ReadMessage, type ReadTask, SHARD_DROPS, THREAD_LOADED, WINDOW } from './read-protocol.js';
+import { CANCELLED, errorMessage, IN_FLIGHT, type ReadMessage, type ReadTask, type ReadThreadData, THREAD_LOADED, WINDOW } from './read-protocol.js';
 
-// A read thread closes its reader of a deleted workspace's shard, so that the shard's disk space
-// is freed now rather than when the reader is evicted or the thread ends.
+// A read thread closes its reader of a shard when another thread asks (a deleted workspace's, or
+// one whose writer closed: engine/reader-cache.ts), rather than when it is evicted or the thread ends.
 if (!isMainThread) {
-  const drops = new BroadcastChannel(SHARD_DROPS);
-  drops.onmessage = (event) => closeShardReader((event as { data: string }).data);
-  drops.unref();
+  setReaderLimits({ maxOpen: (workerData as ReadThreadData).openShards });
+  followReaderCloses();
+  reportThreadStats('read', openReaderCount);
   // The imports above have loaded, lmdb's native addon among them. A thread terminated while
   // that addon initialises aborts the whole process ("FATAL ERROR:
   // Error::ThrowAsJavaScriptException napi_throw"), so the pool stops no thread before this.

@@ -8,6 +8,7 @@ import { MIN_MCP_MAX_CHARS } from '../api/mcp/tools.js';
 import type { HttpChoice } from '../api/http/uws.js';
 import { fileURLToPath } from 'node:url';
 import { credentialKind } from '../core/credentials.js';
+import { DEFAULT_OPEN_SHARDS } from '../engine/shard-reader.js';
 import type { SnapshotOptions } from '../ingest/shards/snapshots.js';
 import type { StorageSettings } from '../storage/open-store.js';
 
@@ -34,6 +35,7 @@ const schema = z
     VFS_MANAGEMENT_RATE: positiveInt.max(1_000_000).default(1000),
     VFS_CLUSTER_LIMITS: z.enum(['on', 'off']).optional(),
     VFS_READ_THREADS: positiveInt.max(64).default(2),
+    VFS_OPEN_SHARDS: positiveInt.max(100_000).default(DEFAULT_OPEN_SHARDS),
     VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
     VFS_GREP_SPLIT_MIN_BYTES: z.coerce
       .number()
@@ -141,6 +143,11 @@ export interface Config {
   clusterLimits: boolean;
   /** Read-tool worker threads. */
   readThreads: number;
+  /**
+   * Shards each thread keeps open (readers on the HTTP and read threads, readers and writers on
+   * the ingest thread); a thread closes its least recently used shard to open one more.
+   */
+  openShards: number;
   /** Longest a grep searches before answering with what it found. */
   grepTimeoutMs: number;
   /**
@@ -255,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     // Limits across nodes go with cluster mode unless said otherwise.
     clusterLimits: (e.VFS_CLUSTER_LIMITS ?? e.VFS_CLUSTER) === 'on',
     readThreads: e.VFS_READ_THREADS,
+    openShards: e.VFS_OPEN_SHARDS,
     grepTimeoutMs: e.VFS_GREP_TIMEOUT_SECONDS * 1000,
     grepSplitMinBytes: e.VFS_GREP_SPLIT_MIN_BYTES,
     ingestLeaseSeconds: e.VFS_INGEST_LEASE_SECONDS,

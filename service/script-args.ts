@@ -15,10 +15,19 @@ export function buildService(): void {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
-/** The arguments of `node` in one of package.json's scripts (its options, then the entry). */
-export function scriptArgs(script: 'start' | 'admin'): string[] {
+/**
+ * One of package.json's scripts as a process to start: the environment it assigns (`NAME=value`
+ * words before `node`), then the arguments of `node` (its options, then the entry).
+ */
+export function scriptCommand(script: 'start' | 'admin'): { env: Record<string, string>; args: string[] } {
   const { scripts } = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { scripts: Record<string, string> };
-  const [command, ...args] = scripts[script].split(' ');
+  const words = scripts[script].split(' ');
+  const env: Record<string, string> = {};
+  for (let assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[0]); assignment !== null; assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[0])) {
+    env[assignment[1]] = assignment[2];
+    words.shift();
+  }
+  const [command, ...args] = words;
   if (command !== 'node') throw new Error(`package.json's ${script} script does not run node: ${scripts[script]}`);
-  return args;
+  return { env, args };
 }

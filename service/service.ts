@@ -25,6 +25,7 @@ import { Guard } from '../api/gate/guard.js';
 import { Lookups } from '../api/gate/lookups.js';
 import { Metrics, type MetricsServer, startMetricsServer } from '../api/metrics.js';
 import { startServer } from '../api/server.js';
+import { threadStat, ThreadStatsListener } from '../core/thread-stats.js';
 import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
 import { AuditLog } from '../db/audit.js';
 import { trimChanges, workspaceVersions } from '../db/changes.js';
@@ -32,6 +33,7 @@ import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { ingestQueueStats } from '../db/ingest-jobs.js';
 import { provisionDatabase } from '../db/provision.js';
+import { openReaderCount } from '../engine/index.js';
 import { BlobStore } from '../ingest/blob-store.js';
 import { restoreMissingShards, SNAPSHOTS } from '../ingest/shards/snapshots.js';
 import { openObjectStore } from '../storage/open-store.js';
@@ -174,12 +176,22 @@ async function startParts(
   const temps = await blobs.removeTemp();
   if (temps > 0) log.info(`removed ${temps} upload temp files left by a previous run`);
   await shardsChecked;
-  const metrics = config.metricsPort === null ? null : new Metrics({ ingestQueue: () => ingestQueueStats(db), shardBytes: () => directoryBytes(shards) });
+  const threads = config.metricsPort === null ? null : new ThreadStatsListener();
+  if (threads !== null) made.push(async () => threads.close());
+  const metrics =
+    threads === null
+      ? null
+      : new Metrics({
+          ingestQueue: () => ingestQueueStats(db),
+          shardBytes: () => directoryBytes(shards),
+          threads: () => [threadStat('http', openReaderCount()), ...threads.stats()],
+        });
   const lookups = new Lookups(db);
   const ingest = new IngestThread(
     {
       targets,
       dataDir: config.dataDir,
+      openShards: config.openShards,
       storage: config.storage,
       snapshot: config.snapshot,
       extract: { threads: config.extractThreads, timeoutMs: config.extractTimeoutMs, maxMemoryMb: config.extractMemoryMb },
@@ -205,7 +217,7 @@ async function startParts(
     enqueued: () => ingest.poke(),
     deleted: (workspaceId, path) => ingest.remove(workspaceId, path),
   });
-  const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes);
+  const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes, config.openShards);
   made.push(() => readPool.close());
   const freshness =
     config.cluster === null

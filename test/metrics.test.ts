@@ -1,4 +1,5 @@
 /** The Prometheus metrics: after a known sequence of requests, the counters and histograms hold the expected counts. */
+import { openReaderCount } from '../engine/reader-cache.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setAccountLimits } from '../db/accounts.js';
 import { put, settled, startTestService, type TestService } from './helpers/service.js';
@@ -94,6 +95,43 @@ describe('metrics', () => {
     expect(sample(text, 'vfs_ingest_queue_jobs')).toBe(1);
     expect(sample(text, 'vfs_ingest_oldest_job_seconds')).toBeGreaterThanOrEqual(10);
     await t.service.db.owner.query("DELETE FROM ingest_jobs WHERE path = '/waiting.txt'");
+  });
+
+  it('carry no workspace, path or credential in their labels, however many workspaces are read', async () => {
+    const names = ['label-probe-one', 'label-probe-two'];
+    for (const name of names) {
+      expect((await t.call('POST', '/v1/workspaces', { body: { name } })).status).toBe(201);
+      expect((await put(t, name, 'label-probe-dir/label-probe-file.txt', 'label probe\n')).status).toBe(202);
+      await settled(t, name);
+      for (const tool of ['ls', 'grep?pattern=probe', 'find?pattern=**', 'cat?path=/label-probe-dir/label-probe-file.txt']) {
+        expect((await t.call('GET', `/v1/workspaces/${name}/${tool}`)).status).toBe(200);
+      }
+    }
+    const { rows } = await t.service.db.owner.query<{ id: string }>('SELECT id FROM workspaces WHERE name = ANY($1)', [names]);
+    const text = await scrape();
+    for (const secret of ['label-probe', t.key, ...rows.map((r) => r.id)]) expect(text).not.toContain(secret);
+  });
+
+  it("show each kind of thread's heap and open shards", async () => {
+    // Read threads report every five seconds: the grep above ran on one of them.
+    let text = '';
+    for (let i = 0; i < 40 && sample(text, 'vfs_open_shards{thread="read"}') === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      text = await scrape();
+    }
+    for (const thread of ['http', 'read', 'ingest']) {
+      expect(sample(text, `vfs_thread_heap_used_bytes{thread="${thread}"}`)).toBeGreaterThan(1_000_000);
+      expect(sample(text, `vfs_thread_heap_total_bytes{thread="${thread}"}`)).toBeGreaterThanOrEqual(
+        sample(text, `vfs_thread_heap_used_bytes{thread="${thread}"}`)!,
+      );
+    }
+    // The HTTP thread's count is this test's thread's own (the service runs in it).
+    expect((await t.call('GET', '/v1/workspaces/m/ls')).status).toBe(200);
+    const open = openReaderCount();
+    expect(open).toBeGreaterThanOrEqual(1);
+    expect(sample(await scrape(), 'vfs_open_shards{thread="http"}')).toBe(open);
+    expect(sample(text, 'vfs_open_shards{thread="read"}')).toBeGreaterThanOrEqual(0);
+    expect(sample(text, 'vfs_open_shards{thread="ingest"}')).toBeGreaterThanOrEqual(0);
   });
 
   it('serve only GET /metrics on their port', async () => {

@@ -1,16 +1,27 @@
 /**
  * The shard writers of the process: one per workspace, opened on first use
- * under `<DATA_DIR>/shards/<workspace id>` and closed when idle the longest
- * once more than `maxOpen` are open. All writes of a workspace go through its
- * one writer, which serializes them.
+ * under `<DATA_DIR>/shards/<workspace id>`, closed when idle the longest once
+ * more than `maxOpen` are open, and closed after WRITER_IDLE_MS without a
+ * write. All writes of a workspace go through its one writer, which
+ * serializes them.
+ *
+ * An environment that was written keeps the pages of its largest write
+ * transaction in memory (LMDB reuses them) until every thread has closed it,
+ * megabytes for a shard of small files: so once a writer closes, every
+ * thread is asked to close its readers of that shard (they reopen on the
+ * next read), and the memory goes (docs/architecture.md, "What a workspace
+ * costs").
  */
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobFile } from '../../db/file-rows.js';
-import { openShardReader } from '../../engine/reader-cache.js';
+import { closeReadersEverywhere, openShardReader } from '../../engine/reader-cache.js';
 import { acquireShardEnv, releaseShardEnv } from '../../engine/shard-env.js';
 import type { DocMeta } from '../../engine/shard-format.js';
 import { type DocInput, type ShardWriter, openShardWriter } from '../../engine/shard-writer.js';
+
+/** A writer unused this long is closed (see the module comment). */
+export const WRITER_IDLE_MS = 10_000;
 
 /** The directory holding every workspace shard of a data directory. */
 export function shardsRoot(dataDir: string): string {
@@ -40,7 +51,11 @@ export function shardDoc(file: JobFile, text: Buffer): ShardDoc {
  * before the deletion) is skipped rather than recreating the directory.
  */
 export class Shards {
+  /** Open writers, least recently used first. */
   private readonly writers = new Map<string, ShardWriter>();
+  /** When each open writer was last used (ms, performance.now()). */
+  private readonly used = new Map<string, number>();
+  private readonly idleTimer: NodeJS.Timeout;
   /** The last operation queued per workspace. */
   private readonly queued = new Map<string, Promise<void>>();
   /** Workspaces dropped in this process (ids are never reused: one entry per deletion). */
@@ -52,7 +67,24 @@ export class Shards {
     /** The directory holding one sub-directory per workspace. */
     readonly root: string,
     private readonly maxOpen = 64,
-  ) {}
+    private readonly idleMs = WRITER_IDLE_MS,
+  ) {
+    this.idleTimer = setInterval(() => this.closeIdle(), Math.max(100, idleMs / 4));
+    this.idleTimer.unref();
+  }
+
+  /** Closes the writers unused for idleMs, each in its workspace's turn. */
+  private closeIdle(): void {
+    const before = performance.now() - this.idleMs;
+    for (const [workspaceId, at] of this.used) {
+      if (at <= before && !this.queued.has(workspaceId)) void this.release(workspaceId).catch(() => {});
+    }
+  }
+
+  /** Writers open now (for tests and monitoring). */
+  get openWriters(): number {
+    return this.writers.size;
+  }
 
   /** The directory of a workspace's shard. */
   dir(workspaceId: string): string {
@@ -180,7 +212,14 @@ export class Shards {
   private async closeWriter(workspaceId: string): Promise<void> {
     const writer = this.writers.get(workspaceId);
     this.writers.delete(workspaceId);
-    await writer?.close();
+    this.used.delete(workspaceId);
+    if (writer !== undefined) await this.closed(writer, workspaceId);
+  }
+
+  /** Closes `writer`, then asks every thread to close its readers of the shard (see the module comment). */
+  private async closed(writer: ShardWriter, workspaceId: string): Promise<void> {
+    await writer.close();
+    closeReadersEverywhere(this.dir(workspaceId));
   }
 
   /** Closes the workspace's writer and deletes its shard directory. */
@@ -191,8 +230,10 @@ export class Shards {
 
   /** Closes every writer. */
   async close(): Promise<void> {
+    clearInterval(this.idleTimer);
     const writers = [...this.writers.values()];
     this.writers.clear();
+    this.used.clear();
     await Promise.all(writers.map((w) => w.close()));
   }
 
@@ -209,6 +250,7 @@ export class Shards {
   }
 
   private writer(workspaceId: string): ShardWriter {
+    this.used.set(workspaceId, performance.now());
     let writer = this.writers.get(workspaceId);
     if (writer !== undefined) {
       // Most recently used last.
@@ -219,7 +261,8 @@ export class Shards {
     if (this.writers.size >= this.maxOpen) {
       const [oldestId, oldest] = this.writers.entries().next().value!;
       this.writers.delete(oldestId);
-      void oldest.close();
+      this.used.delete(oldestId);
+      void this.closed(oldest, oldestId).catch(() => {});
     }
     writer = openShardWriter(this.dir(workspaceId));
     this.writers.set(workspaceId, writer);

@@ -5,7 +5,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { scriptArgs } from '../../service/script-args.js';
+import { scriptCommand } from '../../service/script-args.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -29,9 +29,10 @@ export interface StartingService {
 
 /** Starts the service without waiting for it (a test may kill it while it starts). */
 export function startServiceProcess(env: Record<string, string>, timeoutMs = 90_000): StartingService {
-  const child = spawn(process.execPath, scriptArgs('start'), {
+  const start = scriptCommand('start');
+  const child = spawn(process.execPath, start.args, {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
+    env: { ...process.env, ...start.env, PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -64,9 +65,10 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 90_0
 
 /** Runs `npm run admin -- args` and returns its stdout. */
 export async function runAdmin(env: Record<string, string>, args: string[]): Promise<{ stdout: string; stderr: string }> {
-  return promisify(execFile)(process.execPath, [...scriptArgs('admin'), ...args], {
+  const admin = scriptCommand('admin');
+  return promisify(execFile)(process.execPath, [...admin.args, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...admin.env, ...env },
   });
 }
 

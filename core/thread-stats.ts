@@ -1,0 +1,62 @@
+/**
+ * What each thread of the service holds, for the metrics: every worker thread (read threads,
+ * the ingest thread) posts its heap and its open shards on a BroadcastChannel every few seconds,
+ * and the HTTP thread keeps the latest of each (ThreadStatsListener) to add its own when scraped.
+ */
+import { getHeapStatistics } from 'node:v8';
+import { BroadcastChannel, threadId } from 'node:worker_threads';
+
+const CHANNEL = 'agent-vfs:thread-stats';
+/** How often a worker thread reports. */
+const REPORT_MS = 5000;
+/** A thread not heard from for this long has ended. */
+const STALE_MS = 3 * REPORT_MS;
+
+/** One thread's state. */
+export interface ThreadStat {
+  /** What the thread does: `http`, `read` or `ingest` (a metric label: never a workspace). */
+  kind: string;
+  heapUsedBytes: number;
+  heapTotalBytes: number;
+  /** Shards the thread holds open (readers and writers). */
+  openShards: number;
+}
+
+/** This thread's state now. */
+export function threadStat(kind: string, openShards: number): ThreadStat {
+  const heap = getHeapStatistics();
+  return { kind, heapUsedBytes: heap.used_heap_size, heapTotalBytes: heap.total_heap_size, openShards };
+}
+
+/** Makes this worker thread report its state every REPORT_MS, without keeping it alive. */
+export function reportThreadStats(kind: string, openShards: () => number): void {
+  const channel = new BroadcastChannel(CHANNEL);
+  channel.unref();
+  const timer = setInterval(() => channel.postMessage({ id: threadId, at: Date.now(), stat: threadStat(kind, openShards()) }), REPORT_MS);
+  timer.unref();
+}
+
+/** The latest state of every worker thread that reports, as the HTTP thread hears it. */
+export class ThreadStatsListener {
+  private readonly channel = new BroadcastChannel(CHANNEL);
+  private readonly latest = new Map<number, { at: number; stat: ThreadStat }>();
+
+  constructor() {
+    this.channel.onmessage = (event) => {
+      const { id, at, stat } = (event as { data: { id: number; at: number; stat: ThreadStat } }).data;
+      this.latest.set(id, { at, stat });
+    };
+    this.channel.unref();
+  }
+
+  /** The states heard within STALE_MS. */
+  stats(): ThreadStat[] {
+    const since = Date.now() - STALE_MS;
+    for (const [id, entry] of this.latest) if (entry.at < since) this.latest.delete(id);
+    return [...this.latest.values()].map((entry) => entry.stat);
+  }
+
+  close(): void {
+    this.channel.close();
+  }
+}
