@@ -15,7 +15,7 @@ export const CATALOG_BUDGET_DOCS = 200_000;
 
 /**
  * Readers a thread keeps open by default (reader-cache.ts; the service's VFS_OPEN_SHARDS): each
- * holds two file descriptors, a memory map and about 100 KB (docs/architecture.md, "What a
+ * holds three file descriptors, a memory map and 90-230 KB (docs/architecture.md, "What a
  * workspace costs").
  */
 export const DEFAULT_OPEN_SHARDS = 128;

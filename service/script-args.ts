@@ -23,9 +23,9 @@ export function scriptCommand(script: 'start' | 'admin'): { env: Record<string, 
   const { scripts } = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { scripts: Record<string, string> };
   const words = scripts[script].split(' ');
   const env: Record<string, string> = {};
-  for (let assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[0]); assignment !== null; assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[0])) {
-    env[assignment[1]] = assignment[2];
-    words.shift();
+  while (/^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
+    const [name, ...value] = words.shift()!.split('=');
+    env[name] = value.join('=');
   }
   const [command, ...args] = words;
   if (command !== 'node') throw new Error(`package.json's ${script} script does not run node: ${scripts[script]}`);
