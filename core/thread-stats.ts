@@ -9,8 +9,11 @@ import { BroadcastChannel, threadId } from 'node:worker_threads';
 const CHANNEL = 'agent-vfs:thread-stats';
 /** How often a worker thread reports. */
 const REPORT_MS = 5000;
-/** A thread not heard from for this long has ended. */
-const STALE_MS = 3 * REPORT_MS;
+/**
+ * A thread not heard from for this long has ended: longer than a grep may run (it reports only
+ * between tasks' chunks) and than a start-up check of every shard.
+ */
+const STALE_MS = 120_000;
 
 /** One thread's state. */
 export interface ThreadStat {

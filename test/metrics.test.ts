@@ -113,13 +113,16 @@ describe('metrics', () => {
   });
 
   it("show each kind of thread's heap and open shards", async () => {
-    // Read threads report every five seconds: the grep above ran on one of them.
-    let text = '';
-    for (let i = 0; i < 40 && sample(text, 'vfs_open_shards{thread="read"}') === undefined; i++) {
+    // Worker threads report every five seconds.
+    const kinds = ['http', 'read', 'ingest'];
+    const missing = (text: string) => kinds.filter((thread) => sample(text, `vfs_thread_heap_used_bytes{thread="${thread}"}`) === undefined);
+    let text = await scrape();
+    for (let i = 0; i < 120 && missing(text).length > 0; i++) {
       await new Promise((r) => setTimeout(r, 250));
       text = await scrape();
     }
-    for (const thread of ['http', 'read', 'ingest']) {
+    expect(missing(text)).toEqual([]);
+    for (const thread of kinds) {
       expect(sample(text, `vfs_thread_heap_used_bytes{thread="${thread}"}`)).toBeGreaterThan(1_000_000);
       expect(sample(text, `vfs_thread_heap_total_bytes{thread="${thread}"}`)).toBeGreaterThanOrEqual(
         sample(text, `vfs_thread_heap_used_bytes{thread="${thread}"}`)!,
