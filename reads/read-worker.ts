@@ -18,9 +18,12 @@ if (!isMainThread) {
   // The imports above have loaded, lmdb's native addon among them. A thread terminated while
   // that addon initialises aborts the whole process ("FATAL ERROR:
   // Error::ThrowAsJavaScriptException napi_throw"), so the pool stops no thread before this.
+  // Told on the next turn: piscina require()s this module, and Node makes the module's require
+  // facade after its body ran; a thread terminated in between aborts too ("Assertion failed:
+  // facade->InstantiateModule").
   const loaded = new BroadcastChannel(THREAD_LOADED);
-  loaded.postMessage(threadId);
   loaded.unref();
+  setImmediate(() => loaded.postMessage(threadId));
 }
 
 /** The tools that run as they are; the grep tasks are grep-split.ts's. */
