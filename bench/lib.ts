@@ -228,3 +228,10 @@ export async function duBytes(dir: string): Promise<number> {
   }
   return total;
 }
+
+/** A process's resident and anonymous memory in MB, from /proc (zeros once it has ended). */
+export async function memoryMB(pid: number): Promise<{ rss: number; anon: number }> {
+  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+  const mb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0) / 1024;
+  return { rss: mb('Rss'), anon: mb('Anonymous') };
+}

@@ -13,8 +13,8 @@
  * and prints them with requests/s and latencies as JSON. Exits 1 on any error or wrong answer.
  */
 import autocannon from 'autocannon';
-import { readdir, readFile } from 'node:fs/promises';
-import { call, startBenchService } from './lib.js';
+import { readdir } from 'node:fs/promises';
+import { call, memoryMB, startBenchService } from './lib.js';
 
 const [workspacesArg, secondsArg, connectionsArg] = process.argv.slice(2);
 const workspaces = Number(workspacesArg ?? 10_000);
@@ -47,12 +47,11 @@ interface Sample {
 }
 const samples: Sample[] = [];
 async function sample(phase: string): Promise<void> {
-  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
-  const mb = (field: string): number => Math.round(Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0) / 1024);
+  const memory = await memoryMB(pid);
   const entry = {
     phase,
-    rssMB: mb('Rss'),
-    anonMB: mb('Anonymous'),
+    rssMB: Math.round(memory.rss),
+    anonMB: Math.round(memory.anon),
     fds: (await readdir(`/proc/${pid}/fd`)).length,
     threads: (await readdir(`/proc/${pid}/task`)).length,
   };

@@ -23,7 +23,7 @@ import { createServer } from 'node:net';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeChart } from './charts.js';
-import { call, startBenchService } from './lib.js';
+import { call, memoryMB, startBenchService } from './lib.js';
 
 const [minutesArg, workspacesArg, outArg] = process.argv.slice(2);
 const minutes = Number(minutesArg ?? 30);
@@ -256,11 +256,6 @@ function descendants(all: Map<number, [number, string]>, roots: number[]): Map<n
   return out;
 }
 
-async function rssMB(pid: number, field = 'Rss'): Promise<number> {
-  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
-  return Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0) / 1024;
-}
-
 async function countFiles(dir: string): Promise<number> {
   return (await readdir(dir).catch(() => [] as string[])).length;
 }
@@ -300,22 +295,23 @@ async function sample(): Promise<void> {
   const shards = byLabel(metrics, 'vfs_open_shards');
   const all = await processes();
   let extract = 0;
-  for (const [child, command] of descendants(all, [pid])) if (command.includes('process-main')) extract += await rssMB(child);
+  for (const [child, command] of descendants(all, [pid])) if (command.includes('process-main')) extract += (await memoryMB(child)).rss;
   // The embedded PostgreSQL runs detached from the service: found by its data directory.
   const postmasters = [...all].filter(([, [, command]]) => command.includes(`-D ${join(service.dataDir, 'pg')} `)).map(([p]) => p);
   let postgres = 0;
   let connections = 0;
-  for (const p of postmasters) postgres += await rssMB(p, 'Anonymous');
+  for (const p of postmasters) postgres += (await memoryMB(p)).anon;
   for (const [child, command] of descendants(all, postmasters)) {
     // Shared buffers count in every backend's Rss: the private part (Anonymous) sums honestly.
-    postgres += await rssMB(child, 'Anonymous');
+    postgres += (await memoryMB(child)).anon;
     // A backend's title names its client: "postgres: <user> <database> <host>(<port>) <state>".
     if (/^postgres: \S+ \S+ (?:\[local\]|\d+\.\d+\.\d+\.\d+\(\d+\))/.test(command)) connections++;
   }
+  const serviceMemory = await memoryMB(pid);
   const row: Row = {
     minute: Math.round(((Date.now() - started) / 60_000) * 100) / 100,
-    rss_mb: Math.round(await rssMB(pid)),
-    anon_mb: Math.round(await rssMB(pid, 'Anonymous')),
+    rss_mb: Math.round(serviceMemory.rss),
+    anon_mb: Math.round(serviceMemory.anon),
     heap_http_mb: Math.round((heaps.http ?? 0) / 1048576),
     heap_read_mb: Math.round((heaps.read ?? 0) / 1048576),
     heap_ingest_mb: Math.round((heaps.ingest ?? 0) / 1048576),
