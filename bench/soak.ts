@@ -9,9 +9,10 @@
  * workspace's token; one call in twelve is MCP's grep), upload a new file or upload again over
  * one, delete a file, create a workspace, fill, read and delete it, or mint a token, use it,
  * revoke it and see it refused. Every 10 s it samples the service process (resident and
- * anonymous memory, each kind of thread's V8 heap and open shards from /metrics, descriptors),
- * the extraction processes and PostgreSQL (resident memory, connections), the files in the data
- * directory's temp folders, and the clients' requests/s, p99 and errors.
+ * anonymous memory, each kind of thread's V8 heap in use, all heaps' reserved size and open
+ * shards from /metrics, descriptors), the extraction processes and PostgreSQL (resident memory,
+ * connections), the files in the data directory's temp folders, and the clients' requests/s,
+ * p99 and errors.
  *
  * At the end: every acknowledged upload must be ready and found by grep at its path with its
  * last text, no answer may be a 5xx, and each workspace's audit log must hold exactly one event
@@ -267,6 +268,7 @@ const COLUMNS = [
   'heap_http_mb',
   'heap_read_mb',
   'heap_ingest_mb',
+  'heap_total_mb',
   'open_shards_http',
   'open_shards_read',
   'open_shards_ingest',
@@ -292,6 +294,7 @@ async function sample(): Promise<void> {
   const latencies = windowLatencies.sort((a, b) => a - b);
   const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text());
   const heaps = byLabel(metrics, 'vfs_thread_heap_used_bytes');
+  const heapTotals = byLabel(metrics, 'vfs_thread_heap_total_bytes');
   const shards = byLabel(metrics, 'vfs_open_shards');
   const all = await processes();
   let extract = 0;
@@ -315,6 +318,7 @@ async function sample(): Promise<void> {
     heap_http_mb: Math.round((heaps.http ?? 0) / 1048576),
     heap_read_mb: Math.round((heaps.read ?? 0) / 1048576),
     heap_ingest_mb: Math.round((heaps.ingest ?? 0) / 1048576),
+    heap_total_mb: Math.round(Object.values(heapTotals).reduce((a, b) => a + b, 0) / 1048576),
     open_shards_http: shards.http ?? 0,
     open_shards_read: shards.read ?? 0,
     open_shards_ingest: shards.ingest ?? 0,
@@ -421,6 +425,7 @@ try {
       { name: 'V8 heap, HTTP thread', values: series('heap_http_mb') },
       { name: 'V8 heap, read threads', values: series('heap_read_mb') },
       { name: 'V8 heap, ingest thread', values: series('heap_ingest_mb') },
+      { name: 'V8 heaps reserved, all threads', values: series('heap_total_mb') },
       { name: 'extraction processes', values: series('extract_rss_mb') },
       { name: 'PostgreSQL (private)', values: series('postgres_rss_mb') },
     ],
@@ -455,7 +460,7 @@ try {
   // Trends over the last 20 minutes (or the last two thirds of a shorter run).
   const window = rows.filter((r) => r.minute >= Math.max(minutes - 20, minutes / 3));
   const trends: Record<string, { perTenMinutes: number; noise: number; mean: number; flat: boolean }> = {};
-  for (const column of ['rss_mb', 'anon_mb', 'fds', 'heap_read_mb', 'postgres_rss_mb', 'temp_files'] as const) {
+  for (const column of ['rss_mb', 'anon_mb', 'heap_total_mb', 'fds', 'heap_read_mb', 'postgres_rss_mb', 'temp_files'] as const) {
     const ys = window.map((r) => r[column]);
     const { slope, noise } = trend(
       window.map((r) => r.minute),

@@ -1,3 +1,7 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as lmdb from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { countLines, encodeDocValue, lineEndOf, lineStartsOf } from '../engine/doc-text.js';
 import {
@@ -37,6 +41,30 @@ function tri(s: string): number {
 function quad(s: string): number {
   return QUAD_KEY_BASE + Buffer.from(s, 'utf8').readUInt32BE(0);
 }
+
+describe('shard environments', () => {
+  it("leave nothing in lmdb-js's map of open databases once closed", async () => {
+    const stores = (lmdb as unknown as { allDbs: Map<string, unknown> }).allDbs;
+    const base = await mkdtemp(join(tmpdir(), 'vfs-env-'));
+    try {
+      const dirs = ['a', 'b.c', 'd'].map((name) => join(base, name));
+      const before = new Set(stores.keys());
+      const envs = dirs.map((dir) => acquireShardEnv(dir));
+      // A second reference shares the environment; only the last release closes it.
+      const again = acquireShardEnv(dirs[0]);
+      expect(again).toBe(envs[0]);
+      const added = [...stores.keys()].filter((key) => !before.has(key));
+      // Each environment's root and its eight named databases.
+      expect(added).toHaveLength(3 * 9);
+      for (const env of envs) await releaseShardEnv(env);
+      expect([...stores.keys()].filter((key) => !before.has(key)).sort()).toEqual(added.filter((key) => key.startsWith('a')).sort());
+      await releaseShardEnv(again);
+      expect([...stores.keys()].filter((key) => !before.has(key))).toEqual([]);
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('line splitting', () => {
   // text → the lines ripgrep would report (without their `\n`)
