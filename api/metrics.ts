@@ -16,8 +16,9 @@
  * - `vfs_ingest_queue_jobs`, `vfs_ingest_oldest_job_seconds`, `vfs_shard_bytes`: read when
  *   scraped, from PostgreSQL and the shard directories;
  * - `vfs_thread_heap_used_bytes{thread}`, `vfs_thread_heap_total_bytes{thread}`,
- *   `vfs_open_shards{thread}`: each kind of thread's V8 heap and open shards (core/thread-stats.ts),
- *   the read threads summed;
+ *   `vfs_thread_external_bytes{thread}`, `vfs_open_shards{thread}`: each kind of thread's V8 heap,
+ *   the buffers its objects hold outside it, and its open shards (core/thread-stats.ts), the
+ *   read threads summed;
  * - prom-client's process metrics, event-loop lag among them.
  */
 import { createServer, type Server } from 'node:http';
@@ -143,6 +144,7 @@ export class Metrics {
     };
     byThread('vfs_thread_heap_used_bytes', 'V8 heap in use, by kind of thread (read threads summed)', (s) => s.heapUsedBytes);
     byThread('vfs_thread_heap_total_bytes', 'V8 heap reserved, by kind of thread (read threads summed)', (s) => s.heapTotalBytes);
+    byThread('vfs_thread_external_bytes', 'Buffers and ArrayBuffers held outside the V8 heap, by kind of thread (read threads summed)', (s) => s.externalBytes);
     byThread('vfs_open_shards', 'Shards held open, by kind of thread (read threads summed)', (s) => s.openShards);
   }
 }

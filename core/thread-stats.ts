@@ -21,6 +21,8 @@ export interface ThreadStat {
   kind: string;
   heapUsedBytes: number;
   heapTotalBytes: number;
+  /** Memory outside the V8 heap held by the thread's objects: Buffers' and ArrayBuffers' contents. */
+  externalBytes: number;
   /** Shards the thread holds open (readers and writers). */
   openShards: number;
 }
@@ -28,7 +30,7 @@ export interface ThreadStat {
 /** This thread's state now. */
 export function threadStat(kind: string, openShards: number): ThreadStat {
   const heap = getHeapStatistics();
-  return { kind, heapUsedBytes: heap.used_heap_size, heapTotalBytes: heap.total_heap_size, openShards };
+  return { kind, heapUsedBytes: heap.used_heap_size, heapTotalBytes: heap.total_heap_size, externalBytes: heap.external_memory, openShards };
 }
 
 /** Makes this worker thread report its state every REPORT_MS, without keeping it alive. */

@@ -127,6 +127,9 @@ describe('metrics', () => {
       expect(sample(text, `vfs_thread_heap_total_bytes{thread="${thread}"}`)).toBeGreaterThanOrEqual(
         sample(text, `vfs_thread_heap_used_bytes{thread="${thread}"}`)!,
       );
+      // Every thread holds some buffers (its modules' and its channels'); none holds a gigabyte.
+      expect(sample(text, `vfs_thread_external_bytes{thread="${thread}"}`)).toBeGreaterThan(0);
+      expect(sample(text, `vfs_thread_external_bytes{thread="${thread}"}`)).toBeLessThan(1e9);
     }
     // The HTTP thread's count is this test's thread's own (the service runs in it).
     expect((await t.call('GET', '/v1/workspaces/m/ls')).status).toBe(200);
