@@ -24,6 +24,9 @@ import { Shards, shardsRoot } from './shards/writers.js';
 const data = workerData as IngestThreadData;
 /** How often a node compares the versions of its copies with the committed ones (a NOTIFY may be lost). */
 const POLL_MS = 2000;
+/** Set once the thread is asked to stop: a cluster node's version poll and copy updates stop with it. */
+let stopping = false;
+let pollTimer: NodeJS.Timeout | undefined;
 const port = parentPort!;
 const log = (message: string, error: unknown): void =>
   port.postMessage({ type: 'log', message: `${message}: ${error instanceof Error ? error.message : String(error)}` } satisfies IngestThreadReply);
@@ -71,7 +74,7 @@ async function followChanges(sync: ShardSync): Promise<void> {
   const accounts = new Map<string, string>();
   const catchUp = (workspaceId: string, version?: number): void => {
     const accountId = accounts.get(workspaceId);
-    if (accountId === undefined) return;
+    if (accountId === undefined || stopping) return;
     sync.catchUp(workspaceId, accountId, version).catch((error: unknown) => log(`bringing the copy of workspace ${workspaceId} up to date failed`, error));
   };
   const dropped = async (workspaceId: string): Promise<void> => {
@@ -83,12 +86,15 @@ async function followChanges(sync: ShardSync): Promise<void> {
   // The copies on disk at start, compared one after another (a read of one compares it first).
   const held = async (): Promise<void> => {
     for (const ws of await workspaceShards(db, false)) {
+      if (stopping) return;
       accounts.set(ws.id, ws.accountId);
       if (sync.version(ws.id) !== undefined || !(await shards.exists(ws.id))) continue;
       await sync.catchUp(ws.id, ws.accountId).catch((error: unknown) => log(`comparing the copy of workspace ${ws.id} failed`, error));
     }
   };
   const poll = async (): Promise<void> => {
+    // Its timer or the listener's reconnection may fire while the thread closes its pool.
+    if (stopping) return;
     try {
       const ids = sync.held();
       if (ids.length === 0) return;
@@ -115,7 +121,8 @@ async function followChanges(sync: ShardSync): Promise<void> {
     },
     () => void poll(),
   );
-  setInterval(() => void poll(), POLL_MS).unref();
+  pollTimer = setInterval(() => void poll(), POLL_MS);
+  pollTimer.unref();
   void held().catch((error: unknown) => log('the start-up comparison of shard copies failed', error));
 }
 
@@ -150,7 +157,10 @@ async function handle(request: IngestThreadRequest): Promise<void> {
       await sync?.catchUp(request.workspaceId, request.accountId, request.version, request.lost);
       return;
     case 'stop':
+      stopping = true;
+      clearInterval(pollTimer);
       await loop.stop();
+      await sync?.settle();
       await pool.close();
       await shards.close();
       await db.close();

@@ -190,6 +190,7 @@ describe('three nodes on one database and one object store', () => {
     };
     const clients = Array.from({ length: 8 }, (_, k) => client(k));
     await sleep(1_500);
+    const stopping = c.process!;
     const exit = await cluster.signal(c, 'SIGTERM');
     stopAt = Date.now() + 2_000;
     await Promise.all(clients);
@@ -200,6 +201,13 @@ describe('three nodes on one database and one object store', () => {
     expect(statuses.get(200)).toBeGreaterThan(100);
     // A client can still meet a connection the node closed as it stopped; never a 5xx.
     expect(refused).toBeLessThan(10);
+    // A clean stop: nothing of the node's (its version poll among them) fails as it closes.
+    expect(
+      stopping
+        .stderr()
+        .split('\n')
+        .filter((line) => line.includes('"level":"error"')),
+    ).toEqual([]);
     await cluster.startNode(c);
   });
 

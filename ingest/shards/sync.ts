@@ -76,6 +76,11 @@ export class ShardSync {
     return [...this.applied.keys()];
   }
 
+  /** Resolves once the syncs in progress have ended (the thread stopping waits for them before closing its pools). */
+  async settle(): Promise<void> {
+    await Promise.allSettled([...this.running.values()]);
+  }
+
   /** Forgets a workspace (deleted, or its copy dropped). */
   forget(workspaceId: string): void {
     this.applied.delete(workspaceId);
