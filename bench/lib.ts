@@ -90,14 +90,16 @@ export async function startBenchService(env: Record<string, string> = {}): Promi
   };
 }
 
-const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+const MAX_SOCKETS = 64;
+const agent = new Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
 
 /**
  * One HTTP call with a keep-alive agent; resolves with status and body. A
- * request sent on a kept-alive socket that the server closed meanwhile (its
- * idle timeout is 10 s; a benchmark that runs rg synchronously can leave a
- * socket that long without reading the close) is sent once more on a new one,
- * as Node's documentation advises (`request.reusedSocket`).
+ * request sent on a kept-alive socket that the server closed meanwhile (idle
+ * for 10 s with uWS, 5 s with node:http; a benchmark that runs rg synchronously,
+ * or a machine too busy to run the client's timers, can leave a socket that long
+ * without reading the close) is sent again, as Node's
+ * documentation advises (`request.reusedSocket`).
  */
 export async function call(
   base: string,
@@ -107,11 +109,14 @@ export async function call(
   body?: Buffer | string,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; body: Buffer }> {
-  try {
-    return await callOnce(base, method, path, key, body, headers);
-  } catch (error) {
-    if ((error as { reused?: boolean }).reused !== true) throw error;
-    return callOnce(base, method, path, key, body, headers);
+  // Several sockets can have gone stale together (a server busy for seconds closes them at once):
+  // each retry may take another from the pool, until one is fresh.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await callOnce(base, method, path, key, body, headers);
+    } catch (error) {
+      if ((error as { reused?: boolean }).reused !== true || attempt === MAX_SOCKETS) throw error;
+    }
   }
 }
 
