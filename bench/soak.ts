@@ -17,16 +17,16 @@
  * over one, delete a file, create a workspace, fill, read and delete it, or mint a token, use
  * it, revoke it and see it refused. Every 10 s it samples each node's process (resident and
  * anonymous memory, each kind of thread's V8 heap in use, all heaps' reserved size, the buffers
- * held outside them and open shards from /metrics, descriptors), the extraction processes and PostgreSQL (resident memory,
- * connections), the files in the data directories' temp folders, the nodes serving, and the
- * clients' requests/s, p99 and errors.
+ * held outside them and open shards from /metrics, descriptors), the extraction processes and
+ * PostgreSQL (resident memory, connections), the files in the data directories' temp folders,
+ * the nodes serving, and the clients' requests/s, p99 and errors.
  *
  * At the end: every acknowledged upload must be ready and found by grep at its path with its
  * last text, no answer may be a 5xx, and each workspace's audit log must hold exactly one event
- * per read answered (one more at most per read whose connection failed). It writes `<out>/soak.csv` and three SVG charts, prints the trend over
- * the last 20 minutes (or the last two thirds of a shorter run) of the first node's memory and
- * descriptors (never restarted) and of PostgreSQL's against their noise, and exits 1 when a
- * check fails.
+ * per read answered (and at most one more per read whose connection failed). It writes
+ * `<out>/soak.csv` and three SVG charts, prints the trend over the last 20 minutes (or the last
+ * two thirds of a shorter run) of the first node's memory and descriptors (never restarted) and
+ * of PostgreSQL's against their noise, and exits 1 when a check fails.
  */
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
@@ -40,16 +40,14 @@ import { type Line, writeChart } from './charts.js';
 import { call, memoryMB, startBenchService } from './lib.js';
 
 const USAGE = 'usage: node --import tsx bench/soak.ts [minutes=30] [workspaces=300] [out] [--nodes N] [--restart-minutes M]\n';
-let parsed: ReturnType<typeof parse>;
-function parse() {
-  return parseArgs({ allowPositionals: true, options: { nodes: { type: 'string', default: '1' }, 'restart-minutes': { type: 'string', default: '3' } } });
-}
-try {
-  parsed = parse();
-} catch (error) {
-  process.stderr.write(`${(error as Error).message}\n${USAGE}`);
-  process.exit(2);
-}
+const parsed = (() => {
+  try {
+    return parseArgs({ allowPositionals: true, options: { nodes: { type: 'string', default: '1' }, 'restart-minutes': { type: 'string', default: '3' } } });
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+})();
 const [minutesArg, workspacesArg, outArg] = parsed.positionals;
 const minutes = Number(minutesArg ?? 30);
 const workspaceCount = Number(workspacesArg ?? 300);
