@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { newCredential } from '../core/credentials.js';
@@ -98,8 +99,8 @@ const agent = new Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
  * request sent on a kept-alive socket that the server closed meanwhile (idle
  * for 10 s with uWS, 5 s with node:http; a benchmark that runs rg synchronously,
  * or a machine too busy to run the client's timers, can leave a socket that long
- * without reading the close) is sent again, as Node's
- * documentation advises (`request.reusedSocket`).
+ * without reading the close) is sent again, as Node's documentation advises
+ * (`request.reusedSocket`).
  */
 export async function call(
   base: string,
@@ -239,4 +240,13 @@ export async function memoryMB(pid: number): Promise<{ rss: number; anon: number
   const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
   const mb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0) / 1024;
   return { rss: mb('Rss'), anon: mb('Anonymous') };
+}
+
+/** A TCP port free on 127.0.0.1 now (for a server the benchmark starts, such as a metrics port). */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }

@@ -29,7 +29,6 @@
  * of PostgreSQL's against their noise, and exits 1 when a check fails.
  */
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:net';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -37,7 +36,7 @@ import { buildService } from '../service/script-args.js';
 import type { ServiceCluster } from '../test/helpers/cluster.js';
 import { Backends, deploy } from './bench-cluster.js';
 import { type Line, writeChart } from './charts.js';
-import { call, memoryMB, startBenchService } from './lib.js';
+import { call, freePort, memoryMB, startBenchService } from './lib.js';
 
 const USAGE = 'usage: node --import tsx bench/soak.ts [minutes=30] [workspaces=300] [out] [--nodes N] [--restart-minutes M]\n';
 const parsed = (() => {
@@ -72,15 +71,6 @@ const CLIENTS = 12;
 const SAMPLE_MS = 10_000;
 
 const log = (message: string): void => void process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
-
-/** A free TCP port for a metrics server. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** One service process under load. */
 interface SoakNode {

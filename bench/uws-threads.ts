@@ -12,11 +12,11 @@
  */
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { loadUws } from '../api/http/uws.js';
+import { freePort } from './lib.js';
 
 const BODY = Buffer.from(
   Array.from({ length: 100 }, (_, i) => `${String(i + 1).padStart(6)}\tline ${i + 1}: the quick brown fox jumps over the lazy dog\n`).join(''),
@@ -49,14 +49,6 @@ function serve(port: number, busyUs: number, onListening: () => void): void {
       if (socket === false) throw new Error(`thread could not listen on ${port}`);
       onListening();
     });
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = (probe.address() as { port: number }).port;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 if (!isMainThread) {
