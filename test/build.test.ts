@@ -5,7 +5,7 @@
  * running service was started from stays on disk.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { ROOT } from '../service/script-args.js';
@@ -43,8 +43,11 @@ test('dist/ is whole and of one build all through a rebuild, and the build befor
   const seen = new Set<string>();
   let polls = 0;
   while (!finished) {
-    // Each poll reads every watched file: all of the planted build, or all of the new one.
-    const now = WATCHED.map((file) => (existsSync(join(DIST, file)) ? readFileSync(join(DIST, file)) : null));
+    // Each poll reads every watched file of the build `dist` points at (resolved once, as Node
+    // resolves a module's real path: the link may move to the new build between two reads):
+    // all of the planted build, or all of the new one.
+    const current = existsSync(DIST) ? realpathSync(DIST) : null;
+    const now = WATCHED.map((file) => (current !== null && existsSync(join(current, file)) ? readFileSync(join(current, file)) : null));
     if (now.some((b) => b === null)) seen.add('a file missing');
     else if (now.every((b, i) => b!.equals(planted[i]))) seen.add('planted');
     else if (now.every((b, i) => b!.equals(built[i]))) seen.add('built');
