@@ -33,3 +33,4 @@ export {
   type GrepCollection,
 } from './tool-grep.js';
 export { FILE_TYPES } from './file-types.js';
+export { setV8Scans } from './guarded-scan.js';

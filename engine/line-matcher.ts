@@ -37,14 +37,18 @@
  * allocates one subarray per RE2 call.
  */
 
+import { constants, isUtf8 } from 'node:buffer';
 import RE2 from 're2';
 import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
 import { foldsWithinAscii } from './regex/fold.js';
+import type { ByteRegex } from './regex/byte-regex.js';
 import type { CompiledPattern, PatternFacts } from './regex/pattern.js';
 import { caseInsensitiveRequired } from './regex/required.js';
 import { FoldedRunFinder, RegExpFinder, StringFinder, type Finder } from './string-finder.js';
 
+const { MAX_STRING_LENGTH } = constants;
 const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
 
 /**
  * Path 3 takes the next matching lines as one run (`nextRun`) once this many hits in a row each
@@ -79,6 +83,12 @@ export class LineMatcher {
   last = 0;
 
   private readonly re: RE2;
+  /** Path 3's regex for V8 (engine/regex/byte-regex.ts), where the pattern has one; else null. */
+  private readonly byteRegex: ByteRegex | null;
+  /** See `useV8`. */
+  private v8 = false;
+  /** The current text read as Latin-1 while V8 searches it (path 3), else null. */
+  private view: string | null = null;
   private readonly multiline: boolean;
   /** True for a pattern of literal alternatives (path 1): `finder` finds its matches. */
   private readonly literal: boolean;
@@ -116,6 +126,7 @@ export class LineMatcher {
     this.finder = alternatives === null ? prefilter(facts) : new StringFinder(alternatives);
     this.prefiltered = this.finder !== null && !this.literal;
     this.runsSource = this.finder === null ? facts.lineRuns : null;
+    this.byteRegex = this.finder === null && this.fast ? pattern.byteRegex : null;
     this.runsFlags = facts.re2Flags.replace('g', 'y');
   }
 
@@ -131,6 +142,29 @@ export class LineMatcher {
     this.misses = 0;
     this.end = starts.length === 0 ? 0 : text.byteLength;
     this.finder?.begin(text);
+    const v8 = this.v8 ? this.byteRegex : null;
+    this.view =
+      v8 !== null && this.end > 0 && this.end <= MAX_STRING_LENGTH && !(v8.anchors && text.includes(CARRIAGE_RETURN)) && isUtf8(text)
+        ? text.toString('latin1')
+        : null;
+  }
+
+  /** True when path 3 may take V8 (the pattern has a form for it, engine/regex/byte-regex.ts). */
+  get hasV8Form(): boolean {
+    return this.byteRegex !== null;
+  }
+
+  /**
+   * Whether the texts begun from now on may be searched by V8. Off unless a caller that bounds
+   * V8's time (engine/guarded-scan.ts) turns it on: V8 backtracks.
+   */
+  useV8(on: boolean): void {
+    this.v8 = on;
+  }
+
+  /** True while V8 searches the current text (path 3 with engine/regex/byte-regex.ts). */
+  get searchesWithV8(): boolean {
+    return this.view !== null;
   }
 
   /** Continues the current scan over a re-read copy of the same document. */
@@ -143,6 +177,7 @@ export class LineMatcher {
   next(): boolean {
     if (this.multiline) return this.nextMultiline();
     if (this.finder === null) {
+      if (this.view !== null) return this.searchV8(this.byteRegex!.regex, this.view);
       // RUN_STREAK hits in a row on consecutive lines: the lines are dense, take the next as a run.
       if (this.streak >= RUN_STREAK && this.runsSource !== null && this.nextRun()) return true;
       return this.search(0, this.end);
@@ -186,15 +221,8 @@ export class LineMatcher {
       let line: number;
       if (this.fast) {
         if (!re.test(buf)) break;
-        const e = re.lastIndex + from;
-        // The hit lies in one line. A non-empty hit's last byte is in it; an empty hit at `e`
-        // is in the line containing `e`, unless `e` is the end of a text ending with `\n`.
-        let b = e > this.pos && text[e - 1] !== NEWLINE ? e - 1 : e;
-        if (b >= len) {
-          if (text[len - 1] === NEWLINE) break;
-          b = len - 1;
-        }
-        line = lineIndexAt(starts, b);
+        line = this.lineOfHit(re.lastIndex + from);
+        if (line === -1) break;
       } else {
         const m = re.exec(buf);
         if (m === null) break;
@@ -220,6 +248,36 @@ export class LineMatcher {
       return this.hit(line, len);
     }
     this.pos = to < len ? to + 1 : len;
+    return false;
+  }
+
+  /**
+   * The line of a hit that ends at `e` and lies in one line (path 3's fast case): a non-empty
+   * hit's last byte is in it; an empty hit at `e` is in the line containing `e`, unless `e` is
+   * the end of a text ending with `\n` (then -1: no line).
+   */
+  private lineOfHit(e: number): number {
+    const text = this.text;
+    const len = this.end;
+    let b = e > this.pos && text[e - 1] !== NEWLINE ? e - 1 : e;
+    if (b >= len) {
+      if (text[len - 1] === NEWLINE) return -1;
+      b = len - 1;
+    }
+    return lineIndexAt(this.starts, b);
+  }
+
+  /** Path 3 by V8 over `view`, the text read as Latin-1 (see the module comment). */
+  private searchV8(re: RegExp, view: string): boolean {
+    const len = this.end;
+    if (this.pos < len) {
+      re.lastIndex = this.pos;
+      if (re.test(view)) {
+        const line = this.lineOfHit(re.lastIndex);
+        if (line !== -1) return this.hit(line, len);
+      }
+    }
+    this.pos = len;
     return false;
   }
 

@@ -42,6 +42,7 @@ import { lineEndOf, lineStartsOf, type LineStarts } from './doc-text.js';
 import { evaluateQuery, pathHash, rootExists, selectCandidates, type PathShare } from './grep-candidates.js';
 import { GrepFilter } from './grep-filter.js';
 import { LineMatcher } from './line-matcher.js';
+import { GuardedScan } from './guarded-scan.js';
 import { compilePattern, patternQuery, type PatternFacts } from './regex/pattern.js';
 import type { DocMeta } from './shard-format.js';
 import type { ShardReader } from './shard-reader.js';
@@ -334,17 +335,23 @@ function* collectCounts(reader: ShardReader, p: GrepPlan, share: GrepShare): Gen
     let verifiedBytes = 0;
     let timedOut = false;
     const pace = new Pace(p.deadline);
-    for (const meta of docs) {
+    const scan = new GuardedScan(p.matcher, docs);
+    // Leaves no trace of a document it does not finish (GuardedScan may stop it midway).
+    const scanOne = (i: number): void => {
+      const meta = docs[i];
+      const matching = countMatchingLines(snapshot, meta, p.matcher);
+      searched++;
+      verifiedBytes += meta.textBytes;
+      if (matching > 0) files.push({ path: meta.path, matchingLines: matching, totalLines: meta.lines });
+    };
+    for (let i = 0; i < docs.length; ) {
       const step = pace.step();
       if (step === 'stop') {
         timedOut = true;
         break;
       }
       if (step === 'beat') yield HEARTBEAT;
-      const matching = countMatchingLines(snapshot, meta, p.matcher);
-      searched++;
-      verifiedBytes += meta.textBytes;
-      if (matching > 0) files.push({ path: meta.path, matchingLines: matching, totalLines: meta.lines });
+      i = scan.run(i, scanOne);
     }
     return { files, candidates: docs.length, searched, verifiedBytes, timedOut };
   } finally {

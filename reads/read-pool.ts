@@ -108,6 +108,8 @@ export class ReadPool {
     private readonly splitMinBytes: number,
     /** Shards each thread (this one and every read thread) keeps open (Config.openShards). */
     openShards = DEFAULT_OPEN_SHARDS,
+    /** Whether grep may take V8's regex engine (Config.grepV8). */
+    grepV8 = true,
   ) {
     // The calling (HTTP) thread catalogs only shards it may scan inline: building the catalog of
     // a larger one would hold every other request for its duration. Read threads catalog any.
@@ -126,7 +128,7 @@ export class ReadPool {
       atomics: 'async',
       execArgv: workerExecArgv(true),
       recordTiming: false,
-      workerData: { openShards } satisfies ReadThreadData,
+      workerData: { openShards, grepV8 } satisfies ReadThreadData,
     });
   }
 

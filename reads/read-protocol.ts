@@ -32,6 +32,8 @@ export const THREAD_LOADED = 'agent-vfs:read-thread-loaded';
 export interface ReadThreadData {
   /** Shards the thread keeps open. */
   openShards: number;
+  /** Whether grep may take V8's regex engine (Config.grepV8). */
+  grepV8: boolean;
 }
 
 /**

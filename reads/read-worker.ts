@@ -4,7 +4,7 @@
  * control (read-protocol.ts). Grep tasks of a split search are grep-split.ts's.
  */
 import { BroadcastChannel, isMainThread, type MessagePort, threadId, workerData } from 'node:worker_threads';
-import { cat, find, followReaderCloses, ls, openReaderCount, openShardReader, type ShardReader, setReaderLimits } from '../engine/index.js';
+import { cat, find, followReaderCloses, ls, openReaderCount, openShardReader, type ShardReader, setReaderLimits, setV8Scans } from '../engine/index.js';
 import { reportThreadStats } from '../core/thread-stats.js';
 import { grepTaskOutput, TaskCancelled } from './grep-split.js';
 import { CANCELLED, errorMessage, IN_FLIGHT, type ReadMessage, type ReadTask, type ReadThreadData, THREAD_LOADED, WINDOW } from './read-protocol.js';
@@ -12,7 +12,9 @@ import { CANCELLED, errorMessage, IN_FLIGHT, type ReadMessage, type ReadTask, ty
 // A read thread closes its reader of a shard when another thread asks (a deleted workspace's, or
 // one whose writer closed: engine/reader-cache.ts), rather than when it is evicted or the thread ends.
 if (!isMainThread) {
-  setReaderLimits({ maxOpen: (workerData as ReadThreadData).openShards });
+  const data = workerData as ReadThreadData;
+  setReaderLimits({ maxOpen: data.openShards });
+  setV8Scans(data.grepV8);
   followReaderCloses();
   reportThreadStats('read', openReaderCount);
   // The imports above have loaded, lmdb's native addon among them. A thread terminated while

@@ -37,6 +37,7 @@ const schema = z
     VFS_READ_THREADS: positiveInt.max(64).default(2),
     VFS_OPEN_SHARDS: positiveInt.max(100_000).default(DEFAULT_OPEN_SHARDS),
     VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
+    VFS_GREP_V8: z.enum(['on', 'off']).default('on'),
     VFS_GREP_SPLIT_MIN_BYTES: z.coerce
       .number()
       .int()
@@ -158,6 +159,11 @@ export interface Config {
    * across read threads").
    */
   grepSplitMinBytes: number;
+  /**
+   * Let grep's full scans take V8's regex engine where a trial says it is faster, under a time
+   * limit (engine/guarded-scan.ts); RE2 alone when false.
+   */
+  grepV8: boolean;
   /** How long an ingest worker's claim on a job lasts; a job whose worker died is retried after it. */
   ingestLeaseSeconds: number;
   /** Claims after which a file that keeps failing (or killing its extraction process) ends in `error`. */
@@ -265,6 +271,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     openShards: e.VFS_OPEN_SHARDS,
     grepTimeoutMs: e.VFS_GREP_TIMEOUT_SECONDS * 1000,
     grepSplitMinBytes: e.VFS_GREP_SPLIT_MIN_BYTES,
+    grepV8: e.VFS_GREP_V8 === 'on',
     ingestLeaseSeconds: e.VFS_INGEST_LEASE_SECONDS,
     ingestMaxAttempts: e.VFS_INGEST_MAX_ATTEMPTS,
     extractThreads: e.VFS_EXTRACT_THREADS,

@@ -217,7 +217,7 @@ async function startParts(
     enqueued: () => ingest.poke(),
     deleted: (workspaceId, path) => ingest.remove(workspaceId, path),
   });
-  const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes, config.openShards);
+  const readPool = new ReadPool(config.readThreads, config.grepSplitMinBytes, config.openShards, config.grepV8);
   made.push(() => readPool.close());
   const freshness =
     config.cluster === null

@@ -15,7 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cat, find, grep, type GrepRequest } from '../engine/index.js';
+import { cat, find, grep, type GrepRequest, setV8Scans } from '../engine/index.js';
+import { scanCounts } from '../engine/guarded-scan.js';
 import { comparePaths, formatLine } from '../engine/tool-output.js';
 import { makeCorpus, writeCorpus, type CorpusFile } from './helpers/engine-corpus.js';
 import { rgPattern } from './helpers/rg-pattern.js';
@@ -372,6 +373,23 @@ describe('grep equals ripgrep', () => {
     expect(perFile(content, false)).toEqual(perFile(rg(c, 'content'), true));
     const order = [...perFile(content, false).keys()];
     expect(order).toEqual([...order].sort(comparePaths));
+  });
+});
+
+describe('grep equals ripgrep with V8 scanning (engine/guarded-scan.ts)', () => {
+  const v8Before = scanCounts.v8;
+  beforeAll(() => setV8Scans(true, 0)); // every search tries V8 first, whatever its size
+  afterAll(() => setV8Scans(true));
+
+  // files_with_matches and count scan through GuardedScan; content mode searches with RE2.
+  it.each(CASES.filter((c) => !c.multiline).map((c) => [label(c), c] as const))('%s', (_, c) => {
+    const files = engine(c, 'files');
+    expect([...files].sort()).toEqual(rg(c, 'files').sort());
+    expect(new Set(engine(c, 'count'))).toEqual(new Set(rg(c, 'count')));
+  });
+
+  it('scanned with V8', () => {
+    expect(scanCounts.v8).toBeGreaterThan(v8Before);
   });
 });
 

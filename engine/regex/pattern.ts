@@ -13,6 +13,7 @@ import RE2 from 're2';
 import { invalidParameter } from '../../core/errors.js';
 import { Budget, GiveUp } from './budget.js';
 import { utf8 } from './bytes.js';
+import { type ByteRegex, compileByteRegex } from './byte-regex.js';
 import { applyLineRule, canMatchNewline, LineBreakInPattern, readsTextEdges } from './line-rule.js';
 import { lower } from './lowered.js';
 import { printRegex } from './print.js';
@@ -129,10 +130,16 @@ export function analyzePattern(pattern: string, options: PatternOptions = {}): P
   };
 }
 
-/** A pattern's facts and the RE2 regex that searches (flags `re2Flags`). */
+/** A pattern's facts and the regexes that search. */
 export interface CompiledPattern {
   readonly facts: PatternFacts;
+  /** RE2's (flags `re2Flags`). */
   readonly regex: RE2;
+  /**
+   * The same tree for V8 over text read as Latin-1 (byte-regex.ts), outside multiline mode when
+   * no match can meet `\n`; null when it is not printed or V8's linear engine refuses it.
+   */
+  readonly byteRegex: ByteRegex | null;
 }
 
 /**
@@ -150,7 +157,8 @@ export function compilePattern(pattern: string, options: PatternOptions = {}): C
   }
   const facts = analyzePattern(pattern, options);
   const same = facts.re2Source === pattern && facts.re2Flags === flags;
-  return { facts, regex: same ? checked : new RE2(facts.re2Source, facts.re2Flags) };
+  const byteRegex = facts.tree === null || facts.multiline || facts.canMatchNewline ? null : compileByteRegex(applyLineRule(facts.tree), facts.caseInsensitive);
+  return { facts, regex: same ? checked : new RE2(facts.re2Source, facts.re2Flags), byteRegex };
 }
 
 /**

@@ -1,0 +1,263 @@
+import fc from 'fast-check';
+import RE2 from 're2';
+import { describe, expect, it } from 'vitest';
+import { GuardedScan } from '../engine/guarded-scan.js';
+import { LineMatcher } from '../engine/line-matcher.js';
+import { compilePattern } from '../engine/regex/pattern.js';
+
+/** Line starts as the shard stores them: `\n` ends a line, a last line may lack it. */
+function lineStarts(text: Buffer): Uint32Array {
+  const starts: number[] = [];
+  for (let pos = 0; pos < text.byteLength; ) {
+    starts.push(pos);
+    const nl = text.indexOf(0x0a, pos);
+    pos = nl === -1 ? text.byteLength : nl + 1;
+  }
+  return Uint32Array.from(starts);
+}
+
+/** The reference: RE2 on each line alone, as ripgrep matches. */
+function re2Lines(pattern: string, caseInsensitive: boolean, text: Buffer): number[] {
+  const re = new RE2(pattern, caseInsensitive ? 'mi' : 'm');
+  const starts = lineStarts(text);
+  const out: number[] = [];
+  for (let i = 0; i < starts.length; i++) {
+    const end = i + 1 < starts.length ? starts[i + 1] - 1 : text[text.byteLength - 1] === 0x0a ? text.byteLength - 1 : text.byteLength;
+    if (re.test(text.subarray(starts[i], end))) out.push(i);
+  }
+  return out;
+}
+
+/** The lines a matcher reports over a whole text, and whether V8 searched it. */
+function matcherLines(m: LineMatcher, text: Buffer): { lines: number[]; v8: boolean } {
+  m.useV8(true);
+  m.begin(text, lineStarts(text));
+  const v8 = m.searchesWithV8;
+  const lines: number[] = [];
+  while (m.next()) for (let line = m.first; line <= m.last; line++) lines.push(line);
+  return { lines, v8 };
+}
+
+// Atoms: letters with folds beyond ASCII (k, s, ß, Σ), code points at each UTF-8 length's edges,
+// Perl, POSIX and Unicode classes, negated classes, ranges across the surrogates, assertions.
+const ATOMS = [
+  'a',
+  'b',
+  'k',
+  'K',
+  's',
+  'S',
+  'ß',
+  'é',
+  'É',
+  '\\x{212a}',
+  'ſ',
+  'σ',
+  'Σ',
+  'ς',
+  'α',
+  '😀',
+  '\\x{7f}',
+  '\\x{80}',
+  '\\x{7ff}',
+  '\\x{800}',
+  '\\x{ffff}',
+  '\\x{10000}',
+  '\\x{10ffff}',
+  ' ',
+  '\\t',
+  '\\r',
+  '-',
+  '\\.',
+  '.',
+  '\\w',
+  '\\W',
+  '\\d',
+  '\\D',
+  '\\s',
+  '\\S',
+  '\\pL',
+  '\\PL',
+  '\\p{Greek}',
+  '\\pN',
+  '\\p{Lu}',
+  '[a-zé]',
+  '[^a-z]',
+  '[^k]',
+  '[à-ÿ]',
+  '[^\\x{80}-\\x{10ffff}]',
+  '[[:alpha:]]',
+  '[[:^space:]]',
+  '[\\x{d7ff}-\\x{e000}]',
+  '[^\\pL\\d]',
+  '[\\x{100}-\\x{17f}]',
+  '[^\\x{7ff}]',
+  '\\b',
+  '\\B',
+  '^',
+  '$',
+  '\\A',
+  '\\z',
+  '(?i:k)',
+  '(?i:ß)',
+  '(?-i:s)',
+  '(?i:[a-k])',
+  '(?i:\\W)',
+  '(?s:.)',
+  '(?U:a+)',
+];
+
+const patterns = fc.letrec<{ pattern: string; cat: string; alt: string; rep: string }>((tie) => ({
+  pattern: fc.oneof({ depthSize: 'small', withCrossShrink: true }, fc.constantFrom(...ATOMS), tie('cat'), tie('alt'), tie('rep')),
+  cat: fc.array(tie('pattern'), { minLength: 2, maxLength: 4 }).map((subs) => subs.join('')),
+  alt: fc.array(tie('pattern'), { minLength: 2, maxLength: 3 }).map((subs) => `(?:${subs.join('|')})`),
+  rep: fc.tuple(tie('pattern'), fc.constantFrom('*', '+', '?', '{2}', '{0,3}', '{1,}', '*?', '{2,5}', '+?')).map(([sub, q]) => `(?:${sub})${q}`),
+})).pattern;
+
+// Texts: the atoms' characters and their folds, bytes that are not UTF-8 (a lone lead or
+// continuation byte, an overlong form, a surrogate, past 10FFFF), CRLF and empty lines.
+const TOKENS: Buffer[] = [
+  ...[
+    'a',
+    'b',
+    'k',
+    'K',
+    's',
+    'S',
+    'ß',
+    'ẞ',
+    'é',
+    'É',
+    '\u212a',
+    'ſ',
+    'σ',
+    'ς',
+    'Σ',
+    'α',
+    '😀',
+    '\u{10ffff}',
+    '\uffff',
+    '\u07ff',
+    '\u0800',
+    '\u0100',
+    ' ',
+    '\t',
+    '\r',
+    '\r\n',
+    '\n',
+    '\n',
+    'x',
+    '-',
+    '.',
+    '0',
+    '9',
+    '_',
+  ].map((s) => Buffer.from(s)),
+  ...[[0xff], [0x80], [0xc3], [0xed, 0xa0, 0x80], [0xe0, 0x80, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xc0, 0x80]].map((b) => Buffer.from(b)),
+];
+const texts = fc.array(fc.constantFrom(...TOKENS), { maxLength: 60 }).map((parts) => Buffer.concat(parts));
+
+describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines RE2 matches", () => {
+  it('on generated patterns and texts, with and without -i', () => {
+    let printed = 0;
+    let runs = 0;
+    let searchedByV8 = 0;
+    fc.assert(
+      fc.property(patterns, fc.boolean(), fc.boolean(), fc.array(texts, { minLength: 1, maxLength: 4 }), (pattern, folded, ci, bodies) => {
+        const source = folded ? `(?i)${pattern}` : pattern;
+        let compiled: ReturnType<typeof compilePattern>;
+        try {
+          compiled = compilePattern(source, { caseInsensitive: ci });
+        } catch {
+          return; // RE2 refuses it, or it names the line break: no search
+        }
+        runs++;
+        if (compiled.byteRegex === null) return;
+        printed++;
+        const m = new LineMatcher(compiled);
+        m.useV8(true);
+        for (const text of bodies) {
+          const { lines, v8 } = matcherLines(m, text);
+          expect(lines).toEqual(re2Lines(source, ci, text));
+          if (v8) searchedByV8++;
+        }
+      }),
+      { numRuns: 2000 },
+    );
+    // Most generated patterns get a V8 form (not those with `\A`, `\z`, or `(?-m)^` that reads the text's edges).
+    expect(printed).toBeGreaterThan(runs * 0.6);
+    expect(searchedByV8).toBeGreaterThan(printed * 0.5);
+  });
+
+  it('searches a text with V8 unless it is not UTF-8, or the pattern has ^ or $ and the text holds \\r', () => {
+    const plain = new LineMatcher(compilePattern('\\S+\\s+\\S+'));
+    expect(matcherLines(plain, Buffer.from('a b\r\nc d\n')).v8).toBe(true);
+    // Not UTF-8 (an overlong sequence): RE2 searches it.
+    expect(matcherLines(plain, Buffer.from([0xe0, 0x80, 0x80, 0x20, 0x61]))).toEqual({ lines: [0], v8: false });
+    const anchored = new LineMatcher(compilePattern(';$'));
+    expect(matcherLines(anchored, Buffer.from('a;\nb; \n'))).toEqual({ lines: [0], v8: true });
+    // Under V8's `m` flag `$` would match before the `\r`; RE2's does not.
+    expect(matcherLines(anchored, Buffer.from('a;\r\nb;\n'))).toEqual({ lines: [1], v8: false });
+  });
+
+  it("leaves to RE2 what V8's form does not express", () => {
+    expect(compilePattern('a\\Cb').byteRegex).toBeNull(); // any byte
+    expect(compilePattern('(?s)a.b', { multiline: true }).byteRegex).toBeNull(); // matches may span lines
+  });
+});
+
+describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faster engine by trial', () => {
+  /** Scans `texts` as grep's count mode does: matching lines of each, and the engine after each step. */
+  function scanAll(pattern: string, texts: Buffer[]): { counts: number[]; engines: string[] } {
+    const matcher = new LineMatcher(compilePattern(pattern));
+    const scan = new GuardedScan(
+      matcher,
+      texts.map((t) => ({ textBytes: t.byteLength })),
+    );
+    const counts = texts.map(() => -1);
+    const engines: string[] = [];
+    for (let i = 0; i < texts.length; ) {
+      i = scan.run(i, (k) => {
+        const { lines } = matcherLinesAsIs(matcher, texts[k]);
+        counts[k] = lines.length;
+      });
+      engines.push(scan.engine);
+    }
+    return { counts, engines };
+  }
+
+  /** Like matcherLines, leaving V8 on or off as the scan set it. */
+  function matcherLinesAsIs(m: LineMatcher, text: Buffer): { lines: number[] } {
+    m.begin(text, lineStarts(text));
+    const lines: number[] = [];
+    while (m.next()) for (let line = m.first; line <= m.last; line++) lines.push(line);
+    return { lines };
+  }
+
+  const MB = 1 << 20;
+
+  it('stops V8 at its limit on a pattern it would backtrack on without end, and RE2 finishes the search', () => {
+    // `(a|aa)+$` on a line of a's that ends in `!`: V8 tries every way to split the a's.
+    const line = `${'a'.repeat(4000)}!\n`;
+    const texts = Array.from({ length: 5 }, () => Buffer.from(line.repeat(Math.ceil(MB / line.length))));
+    const { counts, engines } = scanAll('(a|aa)+$|b', texts);
+    // The first V8 batch was stopped, so no RE2 trial followed: RE2 alone from there.
+    expect(engines[0]).toBe('re2');
+    expect(counts).toEqual(texts.map((t) => re2Lines('(a|aa)+$|b', false, t).length));
+  });
+
+  it('times a batch of each engine, then keeps one, with the same answers', () => {
+    const text = Buffer.from('static int foo(struct bar *b)\n{\n\treturn b->x;\n}\n\n'.repeat(50_000));
+    const { counts, engines } = scanAll('\\S+\\s+\\S+', [text, text, text, text]);
+    expect(engines[0]).toBe('try-re2');
+    expect(['v8', 're2']).toContain(engines[1]);
+    expect(counts).toEqual([text, text, text, text].map((t) => re2Lines('\\S+\\s+\\S+', false, t).length));
+  });
+
+  it('takes RE2 alone for a search smaller than two batches, or a pattern without a V8 form', () => {
+    const small = Buffer.from('a b\n'.repeat(1000));
+    expect(scanAll('\\S+\\s+\\S+', [small, small]).engines).toEqual(['re2', 're2']);
+    const big = Buffer.alloc(3 * MB, 'x y\n');
+    expect(scanAll('a\\Cb', [big, big]).engines).toEqual(['re2', 're2']);
+  });
+});
