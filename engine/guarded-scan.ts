@@ -3,40 +3,50 @@
  * lets V8 be what makes it slow.
  *
  * Where the pattern has a V8 form (engine/regex/byte-regex.ts), the documents are scanned in
- * batches of about BATCH_BYTES: the first with V8, the second with RE2, each timed, and the
- * rest with the one that took fewer nanoseconds a byte. Every V8 batch runs under a time limit
- * (`vm`'s timeout, which interrupts a regex search in progress): V8 backtracks, and a pattern
- * like `(a+)+$` or `\S+\s+\S+` on a long line without a space would take it exponential or
- * quadratic time. When the limit is reached the batch stops where it was, and RE2 searches the
- * document in progress and everything after it. A search smaller than two batches takes RE2
- * alone: the trial and the limit's timer would cost more than they could save.
+ * batches: a first of about TRIAL_BYTES with RE2, timed; a second with V8, stopped as soon as it
+ * takes longer than RE2 took for as many bytes (TRIAL_MARGIN); if V8 finished it faster, the
+ * rest goes to V8 in batches of about BATCH_BYTES, else to RE2. Every V8 batch runs under a time
+ * limit (`vm`'s timeout, which interrupts a regex search in progress): V8 backtracks, and a
+ * pattern like `(a+)+$`, or `\S+\s+\S+` on a long line without a space, would take it
+ * exponential or quadratic time. Past the trial the limit is LIMIT_FACTOR times RE2's time for
+ * the batch's bytes. When a limit is reached the batch stops where it was, and RE2 searches the
+ * document in progress and everything after it: a search costs at most about one trial more
+ * than RE2 alone. A search of less than MIN_BYTES takes RE2 alone: the trial and the limit's
+ * timer would cost more than they could save.
  */
 
 import { createContext, Script } from 'node:vm';
 import type { LineMatcher } from './line-matcher.js';
 
-/** Text bytes scanned between two choices or checks. */
-const BATCH_BYTES = 2 << 20;
-/**
- * A V8 batch's time limit: FIXED_MS plus this many nanoseconds a byte, about four times the
- * slowest V8 scan measured on patterns it wins on (with the copy into a string).
- */
-const LIMIT_NS_PER_BYTE = 20;
-const FIXED_MS = 20;
+/** Text bytes of each of the two trial batches. */
+const TRIAL_BYTES = 1 << 20;
+/** Text bytes of each V8 batch once V8 is chosen. */
+const BATCH_BYTES = 4 << 20;
+/** The V8 trial batch may take this many times RE2's time for as many bytes. */
+const TRIAL_MARGIN = 1.1;
+/** Past the trial, a V8 batch may take this many times RE2's time for its bytes, plus FIXED_MS. */
+const LIMIT_FACTOR = 3;
+const FIXED_MS = 2;
 
-/** The smallest search that tries V8: two batches. */
-const MIN_BYTES = 2 * BATCH_BYTES;
-
-let enabled = true;
-let minBytes = MIN_BYTES;
+/** The smallest search that tries V8. */
+const MIN_BYTES = 4 * TRIAL_BYTES;
 
 /**
- * Whether grep may use V8 at all (`VFS_GREP_V8`; RE2 alone when off), and from how many text
- * bytes a search tries it (the tests lower it to make small searches take V8 from the start).
+ * RE2's nanoseconds a byte assumed where no trial measured them (`always`): more than any
+ * pattern measured, so that V8's limit stops only a blow-up.
  */
-export function setV8Scans(on: boolean, smallest = MIN_BYTES): void {
-  enabled = on;
-  minBytes = smallest;
+const ASSUMED_RE2_SPEED = 50;
+
+/**
+ * `on`: grep tries V8 as the module comment says; `off` (`VFS_GREP_V8=off`): RE2 alone;
+ * `always`: every search takes V8 from its first document, whatever its size, without a trial
+ * (for the tests, which search small corpora).
+ */
+export type V8Scans = 'on' | 'off' | 'always';
+let policy: V8Scans = 'on';
+
+export function setV8Scans(value: V8Scans): void {
+  policy = value;
 }
 
 /** Documents each engine has scanned in this thread, and V8 batches stopped by their limit. */
@@ -49,7 +59,7 @@ interface Guard {
 }
 let guard: Guard | null = null;
 
-/** Runs `batch` for at most `ms`; false when the limit stopped it. */
+/** Runs `batch` for at most `ms`; false when the limit (or V8's stack) stopped it. */
 function runWithin(batch: () => void, ms: number): boolean {
   guard ??= { context: createContext({ batch: null }) as Guard['context'], script: new Script('batch()') };
   const { context, script } = guard;
@@ -59,19 +69,21 @@ function runWithin(batch: () => void, ms: number): boolean {
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') return false;
+    // V8's backtracking stack overflowed: RE2 searches again (and throws whatever else it was).
+    if (error instanceof RangeError) return false;
     throw error;
   } finally {
     context.batch = null;
   }
 }
 
-type Mode = 'try-v8' | 'try-re2' | 'v8' | 're2';
+type Mode = 'try-re2' | 'try-v8' | 'v8' | 're2';
 
 /** One grep's scan over `docs` (see the module comment). */
 export class GuardedScan {
   private mode: Mode;
-  /** Nanoseconds a byte of the V8 trial batch. */
-  private v8Speed = 0;
+  /** Nanoseconds a byte RE2 took in its trial batch. */
+  private re2Speed = 0;
 
   constructor(
     private readonly matcher: LineMatcher,
@@ -79,7 +91,16 @@ export class GuardedScan {
   ) {
     let total = 0;
     for (const d of docs) total += d.textBytes;
-    this.mode = enabled && matcher.hasV8Form && total >= minBytes ? 'try-v8' : 're2';
+    if (!matcher.hasV8Form || policy === 'off') this.mode = 're2';
+    else if (policy === 'always') {
+      this.mode = 'v8';
+      this.re2Speed = ASSUMED_RE2_SPEED;
+    } else this.mode = total >= MIN_BYTES ? 'try-re2' : 're2';
+  }
+
+  /** True while the scan goes by batches (a trial, or V8 chosen); false once RE2 goes alone, document by document. */
+  get batches(): boolean {
+    return this.mode !== 're2';
   }
 
   /** What the scan settled on, for tests and the benchmarks: 'v8', 're2', or a trial still on. */
@@ -93,39 +114,44 @@ export class GuardedScan {
    * it did not finish: a V8 batch stopped by its limit is interrupted inside it.
    */
   run(from: number, scanOne: (index: number) => void): number {
-    if (this.mode === 're2') {
+    const mode = this.mode;
+    if (mode === 're2') {
       scanOne(from);
       scanCounts.re2++;
       return from + 1;
     }
+    const most = mode === 'v8' ? BATCH_BYTES : TRIAL_BYTES;
     let end = from;
     let bytes = 0;
-    while (end < this.docs.length && (end === from || bytes < BATCH_BYTES)) bytes += this.docs[end++].textBytes;
-    const v8 = this.mode !== 'try-re2';
+    while (end < this.docs.length && (end === from || bytes < most)) bytes += this.docs[end++].textBytes;
     let next = from;
     const batch = (): void => {
       for (; next < end; next++) scanOne(next);
     };
     const started = performance.now();
-    this.matcher.useV8(v8);
-    let finished = true;
+    if (mode === 'try-re2') {
+      batch();
+      scanCounts.re2 += end - from;
+      this.re2Speed = ((performance.now() - started) * 1e6) / Math.max(1, bytes);
+      this.mode = 'try-v8';
+      return end;
+    }
+    const re2Ms = (this.re2Speed * bytes) / 1e6;
+    const limit = mode === 'try-v8' ? Math.max(1, Math.ceil(re2Ms * TRIAL_MARGIN)) : Math.ceil(FIXED_MS + re2Ms * LIMIT_FACTOR);
+    this.matcher.useV8(true);
+    let finished: boolean;
     try {
-      if (v8) finished = runWithin(batch, Math.ceil(FIXED_MS + (bytes * LIMIT_NS_PER_BYTE) / 1e6));
-      else batch();
+      finished = runWithin(batch, limit);
     } finally {
       this.matcher.useV8(false);
     }
+    scanCounts.v8 += next - from;
     if (!finished) {
       scanCounts.stopped++;
       this.mode = 're2';
       return next;
     }
-    scanCounts[v8 ? 'v8' : 're2'] += end - from;
-    const nsPerByte = ((performance.now() - started) * 1e6) / Math.max(1, bytes);
-    if (this.mode === 'try-v8') {
-      this.v8Speed = nsPerByte;
-      this.mode = 'try-re2';
-    } else if (this.mode === 'try-re2') this.mode = this.v8Speed < nsPerByte ? 'v8' : 're2';
+    if (mode === 'try-v8') this.mode = performance.now() - started < re2Ms ? 'v8' : 're2';
     return end;
   }
 }

@@ -548,7 +548,25 @@ function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Gener
       lastLine = line;
     };
 
-    for (const doc of docs) {
+    // Where the scan batches documents (engine/guarded-scan.ts), each batch's hits are found
+    // first, [first, last] pairs by document, and printed from there; otherwise each document's
+    // hits are found as it is printed.
+    const scan = new GuardedScan(matcher, docs);
+    let found = new Map<number, number[]>();
+    let foundUntil = 0; // documents before this one were batched (or left to the live path)
+    const findHits = (k: number): void => {
+      const doc = docs[k];
+      const hits: number[] = [];
+      if (doc.lines > 0) {
+        const value = snapshot.docValue(doc);
+        matcher.begin(value.subarray(0, doc.textBytes), lineStartsOf(value, doc.textBytes, doc.lines));
+        while (matcher.next()) hits.push(matcher.first, matcher.last);
+      }
+      found.set(k, hits);
+    };
+
+    for (let d = 0; d < docs.length; d++) {
+      const doc = docs[d];
       if (cut) break;
       const step = pace.step();
       if (step === 'stop') {
@@ -556,17 +574,33 @@ function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Gener
         break;
       }
       if (step === 'beat') yield HEARTBEAT;
+      if (d >= foundUntil && scan.batches) {
+        found = new Map();
+        foundUntil = scan.run(d, findHits);
+      }
       searched++;
       verifiedBytes += doc.textBytes;
       if (doc.lines === 0) continue;
       meta = doc;
       load();
-      matcher.begin(text, starts);
+      const hits = found.get(d);
+      if (hits === undefined) matcher.begin(text, starts);
+      let h = 0;
       let printed = -1; // last line of this file printed (or skipped)
       let afterUntil = -1; // after-context of the last hit reaches this line
-      while (!cut && matcher.next()) {
-        const first = matcher.first > printed ? matcher.first : printed + 1;
-        const last = matcher.last;
+      while (!cut) {
+        let first: number;
+        let last: number;
+        if (hits !== undefined) {
+          if (h === hits.length) break;
+          first = hits[h++];
+          last = hits[h++];
+        } else {
+          if (!matcher.next()) break;
+          first = matcher.first;
+          last = matcher.last;
+        }
+        if (first <= printed) first = printed + 1;
         if (last < first) continue;
         const contextEnd = Math.min(afterUntil, first - 1);
         for (let i = printed + 1; i <= contextEnd; i++) emit(i, false);

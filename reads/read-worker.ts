@@ -14,7 +14,7 @@ import { CANCELLED, errorMessage, IN_FLIGHT, type ReadMessage, type ReadTask, ty
 if (!isMainThread) {
   const data = workerData as ReadThreadData;
   setReaderLimits({ maxOpen: data.openShards });
-  setV8Scans(data.grepV8);
+  setV8Scans(data.grepV8 ? 'on' : 'off');
   followReaderCloses();
   reportThreadStats('read', openReaderCount);
   // The imports above have loaded, lmdb's native addon among them. A thread terminated while

@@ -378,14 +378,14 @@ describe('grep equals ripgrep', () => {
 
 describe('grep equals ripgrep with V8 scanning (engine/guarded-scan.ts)', () => {
   const v8Before = scanCounts.v8;
-  beforeAll(() => setV8Scans(true, 0)); // every search tries V8 first, whatever its size
-  afterAll(() => setV8Scans(true));
+  beforeAll(() => setV8Scans('always')); // every search takes V8, whatever its size
+  afterAll(() => setV8Scans('on'));
 
-  // files_with_matches and count scan through GuardedScan; content mode searches with RE2.
   it.each(CASES.filter((c) => !c.multiline).map((c) => [label(c), c] as const))('%s', (_, c) => {
     const files = engine(c, 'files');
     expect([...files].sort()).toEqual(rg(c, 'files').sort());
     expect(new Set(engine(c, 'count'))).toEqual(new Set(rg(c, 'count')));
+    expect(perFile(engine(c, 'content'), false)).toEqual(perFile(rg(c, 'content'), true));
   });
 
   it('scanned with V8', () => {
