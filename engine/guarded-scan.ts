@@ -8,10 +8,12 @@
  * rest goes to V8 in batches of about BATCH_BYTES, else to RE2. Every V8 batch runs under a time
  * limit (`vm`'s timeout, which interrupts a regex search in progress): V8 backtracks, and a
  * pattern like `(a+)+$`, or `\S+\s+\S+` on a long line without a space, would take it
- * exponential or quadratic time. Past the trial the limit is LIMIT_FACTOR times RE2's time for
- * the batch's bytes. When a limit is reached the batch stops where it was, and RE2 searches the
- * document in progress and everything after it: a search costs at most about one trial more
- * than RE2 alone. A search of less than MIN_BYTES takes RE2 alone: the trial and the limit's
+ * exponential or quadratic time. When the trial's limit is reached, RE2 searches the document in
+ * progress and everything after it. Past the trial a batch may take LIMIT_FACTOR times RE2's time
+ * for its bytes; one stopped there leaves its document to RE2 and V8 goes on after it, but a
+ * batch stopped, or merely slower than RE2's pace, is a miss, and after MAX_MISSES RE2 takes the
+ * rest: the first megabyte is not always like the others. A search so costs at most about a
+ * trial and two batches more than RE2 alone. A search of less than MIN_BYTES takes RE2 alone: the trial and the limit's
  * timer would cost more than they could save.
  */
 
@@ -21,11 +23,13 @@ import type { LineMatcher } from './line-matcher.js';
 /** Text bytes of each of the two trial batches. */
 const TRIAL_BYTES = 1 << 20;
 /** Text bytes of each V8 batch once V8 is chosen. */
-const BATCH_BYTES = 4 << 20;
+const BATCH_BYTES = 2 << 20;
 /** The V8 trial batch may take this many times RE2's time for as many bytes. */
 const TRIAL_MARGIN = 1.1;
 /** Past the trial, a V8 batch may take this many times RE2's time for its bytes, plus FIXED_MS. */
-const LIMIT_FACTOR = 3;
+const LIMIT_FACTOR = 2;
+/** V8 batches that missed RE2's pace (see `run`) after which RE2 takes the rest of a search. */
+const MAX_MISSES = 2;
 const FIXED_MS = 2;
 
 /** The smallest search that tries V8. */
@@ -38,12 +42,12 @@ const MIN_BYTES = 4 * TRIAL_BYTES;
 const ASSUMED_RE2_SPEED = 50;
 
 /**
- * `on`: grep tries V8 as the module comment says; `off` (`VFS_GREP_V8=off`): RE2 alone;
+ * `on` (`VFS_GREP_V8=on`): grep tries V8 as the module comment says; `off`, the default: RE2 alone;
  * `always`: every search takes V8 from its first document, whatever its size, without a trial
  * (for the tests, which search small corpora).
  */
 export type V8Scans = 'on' | 'off' | 'always';
-let policy: V8Scans = 'on';
+let policy: V8Scans = 'off';
 
 export function setV8Scans(value: V8Scans): void {
   policy = value;
@@ -84,6 +88,8 @@ export class GuardedScan {
   private mode: Mode;
   /** Nanoseconds a byte RE2 took in its trial batch. */
   private re2Speed = 0;
+  /** V8 batches past the trial that were slower than RE2's pace or stopped at their limit. */
+  private misses = 0;
 
   constructor(
     private readonly matcher: LineMatcher,
@@ -146,12 +152,23 @@ export class GuardedScan {
       this.matcher.useV8(false);
     }
     scanCounts.v8 += next - from;
+    const ms = performance.now() - started;
+    if (mode === 'try-v8') {
+      this.mode = finished && ms < re2Ms ? 'v8' : 're2';
+      if (!finished) scanCounts.stopped++;
+      return finished ? end : next;
+    }
+    // Each batch past the trial must beat RE2's pace too: a batch slower than it counts as a
+    // miss, one stopped at its limit as well (RE2 then searches the document it was in, and V8
+    // goes on after it). MAX_MISSES of them and RE2 takes the rest.
+    if (!finished || ms > re2Ms) this.misses++;
     if (!finished) {
       scanCounts.stopped++;
-      this.mode = 're2';
-      return next;
+      scanOne(next);
+      scanCounts.re2++;
+      next++;
     }
-    if (mode === 'try-v8') this.mode = performance.now() - started < re2Ms ? 'v8' : 're2';
-    return end;
+    if (this.misses >= MAX_MISSES) this.mode = 're2';
+    return finished ? end : next;
   }
 }

@@ -28,13 +28,17 @@
  *    whole buffer. After the line rule no hit can span lines, so `test()` (which only moves
  *    `lastIndex` to the hit's end, allocating nothing) is enough. Only a pattern the rule
  *    cannot narrow (`\C`, any byte) takes `exec()`: a hit that runs past its line's end is
- *    checked again on that line alone.
+ *    checked again on that line alone. When the caller allows it (`useV8`, which
+ *    engine/guarded-scan.ts turns on under a time limit), V8 takes RE2's place here: the
+ *    pattern's byte form (engine/regex/byte-regex.ts) over the text copied into a Latin-1
+ *    string (`view`), for texts of valid UTF-8 up to MAX_V8_TEXT_BYTES, and, when the pattern
+ *    has `^` or `$`, without `\r`.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
  * touches is a matching line, as `rg -U` prints them.
  *
  * No path decodes text. Paths 1 and 3 allocate nothing per match on the fast path; path 2
- * allocates one subarray per RE2 call.
+ * allocates one subarray per RE2 call; V8's path 3 copies the text once.
  */
 
 import { constants, isUtf8 } from 'node:buffer';
@@ -46,7 +50,11 @@ import type { CompiledPattern, PatternFacts } from './regex/pattern.js';
 import { caseInsensitiveRequired } from './regex/required.js';
 import { FoldedRunFinder, RegExpFinder, StringFinder, type Finder } from './string-finder.js';
 
-const { MAX_STRING_LENGTH } = constants;
+/**
+ * The largest text V8 searches: its copy as a string lives on the read thread's heap while it
+ * is searched (and a string holds at most `constants.MAX_STRING_LENGTH` units).
+ */
+const MAX_V8_TEXT_BYTES = Math.min(64 << 20, constants.MAX_STRING_LENGTH);
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 
@@ -144,7 +152,7 @@ export class LineMatcher {
     this.finder?.begin(text);
     const v8 = this.v8 ? this.byteRegex : null;
     this.view =
-      v8 !== null && this.end > 0 && this.end <= MAX_STRING_LENGTH && !(v8.anchors && text.includes(CARRIAGE_RETURN)) && isUtf8(text)
+      v8 !== null && this.end > 0 && this.end <= MAX_V8_TEXT_BYTES && !(v8.anchors && text.includes(CARRIAGE_RETURN)) && isUtf8(text)
         ? text.toString('latin1')
         : null;
   }

@@ -109,7 +109,7 @@ export class ReadPool {
     /** Shards each thread (this one and every read thread) keeps open (Config.openShards). */
     openShards = DEFAULT_OPEN_SHARDS,
     /** Whether grep may take V8's regex engine (Config.grepV8). */
-    grepV8 = true,
+    grepV8 = false,
   ) {
     // The calling (HTTP) thread catalogs only shards it may scan inline: building the catalog of
     // a larger one would hold every other request for its duration. Read threads catalog any.

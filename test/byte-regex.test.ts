@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import RE2 from 're2';
-import { describe, expect, it } from 'vitest';
-import { GuardedScan, scanCounts } from '../engine/guarded-scan.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GuardedScan, scanCounts, setV8Scans } from '../engine/guarded-scan.js';
 import { LineMatcher } from '../engine/line-matcher.js';
 import { compilePattern } from '../engine/regex/pattern.js';
 
@@ -207,6 +207,9 @@ describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines 
 });
 
 describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faster engine by trial', () => {
+  beforeAll(() => setV8Scans('on'));
+  afterAll(() => setV8Scans('off'));
+
   /** Scans `texts` as grep's count mode does: matching lines of each, and the engine after each step. */
   function scanAll(pattern: string, texts: Buffer[]): { counts: number[]; engines: string[] } {
     const matcher = new LineMatcher(compilePattern(pattern));
@@ -261,5 +264,12 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
     expect(scanAll('\\S+\\s+\\S+', [small, small]).engines).toEqual(['re2', 're2']);
     const big = Buffer.alloc(3 * MB, 'x y\n');
     expect(scanAll('a\\Cb', [big, big]).engines).toEqual(['re2', 're2']);
+    // VFS_GREP_V8=off, the default.
+    setV8Scans('off');
+    try {
+      expect(scanAll('\\S+\\s+\\S+', [big, big]).engines).toEqual(['re2', 're2']);
+    } finally {
+      setV8Scans('on');
+    }
   });
 });

@@ -379,7 +379,7 @@ describe('grep equals ripgrep', () => {
 describe('grep equals ripgrep with V8 scanning (engine/guarded-scan.ts)', () => {
   const v8Before = scanCounts.v8;
   beforeAll(() => setV8Scans('always')); // every search takes V8, whatever its size
-  afterAll(() => setV8Scans('on'));
+  afterAll(() => setV8Scans('off'));
 
   it.each(CASES.filter((c) => !c.multiline).map((c) => [label(c), c] as const))('%s', (_, c) => {
     const files = engine(c, 'files');
