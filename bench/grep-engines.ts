@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { GuardedScan, setV8Scans } from '../engine/guarded-scan.js';
 import { LineMatcher } from '../engine/line-matcher.js';
 import { compilePattern } from '../engine/regex/pattern.js';
+import { lineStarts } from '../test/helpers/line-starts.js';
 
 const runsArg = process.argv.find((a) => a.startsWith('--runs='));
 const runs = runsArg === undefined ? 5 : Number(runsArg.slice(7));
@@ -27,16 +28,6 @@ if (dir === undefined || patterns.length === 0) {
 interface Text {
   bytes: Buffer;
   starts: Uint32Array;
-}
-
-function lineStarts(text: Buffer): Uint32Array {
-  const starts: number[] = [];
-  for (let pos = 0; pos < text.byteLength; ) {
-    starts.push(pos);
-    const nl = text.indexOf(0x0a, pos);
-    pos = nl === -1 ? text.byteLength : nl + 1;
-  }
-  return Uint32Array.from(starts);
 }
 
 const entries = await readdir(dir, { recursive: true, withFileTypes: true });

@@ -14,6 +14,7 @@
 import { GuardedScan, scanCounts, setV8Scans } from '../engine/guarded-scan.js';
 import { LineMatcher } from '../engine/line-matcher.js';
 import { compilePattern } from '../engine/regex/pattern.js';
+import { lineStarts } from '../test/helpers/line-starts.js';
 
 /** [pattern, the line (without its `\n`) repeated to 1 MiB's worth of line]. */
 const HOSTILE: ReadonlyArray<readonly [string, string]> = [
@@ -62,16 +63,6 @@ function hostileLine(spec: string): string {
   const unit = spec.slice(0, star);
   const tail = spec.slice(star + 1);
   return unit.repeat(Math.floor((MIB - tail.length) / unit.length)) + tail;
-}
-
-function lineStarts(text: Buffer): Uint32Array {
-  const starts: number[] = [];
-  for (let pos = 0; pos < text.byteLength; ) {
-    starts.push(pos);
-    const nl = text.indexOf(0x0a, pos);
-    pos = nl === -1 ? text.byteLength : nl + 1;
-  }
-  return Uint32Array.from(starts);
 }
 
 /** Counts matching lines of `docs` as grep's count mode does; the engine the scan ended on. */

@@ -4,17 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GuardedScan, scanCounts, setV8Scans } from '../engine/guarded-scan.js';
 import { LineMatcher } from '../engine/line-matcher.js';
 import { compilePattern } from '../engine/regex/pattern.js';
-
-/** Line starts as the shard stores them: `\n` ends a line, a last line may lack it. */
-function lineStarts(text: Buffer): Uint32Array {
-  const starts: number[] = [];
-  for (let pos = 0; pos < text.byteLength; ) {
-    starts.push(pos);
-    const nl = text.indexOf(0x0a, pos);
-    pos = nl === -1 ? text.byteLength : nl + 1;
-  }
-  return Uint32Array.from(starts);
-}
+import { lineStarts } from './helpers/line-starts.js';
 
 /** The reference: RE2 on each line alone, as ripgrep matches. */
 function re2Lines(pattern: string, caseInsensitive: boolean, text: Buffer): number[] {
@@ -28,9 +18,9 @@ function re2Lines(pattern: string, caseInsensitive: boolean, text: Buffer): numb
   return out;
 }
 
-/** The lines a matcher reports over a whole text, and whether V8 searched it. */
-function matcherLines(m: LineMatcher, text: Buffer): { lines: number[]; v8: boolean } {
-  m.useV8(true);
+/** The lines a matcher reports over a whole text, and whether V8 searched it (`allowV8` false: as the caller left it). */
+function matcherLines(m: LineMatcher, text: Buffer, allowV8 = true): { lines: number[]; v8: boolean } {
+  if (allowV8) m.useV8(true);
   m.begin(text, lineStarts(text));
   const v8 = m.searchesWithV8;
   const lines: number[] = [];
@@ -40,72 +30,10 @@ function matcherLines(m: LineMatcher, text: Buffer): { lines: number[]; v8: bool
 
 // Atoms: letters with folds beyond ASCII (k, s, ß, Σ), code points at each UTF-8 length's edges,
 // Perl, POSIX and Unicode classes, negated classes, ranges across the surrogates, assertions.
-const ATOMS = [
-  'a',
-  'b',
-  'k',
-  'K',
-  's',
-  'S',
-  'ß',
-  'é',
-  'É',
-  '\\x{212a}',
-  'ſ',
-  'σ',
-  'Σ',
-  'ς',
-  'α',
-  '😀',
-  '\\x{7f}',
-  '\\x{80}',
-  '\\x{7ff}',
-  '\\x{800}',
-  '\\x{ffff}',
-  '\\x{10000}',
-  '\\x{10ffff}',
-  ' ',
-  '\\t',
-  '\\r',
-  '-',
-  '\\.',
-  '.',
-  '\\w',
-  '\\W',
-  '\\d',
-  '\\D',
-  '\\s',
-  '\\S',
-  '\\pL',
-  '\\PL',
-  '\\p{Greek}',
-  '\\pN',
-  '\\p{Lu}',
-  '[a-zé]',
-  '[^a-z]',
-  '[^k]',
-  '[à-ÿ]',
-  '[^\\x{80}-\\x{10ffff}]',
-  '[[:alpha:]]',
-  '[[:^space:]]',
-  '[\\x{d7ff}-\\x{e000}]',
-  '[^\\pL\\d]',
-  '[\\x{100}-\\x{17f}]',
-  '[^\\x{7ff}]',
-  '\\b',
-  '\\B',
-  '^',
-  '$',
-  '\\A',
-  '\\z',
-  '(?i:k)',
-  '(?i:ß)',
-  '(?-i:s)',
-  '(?i:[a-k])',
-  '(?i:\\W)',
-  '(?s:.)',
-  '(?U:a+)',
-];
+const ATOMS =
+  String.raw`a,b,k,K,s,S,ß,é,É,\x{212a},ſ,σ,Σ,ς,α,😀,\x{7f},\x{80},\x{7ff},\x{800},\x{ffff},\x{10000},\x{10ffff}, ,\t,\r,-,\.,.,\w,\W,\d,\D,\s,\S,\pL,\PL,\p{Greek},\pN,\p{Lu},[a-zé],[^a-z],[^k],[à-ÿ],[^\x{80}-\x{10ffff}],[[:alpha:]],[[:^space:]],[\x{d7ff}-\x{e000}],[^\pL\d],[\x{100}-\x{17f}],[^\x{7ff}],\b,\B,^,$,\A,\z,(?i:k),(?i:ß),(?-i:s),(?i:[a-k]),(?i:\W),(?s:.),(?U:a+)`.split(
+    ',',
+  );
 
 const patterns = fc.letrec<{ pattern: string; cat: string; alt: string; rep: string }>((tie) => ({
   pattern: fc.oneof({ depthSize: 'small', withCrossShrink: true }, fc.constantFrom(...ATOMS), tie('cat'), tie('alt'), tie('rep')),
@@ -117,44 +45,11 @@ const patterns = fc.letrec<{ pattern: string; cat: string; alt: string; rep: str
 // Texts: the atoms' characters and their folds, bytes that are not UTF-8 (a lone lead or
 // continuation byte, an overlong form, a surrogate, past 10FFFF), CRLF and empty lines.
 const TOKENS: Buffer[] = [
-  ...[
-    'a',
-    'b',
-    'k',
-    'K',
-    's',
-    'S',
-    'ß',
-    'ẞ',
-    'é',
-    'É',
-    '\u212a',
-    'ſ',
-    'σ',
-    'ς',
-    'Σ',
-    'α',
-    '😀',
-    '\u{10ffff}',
-    '\uffff',
-    '\u07ff',
-    '\u0800',
-    '\u0100',
-    ' ',
-    '\t',
-    '\r',
-    '\r\n',
-    '\n',
-    '\n',
-    'x',
-    '-',
-    '.',
-    '0',
-    '9',
-    '_',
-  ].map((s) => Buffer.from(s)),
-  ...[[0xff], [0x80], [0xc3], [0xed, 0xa0, 0x80], [0xe0, 0x80, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xc0, 0x80]].map((b) => Buffer.from(b)),
-];
+  ...'a b k K s S ß ẞ é É \u212a ſ σ ς Σ α 😀 \u{10ffff} \uffff \u07ff \u0800 \u0100 x - . 0 9 _'.split(' '),
+  ...[' ', '\t', '\r', '\r\n', '\n', '\n'],
+]
+  .map((s) => Buffer.from(s))
+  .concat([[0xff], [0x80], [0xc3], [0xed, 0xa0, 0x80], [0xe0, 0x80, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xc0, 0x80]].map((b) => Buffer.from(b)));
 const texts = fc.array(fc.constantFrom(...TOKENS), { maxLength: 60 }).map((parts) => Buffer.concat(parts));
 
 describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines RE2 matches", () => {
@@ -221,20 +116,12 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
     const engines: string[] = [];
     for (let i = 0; i < texts.length; ) {
       i = scan.run(i, (k) => {
-        const { lines } = matcherLinesAsIs(matcher, texts[k]);
+        const { lines } = matcherLines(matcher, texts[k], false); // V8 as the scan set it
         counts[k] = lines.length;
       });
       engines.push(scan.engine);
     }
     return { counts, engines };
-  }
-
-  /** Like matcherLines, leaving V8 on or off as the scan set it. */
-  function matcherLinesAsIs(m: LineMatcher, text: Buffer): { lines: number[] } {
-    m.begin(text, lineStarts(text));
-    const lines: number[] = [];
-    while (m.next()) for (let line = m.first; line <= m.last; line++) lines.push(line);
-    return { lines };
   }
 
   const MB = 1 << 20;

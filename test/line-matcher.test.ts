@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import RE2 from 're2';
 import { LineMatcher } from '../engine/line-matcher.js';
 import { compilePattern, type PatternOptions } from '../engine/regex/pattern.js';
+import { lineStarts } from './helpers/line-starts.js';
 
 type LineMatcherOptions = PatternOptions;
 
@@ -43,17 +44,6 @@ describe('the line rule', () => {
     expect(matcherLines(m, 'a\nb\naxb\n')).toEqual([2]);
   });
 });
-
-/** Line starts as the shard stores them (doc-text.ts): `\n` ends a line, a last line may lack it. */
-function lineStarts(text: Buffer): Uint32Array {
-  const starts: number[] = [];
-  for (let pos = 0; pos < text.byteLength; ) {
-    starts.push(pos);
-    const nl = text.indexOf(0x0a, pos);
-    pos = nl === -1 ? text.byteLength : nl + 1;
-  }
-  return Uint32Array.from(starts);
-}
 
 /** The lines a matcher reports; with `rebind`, the scan moves to a fresh copy of the text at every hit. */
 function matcherLines(m: LineMatcher, text: string, rebind = false): number[] {

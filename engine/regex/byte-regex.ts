@@ -32,7 +32,7 @@ import RE2 from 're2';
 import { groupRanges, negateRanges, normalizeRanges, type Ranges } from './char-class.js';
 import { utf8 } from './bytes.js';
 import { foldOrbit } from './fold.js';
-import { printRegex } from './print.js';
+import { printRegex, quantifier } from './print.js';
 import type { Assertion, Regex } from './syntax.js';
 
 /** A tree compiled for V8 (see the module comment). */
@@ -131,14 +131,6 @@ function atom(text: string, level: Level): string {
 /** Whether `text` is one class or one escaped byte (a quantifier applies to the whole of it). */
 function isSingleAtom(text: string): boolean {
   return /^(?:\[[^\]]*\]|\\x[0-9a-f]{2}|[A-Za-z0-9_])$/.test(text);
-}
-
-function quantifier(min: number, max: number): string {
-  if (min === 0 && max === -1) return '*';
-  if (min === 1 && max === -1) return '+';
-  if (min === 0 && max === 1) return '?';
-  if (max === -1) return `{${min},}`;
-  return min === max ? `{${min}}` : `{${min},${max}}`;
 }
 
 /** A byte string (code units below 0x100) as a pattern that matches exactly those bytes. */

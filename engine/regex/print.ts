@@ -67,7 +67,8 @@ const ASSERTIONS = {
   notWordBoundary: '\\B',
 } as const;
 
-function quantifier(min: number, max: number): string {
+/** A repeat's quantifier as RE2 and JavaScript both write it (`*`, `{2,5}`). */
+export function quantifier(min: number, max: number): string {
   if (min === 0 && max === -1) return '*';
   if (min === 1 && max === -1) return '+';
   if (min === 0 && max === 1) return '?';
