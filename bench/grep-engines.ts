@@ -48,12 +48,18 @@ function scan(pattern: string): { lines: number; ms: number; engine: string } {
   );
   let lines = 0;
   for (let i = 0; i < texts.length; ) {
-    i = guarded.run(i, (k) => {
-      let n = 0;
-      matcher.begin(texts[k].bytes, texts[k].starts);
-      while (matcher.next()) n += matcher.last - matcher.first + 1;
-      lines += n;
-    });
+    i = guarded.run(
+      i,
+      (k) => {
+        let n = 0;
+        matcher.begin(texts[k].bytes, texts[k].starts);
+        while (matcher.next()) n += matcher.last - matcher.first + 1;
+        return n;
+      },
+      (_k, n) => {
+        lines += n;
+      },
+    );
   }
   return { lines, ms: performance.now() - started, engine: guarded.engine };
 }

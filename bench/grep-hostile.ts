@@ -77,12 +77,18 @@ function scan(pattern: string, docs: Buffer[]): { ms: number; lines: number; eng
   );
   let lines = 0;
   for (let i = 0; i < docs.length; ) {
-    i = guarded.run(i, (k) => {
-      let n = 0;
-      matcher.begin(docs[k], starts[k]);
-      while (matcher.next()) n += matcher.last - matcher.first + 1;
-      lines += n;
-    });
+    i = guarded.run(
+      i,
+      (k) => {
+        let n = 0;
+        matcher.begin(docs[k], starts[k]);
+        while (matcher.next()) n += matcher.last - matcher.first + 1;
+        return n;
+      },
+      (_k, n) => {
+        lines += n;
+      },
+    );
   }
   return { ms: performance.now() - started, lines, engine: guarded.engine, stopped: scanCounts.stopped > stoppedBefore };
 }

@@ -115,14 +115,15 @@ export class GuardedScan {
   }
 
   /**
-   * Scans documents from index `from` on with `scanOne` (at least one, one batch at most) and
-   * returns the index after the last one scanned. `scanOne` must leave no trace of a document
-   * it did not finish: a V8 batch stopped by its limit is interrupted inside it.
+   * Scans documents from index `from` on (at least one, one batch at most) and returns the index
+   * after the last one scanned. `find(k)` searches document k and returns what it found; it may
+   * be interrupted midway when V8 reaches its limit, so it must change nothing outside itself.
+   * `keep(k, found)` takes each finished document's result, in order, outside the time limit.
    */
-  run(from: number, scanOne: (index: number) => void): number {
+  run<T>(from: number, find: (index: number) => T, keep: (index: number, found: T) => void): number {
     const mode = this.mode;
     if (mode === 're2') {
-      scanOne(from);
+      keep(from, find(from));
       scanCounts.re2++;
       return from + 1;
     }
@@ -130,14 +131,16 @@ export class GuardedScan {
     let end = from;
     let bytes = 0;
     while (end < this.docs.length && (end === from || bytes < most)) bytes += this.docs[end++].textBytes;
-    let next = from;
+    // One push a finished document: an interrupted batch has found exactly `results.length`.
+    const results: T[] = [];
     const batch = (): void => {
-      for (; next < end; next++) scanOne(next);
+      for (let k = from + results.length; k < end; k = from + results.length) results.push(find(k));
     };
     const started = performance.now();
     if (mode === 'try-re2') {
       batch();
-      scanCounts.re2 += end - from;
+      this.keepAll(from, results, keep);
+      scanCounts.re2 += results.length;
       this.re2Speed = ((performance.now() - started) * 1e6) / Math.max(1, bytes);
       this.mode = 'try-v8';
       return end;
@@ -151,24 +154,29 @@ export class GuardedScan {
     } finally {
       this.matcher.useV8(false);
     }
-    scanCounts.v8 += next - from;
     const ms = performance.now() - started;
+    this.keepAll(from, results, keep);
+    scanCounts.v8 += results.length;
+    let next = from + results.length;
+    if (!finished) scanCounts.stopped++;
     if (mode === 'try-v8') {
       this.mode = finished && ms < re2Ms ? 'v8' : 're2';
-      if (!finished) scanCounts.stopped++;
-      return finished ? end : next;
+      return next;
     }
     // Each batch past the trial must beat RE2's pace too: a batch slower than it counts as a
     // miss, one stopped at its limit as well (RE2 then searches the document it was in, and V8
     // goes on after it). MAX_MISSES of them and RE2 takes the rest.
     if (!finished || ms > re2Ms) this.misses++;
-    if (!finished) {
-      scanCounts.stopped++;
-      scanOne(next);
+    if (!finished && next < end) {
+      keep(next, find(next));
       scanCounts.re2++;
       next++;
     }
     if (this.misses >= MAX_MISSES) this.mode = 're2';
-    return finished ? end : next;
+    return next;
+  }
+
+  private keepAll<T>(from: number, results: readonly T[], keep: (index: number, found: T) => void): void {
+    for (let i = 0; i < results.length; i++) keep(from + i, results[i]);
   }
 }

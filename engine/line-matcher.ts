@@ -91,12 +91,13 @@ export class LineMatcher {
   last = 0;
 
   private readonly re: RE2;
-  /** Path 3's regex for V8 (engine/regex/byte-regex.ts), where the pattern has one; else null. */
-  private readonly byteRegex: ByteRegex | null;
+  /** Path 3's regex for V8 (engine/regex/byte-regex.ts, compiled at the first call), where path 3 serves; else null. */
+  private readonly byteRegex: (() => ByteRegex | null) | null;
   /** See `useV8`. */
   private v8 = false;
-  /** The current text read as Latin-1 while V8 searches it (path 3), else null. */
+  /** The current text read as Latin-1 while V8 searches it (path 3), and the regex; else null. */
   private view: string | null = null;
+  private v8Regex: RegExp | null = null;
   private readonly multiline: boolean;
   /** True for a pattern of literal alternatives (path 1): `finder` finds its matches. */
   private readonly literal: boolean;
@@ -150,16 +151,19 @@ export class LineMatcher {
     this.misses = 0;
     this.end = starts.length === 0 ? 0 : text.byteLength;
     this.finder?.begin(text);
-    const v8 = this.v8 ? this.byteRegex : null;
-    this.view =
-      v8 !== null && this.end > 0 && this.end <= MAX_V8_TEXT_BYTES && !(v8.anchors && text.includes(CARRIAGE_RETURN)) && isUtf8(text)
-        ? text.toString('latin1')
-        : null;
+    const v8 = this.v8 ? this.byteForm() : null;
+    const byV8 = v8 !== null && this.end > 0 && this.end <= MAX_V8_TEXT_BYTES && !(v8.anchors && text.includes(CARRIAGE_RETURN)) && isUtf8(text);
+    this.view = byV8 ? text.toString('latin1') : null;
+    this.v8Regex = byV8 ? v8.regex : null;
   }
 
   /** True when path 3 may take V8 (the pattern has a form for it, engine/regex/byte-regex.ts). */
   get hasV8Form(): boolean {
-    return this.byteRegex !== null;
+    return this.byteForm() !== null;
+  }
+
+  private byteForm(): ByteRegex | null {
+    return this.byteRegex === null ? null : this.byteRegex();
   }
 
   /**
@@ -185,7 +189,7 @@ export class LineMatcher {
   next(): boolean {
     if (this.multiline) return this.nextMultiline();
     if (this.finder === null) {
-      if (this.view !== null) return this.searchV8(this.byteRegex!.regex, this.view);
+      if (this.view !== null) return this.searchV8(this.v8Regex!, this.view);
       // RUN_STREAK hits in a row on consecutive lines: the lines are dense, take the next as a run.
       if (this.streak >= RUN_STREAK && this.runsSource !== null && this.nextRun()) return true;
       return this.search(0, this.end);

@@ -336,10 +336,9 @@ function* collectCounts(reader: ShardReader, p: GrepPlan, share: GrepShare): Gen
     let timedOut = false;
     const pace = new Pace(p.deadline);
     const scan = new GuardedScan(p.matcher, docs);
-    // Leaves no trace of a document it does not finish (GuardedScan may stop it midway).
-    const scanOne = (i: number): void => {
+    const find = (i: number): number => countMatchingLines(snapshot, docs[i], p.matcher);
+    const keep = (i: number, matching: number): void => {
       const meta = docs[i];
-      const matching = countMatchingLines(snapshot, meta, p.matcher);
       searched++;
       verifiedBytes += meta.textBytes;
       if (matching > 0) files.push({ path: meta.path, matchingLines: matching, totalLines: meta.lines });
@@ -351,7 +350,7 @@ function* collectCounts(reader: ShardReader, p: GrepPlan, share: GrepShare): Gen
         break;
       }
       if (step === 'beat') yield HEARTBEAT;
-      i = scan.run(i, scanOne);
+      i = scan.run(i, find, keep);
     }
     return { files, candidates: docs.length, searched, verifiedBytes, timedOut };
   } finally {
@@ -554,7 +553,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Gener
     const scan = new GuardedScan(matcher, docs);
     let found = new Map<number, number[]>();
     let foundUntil = 0; // documents before this one were batched (or left to the live path)
-    const findHits = (k: number): void => {
+    const findHits = (k: number): number[] => {
       const doc = docs[k];
       const hits: number[] = [];
       if (doc.lines > 0) {
@@ -562,6 +561,9 @@ function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Gener
         matcher.begin(value.subarray(0, doc.textBytes), lineStartsOf(value, doc.textBytes, doc.lines));
         while (matcher.next()) hits.push(matcher.first, matcher.last);
       }
+      return hits;
+    };
+    const keepHits = (k: number, hits: number[]): void => {
       found.set(k, hits);
     };
 
@@ -576,7 +578,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Gener
       if (step === 'beat') yield HEARTBEAT;
       if (d >= foundUntil && scan.batches) {
         found = new Map();
-        foundUntil = scan.run(d, findHits);
+        foundUntil = scan.run(d, findHits, keepHits);
       }
       searched++;
       verifiedBytes += doc.textBytes;

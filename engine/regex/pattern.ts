@@ -137,9 +137,10 @@ export interface CompiledPattern {
   readonly regex: RE2;
   /**
    * The same tree for V8 over text read as Latin-1 (byte-regex.ts), outside multiline mode when
-   * no match can meet `\n`; null when it is not printed or V8's linear engine refuses it.
+   * no match can meet `\n`; null when it is not printed. Compiled at the first call (a Unicode
+   * class costs RE2 a run over every code point), so a search that never tries V8 pays nothing.
    */
-  readonly byteRegex: ByteRegex | null;
+  readonly byteRegex: () => ByteRegex | null;
 }
 
 /**
@@ -157,8 +158,15 @@ export function compilePattern(pattern: string, options: PatternOptions = {}): C
   }
   const facts = analyzePattern(pattern, options);
   const same = facts.re2Source === pattern && facts.re2Flags === flags;
-  const byteRegex = facts.tree === null || facts.multiline || facts.canMatchNewline ? null : compileByteRegex(applyLineRule(facts.tree), facts.caseInsensitive);
-  return { facts, regex: same ? checked : new RE2(facts.re2Source, facts.re2Flags), byteRegex };
+  let byteRegex: ByteRegex | null | undefined;
+  const byteRegexOnce = (): ByteRegex | null => {
+    if (byteRegex === undefined) {
+      const tree = facts.tree;
+      byteRegex = tree === null || facts.multiline || facts.canMatchNewline ? null : compileByteRegex(applyLineRule(tree), facts.caseInsensitive);
+    }
+    return byteRegex;
+  };
+  return { facts, regex: same ? checked : new RE2(facts.re2Source, facts.re2Flags), byteRegex: byteRegexOnce };
 }
 
 /**
