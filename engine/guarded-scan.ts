@@ -95,13 +95,16 @@ export class GuardedScan {
     private readonly matcher: LineMatcher,
     private readonly docs: readonly { readonly textBytes: number }[],
   ) {
-    let total = 0;
-    for (const d of docs) total += d.textBytes;
-    if (!matcher.hasV8Form || policy === 'off') this.mode = 're2';
+    // `off` first: asking for the V8 form compiles it.
+    if (policy === 'off' || !matcher.hasV8Form) this.mode = 're2';
     else if (policy === 'always') {
       this.mode = 'v8';
       this.re2Speed = ASSUMED_RE2_SPEED;
-    } else this.mode = total >= MIN_BYTES ? 'try-re2' : 're2';
+    } else {
+      let total = 0;
+      for (const d of docs) total += d.textBytes;
+      this.mode = total >= MIN_BYTES ? 'try-re2' : 're2';
+    }
   }
 
   /** True while the scan goes by batches (a trial, or V8 chosen); false once RE2 goes alone, document by document. */
