@@ -64,7 +64,7 @@ interface Guard {
 let guard: Guard | null = null;
 
 /** Runs `batch` for at most `ms`; false when the limit (or V8's stack) stopped it. */
-function runWithin(batch: () => void, ms: number): boolean {
+export function runWithin(batch: () => void, ms: number): boolean {
   guard ??= { context: createContext({ batch: null }) as Guard['context'], script: new Script('batch()') };
   const { context, script } = guard;
   context.batch = batch;

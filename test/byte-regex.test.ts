@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import RE2 from 're2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GuardedScan, scanCounts, setV8Scans } from '../engine/guarded-scan.js';
+import { GuardedScan, runWithin, scanCounts, setV8Scans } from '../engine/guarded-scan.js';
 import { LineMatcher } from '../engine/line-matcher.js';
 import { compilePattern } from '../engine/regex/pattern.js';
 import { lineStarts } from './helpers/line-starts.js';
@@ -59,6 +59,7 @@ describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines 
     let printed = 0;
     let runs = 0;
     let searchedByV8 = 0;
+    let stopped = 0;
     fc.assert(
       fc.property(patterns, fc.boolean(), fc.boolean(), fc.array(texts, { minLength: 1, maxLength: 4 }), (pattern, folded, ci, bodies) => {
         const source = folded ? `(?i)${pattern}` : pattern;
@@ -74,7 +75,14 @@ describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines 
         const m = new LineMatcher(compiled);
         m.useV8(true);
         for (const text of bodies) {
-          const { lines, v8 } = matcherLines(m, text);
+          // V8 backtracks: a generated pattern may blow up on a generated text, and only a time
+          // limit stops a regex search (as in GuardedScan). Such a case is left out.
+          let found: { lines: number[]; v8: boolean } | null = null;
+          if (!runWithin(() => (found = matcherLines(m, text)), 500)) {
+            stopped++;
+            continue;
+          }
+          const { lines, v8 } = found!;
           expect(lines).toEqual(re2Lines(source, ci, text));
           if (v8) searchedByV8++;
         }
@@ -84,6 +92,7 @@ describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines 
     // Most generated patterns get a V8 form (not those with `\A`, `\z`, or `(?-m)^` that reads the text's edges).
     expect(printed).toBeGreaterThan(runs * 0.6);
     expect(searchedByV8).toBeGreaterThan(printed * 0.5);
+    expect(stopped).toBeLessThan(printed * 0.05);
   });
 
   it('searches a text with V8 unless it is not UTF-8, or the pattern has ^ or $ and the text holds \\r', () => {
