@@ -43,7 +43,7 @@ import { buildService } from '../service/script-args.js';
 import type { ClusterNode, ServiceCluster } from '../test/helpers/cluster.js';
 import { Backends, deploy } from './bench-cluster.js';
 import { cpuOf, cpuSince, postgresPids } from './cpu.js';
-import { call, uploadAll, waitReady, walk } from './lib.js';
+import { call, median, uploadAll, waitReady, walk } from './lib.js';
 
 const DEFAULT_CORPUS = '/var/tmp/agent-vfs-corpus/linux-source-6.1';
 const [corpusArg, filesArg, secondsArg, roundsArg] = process.argv.slice(2);
@@ -78,7 +78,6 @@ const MIX: Array<Record<string, string>> = [
 const CAT_PATH = `/v1/workspaces/${WORKSPACE}/cat?path=${encodeURIComponent(SMALL_PATH)}`;
 const grepPath = (query: Record<string, string>): string => `/v1/workspaces/${WORKSPACE}/grep?${new URLSearchParams(query)}`;
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const log = (line: string): void => void process.stderr.write(line + '\n');
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -11,10 +11,9 @@
  * time of each, their ratio, the engine the scan ended on, whether V8's batch was stopped at
  * its limit, and the matching lines (equal in both, or the run stops with an error).
  */
-import { GuardedScan, scanCounts, setV8Scans } from '../engine/guarded-scan.js';
-import { LineMatcher } from '../engine/line-matcher.js';
-import { compilePattern } from '../engine/regex/pattern.js';
-import { lineStarts } from '../test/helpers/line-starts.js';
+import { setV8Scans } from '../engine/guarded-scan.js';
+import { countScan, scanText } from './count-scan.js';
+import { median } from './lib.js';
 
 /** [pattern, the line (without its `\n`) repeated to 1 MiB's worth of line]. */
 const HOSTILE: ReadonlyArray<readonly [string, string]> = [
@@ -65,39 +64,6 @@ function hostileLine(spec: string): string {
   return unit.repeat(Math.floor((MIB - tail.length) / unit.length)) + tail;
 }
 
-/** Counts matching lines of `docs` as grep's count mode does; the engine the scan ended on. */
-function scan(pattern: string, docs: Buffer[]): { ms: number; lines: number; engine: string; stopped: boolean } {
-  const matcher = new LineMatcher(compilePattern(pattern));
-  const starts = docs.map(lineStarts);
-  const stoppedBefore = scanCounts.stopped;
-  const started = performance.now();
-  const guarded = new GuardedScan(
-    matcher,
-    docs.map((d) => ({ textBytes: d.byteLength })),
-  );
-  let lines = 0;
-  for (let i = 0; i < docs.length; ) {
-    i = guarded.run(
-      i,
-      (k) => {
-        let n = 0;
-        matcher.begin(docs[k], starts[k]);
-        while (matcher.next()) n += matcher.last - matcher.first + 1;
-        return n;
-      },
-      (_k, n) => {
-        lines += n;
-      },
-    );
-  }
-  return { ms: performance.now() - started, lines, engine: guarded.engine, stopped: scanCounts.stopped > stoppedBefore };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
 const mib = option('mib', 5);
 const runs = option('runs', 3);
 console.log(`node --import tsx bench/grep-hostile.ts --mib=${mib} --runs=${runs}  # Node.js ${process.version}\n`);
@@ -106,15 +72,15 @@ console.log('|---|---|---|---|---|---|---|');
 for (const [pattern, spec] of HOSTILE) {
   const line = hostileLine(spec);
   // Each line its own document (a text of one 1 MiB line).
-  const docs = Array.from({ length: mib }, () => Buffer.from(`${line}\n`, 'latin1'));
+  const docs = Array.from({ length: mib }, () => scanText(Buffer.from(`${line}\n`, 'latin1')));
   const re2: number[] = [];
   const v8: number[] = [];
-  let last: ReturnType<typeof scan> | null = null;
+  let last: ReturnType<typeof countScan> | null = null;
   for (let r = 0; r < runs; r++) {
     setV8Scans('off');
-    const a = scan(pattern, docs);
+    const a = countScan(pattern, docs);
     setV8Scans('on');
-    const b = scan(pattern, docs);
+    const b = countScan(pattern, docs);
     if (a.lines !== b.lines) throw new Error(`${pattern}: ${a.lines} lines with RE2, ${b.lines} trying V8`);
     re2.push(a.ms);
     v8.push(b.ms);

@@ -151,6 +151,11 @@ function callOnce(
   });
 }
 
+/** The middle value of `xs` (the upper one of the two middles for an even count). */
+export function median(xs: readonly number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+}
+
 /** Every regular file under `dir` (symbolic links skipped), as [absolute path, path relative to dir]. */
 export async function walk(dir: string): Promise<Array<[string, string]>> {
   const out: Array<[string, string]> = [];

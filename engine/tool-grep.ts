@@ -300,11 +300,16 @@ interface SplitDocs {
   shares: GrepShare[];
 }
 
+/** Reads a document's text (a view valid until the next read) and starts `matcher` on it. */
+function beginDocument(snapshot: ShardSnapshot, meta: DocMeta, matcher: LineMatcher): void {
+  const value = snapshot.docValue(meta);
+  matcher.begin(value.subarray(0, meta.textBytes), lineStartsOf(value, meta.textBytes, meta.lines));
+}
+
 /** Matching lines of one document (reads its text; nothing is kept). */
 function countMatchingLines(snapshot: ShardSnapshot, meta: DocMeta, matcher: LineMatcher): number {
   if (meta.lines === 0) return 0;
-  const value = snapshot.docValue(meta);
-  matcher.begin(value.subarray(0, meta.textBytes), lineStartsOf(value, meta.textBytes, meta.lines));
+  beginDocument(snapshot, meta, matcher);
   let count = 0;
   let covered = -1; // last line counted (multiline hits may overlap)
   while (matcher.next()) {
@@ -557,8 +562,7 @@ function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Gener
       const doc = docs[k];
       const hits: number[] = [];
       if (doc.lines > 0) {
-        const value = snapshot.docValue(doc);
-        matcher.begin(value.subarray(0, doc.textBytes), lineStartsOf(value, doc.textBytes, doc.lines));
+        beginDocument(snapshot, doc, matcher);
         while (matcher.next()) hits.push(matcher.first, matcher.last);
       }
       return hits;

@@ -1,21 +1,13 @@
 import fc from 'fast-check';
-import RE2 from 're2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GuardedScan, runWithin, scanCounts, setV8Scans } from '../engine/guarded-scan.js';
 import { LineMatcher } from '../engine/line-matcher.js';
 import { compilePattern } from '../engine/regex/pattern.js';
-import { lineStarts } from './helpers/line-starts.js';
+import { lineStarts, re2LineMatches } from './helpers/line-starts.js';
 
 /** The reference: RE2 on each line alone, as ripgrep matches. */
 function re2Lines(pattern: string, caseInsensitive: boolean, text: Buffer): number[] {
-  const re = new RE2(pattern, caseInsensitive ? 'mi' : 'm');
-  const starts = lineStarts(text);
-  const out: number[] = [];
-  for (let i = 0; i < starts.length; i++) {
-    const end = i + 1 < starts.length ? starts[i + 1] - 1 : text[text.byteLength - 1] === 0x0a ? text.byteLength - 1 : text.byteLength;
-    if (re.test(text.subarray(starts[i], end))) out.push(i);
-  }
-  return out;
+  return re2LineMatches(pattern, caseInsensitive ? 'mi' : 'm', text);
 }
 
 /** The lines a matcher reports over a whole text, and whether V8 searched it (`allowV8` false: as the caller left it). */

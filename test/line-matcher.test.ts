@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import RE2 from 're2';
 import { LineMatcher } from '../engine/line-matcher.js';
 import { compilePattern, type PatternOptions } from '../engine/regex/pattern.js';
-import { lineStarts } from './helpers/line-starts.js';
+import { lineStarts, re2LineMatches } from './helpers/line-starts.js';
 
 type LineMatcherOptions = PatternOptions;
 
@@ -63,15 +62,7 @@ function matcherLines(m: LineMatcher, text: string, rebind = false): number[] {
 
 /** The reference: RE2 on each line alone, as ripgrep matches (flags: `mi` for -i). */
 function referenceLines(pattern: string, text: string, flags = 'm'): number[] {
-  const re = new RE2(pattern, flags);
-  const buf = Buffer.from(text);
-  const starts = lineStarts(buf);
-  const out: number[] = [];
-  for (let i = 0; i < starts.length; i++) {
-    const end = i + 1 < starts.length ? starts[i + 1] - 1 : buf[buf.byteLength - 1] === 0x0a ? buf.byteLength - 1 : buf.byteLength;
-    if (re.test(buf.subarray(starts[i], end))) out.push(i);
-  }
-  return out;
+  return re2LineMatches(pattern, flags, Buffer.from(text));
 }
 
 /** Property: on texts made of random `tokens`, each pattern's matcher reports the reference lines. */
