@@ -33,6 +33,7 @@ import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
 import { ingestQueueStats } from '../db/ingest-jobs.js';
 import { provisionDatabase } from '../db/provision.js';
+import { ServingLock } from '../db/serving-lock.js';
 import { openReaderCount } from '../engine/index.js';
 import { BlobStore } from '../ingest/blob-store.js';
 import { restoreMissingShards, SNAPSHOTS } from '../ingest/shards/snapshots.js';
@@ -150,6 +151,9 @@ async function startParts(
 ): Promise<Service> {
   const db = new Database(targets, (error) => log.error('database connection lost', error));
   made.push(() => db.close());
+  // One database, one mode: a process without cluster mode serves it alone (serving-lock.ts).
+  const serving = await ServingLock.take(targets.app, config.cluster !== null, (message, error) => log.error(message, error));
+  made.push(() => serving.release());
   // A damaged shard crashes the process that opens it: those are deleted (to be rebuilt) before
   // the ingest thread or the read pool may open one. The probe runs in a child process, while
   // the rest of the start goes on.

@@ -20,8 +20,9 @@ const LEASED_RATE = 100;
 /** How long a burst lasts. */
 const BURST_MS = 3000;
 
-/** Three services on one new database, each with its own data directory. */
-async function startNodes(env: Record<string, string>): Promise<TestService[]> {
+/** Three cluster nodes on one new database, each with its own data directory. */
+async function startNodes(limits: Record<string, string>): Promise<TestService[]> {
+  const env = { VFS_CLUSTER: 'on', ...limits };
   const first = await startTestService(env, { realLimits: true });
   const others = await Promise.all([1, 2].map(() => startTestService(env, { realLimits: true, database: first })));
   return [first, ...others];

@@ -386,6 +386,29 @@ describe('three nodes on one database and one object store', () => {
   });
 });
 
+describe('one database, one mode (db/serving-lock.ts)', () => {
+  it('refuses a cluster node beside a process without cluster mode, and that process beside cluster nodes, each naming VFS_CLUSTER', {
+    timeout: 120_000,
+  }, async () => {
+    if (!S3) throw new Error("run with VFS_TEST_STORAGE=s3 (npm run test:cluster): cluster nodes need the run's Swift cluster");
+    const mixed = await ServiceCluster.create(inject('pgSuperuser'), inject('swift'), `vfs_mixed_${randomBytes(5).toString('hex')}`, {});
+    try {
+      const alone = await mixed.add({ VFS_CLUSTER: 'off' });
+      await expect(mixed.add({ VFS_CLUSTER: 'on' })).rejects.toThrow(/serves this database without cluster mode \(VFS_CLUSTER=off\)/);
+      await expect(mixed.add({ VFS_CLUSTER: 'off' })).rejects.toThrow(/another process already serves this database; .* VFS_CLUSTER=on/);
+      expect((await mixed.api(alone, 'GET', '/v1/workspaces')).status).toBe(200);
+
+      // Once it has stopped, cluster nodes start, and then a process without cluster mode is refused.
+      expect(await mixed.signal(alone, 'SIGTERM')).toBe(0);
+      const nodes = [await mixed.add({ VFS_CLUSTER: 'on' }), await mixed.add({ VFS_CLUSTER: 'on' })];
+      await expect(mixed.add({ VFS_CLUSTER: 'off' })).rejects.toThrow(/cluster nodes \(VFS_CLUSTER=on\) serve this database/);
+      for (const node of nodes) expect((await mixed.api(node, 'GET', '/v1/workspaces')).status).toBe(200);
+    } finally {
+      await mixed.stop();
+    }
+  });
+});
+
 describe('warm nodes by rendezvous hashing', () => {
   it('a fourth node takes about a quarter of the warm copies, and only from the others', () => {
     const ids = Array.from({ length: 4000 }, (_, i) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`);

@@ -26,6 +26,8 @@ export interface TestService {
   targets: DatabaseTargets;
   names: { database: string; ownerRole: string; appRole: string };
   dataDir: string;
+  /** The environment naming its object store (none on the local directory); a node on its database shares it. */
+  storage: Record<string, string>;
   /** The service's configuration. */
   config: Readonly<Config>;
   /** A client as the cluster's superuser, for catalog checks and fault injection. */
@@ -61,7 +63,7 @@ export interface Reply {
 export interface TestServiceOptions {
   /** Keep the plans' and the environment's rate limits (else lifted). */
   realLimits?: boolean;
-  /** Run as another node on this service's database (its own data directory, the same accounts and key). */
+  /** Run as another node on this service's database and object store (its own data directory, the same accounts and key). */
   database?: TestService;
 }
 
@@ -77,10 +79,11 @@ export async function startTestService(env: Record<string, string> = {}, options
   const names = shared?.names ?? { database: `t_${id}`, ownerRole: `t_${id}_owner`, appRole: `t_${id}_app` };
   const targets = shared?.targets ?? (await provisionDatabase(superuserAddress, names));
   const dataDir = await mkdtemp(join(tmpdir(), 'vfs-test-data-'));
+  const storage = shared?.storage ?? testStorage(id);
   const lifted = options.realLimits === true ? {} : { VFS_AUTH_FAILURES: '1000000', VFS_MANAGEMENT_RATE: '1000000' };
   // VFS_HTTP=native runs the suite on a native uWebSockets.js build (where one loads).
   const http = process.env.VFS_HTTP === undefined ? {} : { VFS_HTTP: process.env.VFS_HTTP };
-  const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...lifted, ...http, ...testStorage(id), ...env });
+  const config: Readonly<Config> = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...lifted, ...http, ...storage, ...env });
   // The service's errors go to stderr as JSON lines with VFS_TEST_LOG=1 (a 500 in a test logs its cause there).
   const quiet = createLogger(process.env.VFS_TEST_LOG === '1' ? 'error' : 'silent');
   const service = await startWithDatabase(config, quiet, targets, names.appRole).catch(async (error: unknown) => {
@@ -112,6 +115,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     targets,
     names,
     dataDir,
+    storage,
     config,
     superuser: async () => {
       const client = new pg.Client({ ...superuserAddress, database: names.database });
