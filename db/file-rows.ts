@@ -14,10 +14,13 @@ export interface JobFile {
   visibility: string[] | null;
   sizeBytes: number;
   updatedAt: number;
+  /** True when the file's text is its original byte for byte (nothing kept beside it); false or null: a kept text. */
+  textIsOriginal: boolean | null;
 }
 
 /** The columns of a file row that make a JobFile (fileRow), as a query names them on `files f`. */
-export const FILE_ROW_COLUMNS = 'f.workspace_id, f.path, f.generation, f.blob_sha256, f.content_type, f.visibility, f.size_bytes, f.updated_at';
+export const FILE_ROW_COLUMNS =
+  'f.workspace_id, f.path, f.generation, f.blob_sha256, f.content_type, f.visibility, f.size_bytes, f.updated_at, f.text_is_original';
 
 /** A file row as FILE_ROW_COLUMNS selects it. */
 export interface FileRow {
@@ -29,6 +32,7 @@ export interface FileRow {
   visibility: string[] | null;
   size_bytes: string;
   updated_at: Date;
+  text_is_original: boolean | null;
 }
 
 /** A file row as the ingest and the shard copies use it. */
@@ -42,5 +46,6 @@ export function fileRow(r: FileRow): JobFile {
     visibility: r.visibility,
     sizeBytes: Number(r.size_bytes),
     updatedAt: r.updated_at.getTime(),
+    textIsOriginal: r.text_is_original,
   };
 }

@@ -142,7 +142,7 @@ export async function recordUploads(
        SELECT ws, $7, path, 'pending', size, content_type, string_to_array(visibility, ','), blob FROM u
        ON CONFLICT (workspace_id, path) DO UPDATE SET status = 'pending', size_bytes = excluded.size_bytes,
          content_type = excluded.content_type, visibility = excluded.visibility, blob_sha256 = excluded.blob_sha256,
-         generation = nextval('file_generations'), error_detail = NULL, updated_at = now()
+         generation = nextval('file_generations'), error_detail = NULL, text_is_original = NULL, updated_at = now()
        RETURNING workspace_id, path, generation)
      INSERT INTO ingest_jobs (account_id, workspace_id, path, generation) SELECT $7, workspace_id, path, generation FROM f
      ON CONFLICT (workspace_id, path) DO UPDATE SET generation = excluded.generation, attempts = 0,

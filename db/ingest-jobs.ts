@@ -23,7 +23,7 @@ export interface Job {
 
 /** How a job ended. */
 export type Outcome =
-  | { job: Job; kind: 'ready' }
+  | { job: Job; kind: 'ready'; textIsOriginal: boolean }
   | { job: Job; kind: 'error'; detail: string }
   | { job: Job; kind: 'retry'; detail: string; delaySeconds: number };
 
@@ -47,14 +47,30 @@ export async function claimJobs(db: Database, max: number, leaseSeconds: number)
   }));
 }
 
+/**
+ * What the account already knows of a file's bytes: `original` (the file itself, ingested before
+ * and re-queued since, or another ready file holds them, and its text is the original itself),
+ * `kept` (the same, with its text kept beside the original) or `none`.
+ */
+export type KnownText = 'none' | 'original' | 'kept';
+
+/** A job's file, and what the account knows of its bytes. */
+export interface IngestFile extends JobFile {
+  knownText: KnownText;
+}
+
 /** The current rows of the jobs' files (one account's jobs); a job whose file is gone has no entry. */
-export async function jobFiles(tx: Tx, jobs: Job[]): Promise<Map<string, JobFile>> {
-  const { rows } = await tx.query<FileRow>(
-    `SELECT ${FILE_ROW_COLUMNS}
+export async function jobFiles(tx: Tx, jobs: Job[]): Promise<Map<string, IngestFile>> {
+  const { rows } = await tx.query<FileRow & { known_text: KnownText }>(
+    `SELECT ${FILE_ROW_COLUMNS},
+            CASE WHEN f.text_is_original IS NOT NULL THEN CASE WHEN f.text_is_original THEN 'original' ELSE 'kept' END
+                 ELSE coalesce((SELECT CASE WHEN g.text_is_original THEN 'original' ELSE 'kept' END FROM files g
+                                 WHERE g.account_id = f.account_id AND g.blob_sha256 = f.blob_sha256 AND g.status = 'ready'
+                                 ORDER BY g.text_is_original DESC LIMIT 1), 'none') END AS known_text
        FROM files f JOIN unnest($1::uuid[], $2::text[]) AS j(ws, path) ON f.workspace_id = j.ws AND f.path = j.path`,
     [jobs.map((j) => j.workspaceId), jobs.map((j) => j.path)],
   );
-  return new Map(rows.map((r) => [jobKey(r.workspace_id, r.path), fileRow(r)]));
+  return new Map(rows.map((r) => [jobKey(r.workspace_id, r.path), { ...fileRow(r), knownText: r.known_text }]));
 }
 
 /** Key of a job's file in the map `jobFiles` returns. */
@@ -86,9 +102,9 @@ export async function finishJobs(tx: Tx, outcomes: Outcome[]): Promise<Job[]> {
     const exists = new Set(present.rows.map((r) => jobKey(r.workspace_id, r.path)));
     for (const o of done) if (o.kind === 'ready' && !exists.has(jobKey(o.job.workspaceId, o.job.path))) gone.push(o.job);
     const { rows } = await tx.query<{ workspace_id: string; n: string; ready: string[] }>(
-      `WITH o AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS o(ws, path, gen, status, detail)),
+      `WITH o AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bool[]) AS o(ws, path, gen, status, detail, original)),
             changed AS (
-              UPDATE files f SET status = o.status, error_detail = o.detail FROM o
+              UPDATE files f SET status = o.status, error_detail = o.detail, text_is_original = o.original FROM o
                WHERE f.workspace_id = o.ws AND f.path = o.path AND f.generation = o.gen
               RETURNING f.workspace_id, f.path, f.status),
             dequeued AS (
@@ -100,6 +116,7 @@ export async function finishJobs(tx: Tx, outcomes: Outcome[]): Promise<Job[]> {
         done.map((o) => o.job.generation),
         done.map((o) => o.kind),
         done.map((o) => (o.kind === 'error' ? o.detail : null)),
+        done.map((o) => (o.kind === 'ready' ? o.textIsOriginal : null)),
       ],
     );
     // Errors move the version (the listing changed) but not what a shard holds: only ready paths are logged.

@@ -11,10 +11,17 @@
  * Beside each blob the store keeps the text extracted from it (`text/<extractor version>/<account
  * id>/<sha256[0:2]>/<sha256>`): the same bytes are extracted once per extractor version, and a
  * lost shard is rebuilt from the texts without extracting anything again. A text goes with its
- * blob; texts of another extractor version are swept.
+ * blob; texts of another extractor version are swept. A text that is its original byte for byte
+ * (most text files) is not kept: the original is its text (files.text_is_original).
+ *
+ * With `handOff` (an S3 store and one node), `publish` leaves a second name of the sealed temp file
+ * in the temp directory (`handoff-<account id>-<sha256>`, a hard link), and the ingest of that
+ * node takes it (`open`) instead of fetching the original back from the store. One taker gets
+ * it; an upload ingested later, or elsewhere, fetches from the store, and a hand-off nobody
+ * took goes with the temp files (an hour untouched, or the next start).
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, utimes, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LocalCopy, ObjectStore } from '../storage/object-store.js';
 import { EXTRACTOR_VERSION } from './extract/version.js';
@@ -52,7 +59,20 @@ export class BlobUpload {
   /** Stores the sealed blob in the account's part of the object store (durably); an identical blob already there is kept. */
   async publish(accountId: string): Promise<string> {
     if (this.sha === null) throw new Error('publish before seal');
-    await this.store.objects.putFile(blobKey(accountId, this.sha), this.tempPath);
+    // EEXIST: an upload of the same bytes has left its hand-off, which serves as well.
+    const handOff = this.store.handOff ? this.store.handOffPath(accountId, this.sha) : null;
+    const linked =
+      handOff !== null &&
+      (await link(this.tempPath, handOff).then(
+        () => true,
+        () => false,
+      ));
+    try {
+      await this.store.objects.putFile(blobKey(accountId, this.sha), this.tempPath);
+    } catch (error) {
+      if (linked) await rm(handOff, { force: true });
+      throw error;
+    }
     return this.sha;
   }
 
@@ -82,8 +102,15 @@ export class BlobStore {
     root: string,
     /** Where blobs are kept. */
     readonly objects: ObjectStore,
+    /** Leave each published upload for this node's ingest to take (see above). */
+    readonly handOff = false,
   ) {
     this.tmp = join(root, 'tmp');
+  }
+
+  /** Where a published upload waits for this node's ingest. */
+  handOffPath(accountId: string, sha: string): string {
+    return join(this.tmp, `handoff-${accountId}-${sha}`);
   }
 
   /** Creates the temp directory and the store's directory or bucket. */
@@ -102,9 +129,43 @@ export class BlobStore {
     return new BlobUpload(this, await open(tempPath, 'wx', 0o600), tempPath);
   }
 
-  /** A local file holding an account's blob, to read until released; null when it is not stored. */
-  open(accountId: string, sha: string): Promise<LocalCopy | null> {
+  /**
+   * A local file holding an account's blob, to read until released: the upload's own hand-off
+   * when this node received it and nobody took it yet, else the stored object; null when it is
+   * not stored.
+   */
+  async open(accountId: string, sha: string): Promise<LocalCopy | null> {
+    const taken = join(this.tmp, randomBytes(12).toString('hex'));
+    try {
+      // One taker: a rename succeeds once. Touched, so the temp sweep (by age) leaves it while read.
+      await rename(this.handOffPath(accountId, sha), taken);
+      const now = new Date();
+      await utimes(taken, now, now);
+      return { path: taken, temporary: true, release: () => rm(taken, { force: true }) };
+    } catch {
+      // None waiting (the usual ENOENT), or swept as it was taken: the store has it.
+    }
     return this.objects.getFile(blobKey(accountId, sha), this.tmp);
+  }
+
+  /** Drops the upload's hand-off, if this node has one waiting: its text was found kept. */
+  async dropHandOff(accountId: string, sha: string): Promise<void> {
+    await rm(this.handOffPath(accountId, sha), { force: true });
+  }
+
+  /**
+   * The text of an account's blob as a shard holds it: the original itself when `isOriginal`,
+   * else the text kept beside it; null when that is not stored.
+   */
+  async text(accountId: string, sha: string, isOriginal: boolean | null): Promise<Buffer | null> {
+    if (isOriginal !== true) return this.cachedText(accountId, sha);
+    const copy = await this.open(accountId, sha);
+    if (copy === null) return null;
+    try {
+      return await readFile(copy.path);
+    } finally {
+      await copy.release();
+    }
   }
 
   /** The text this extractor version extracted from the blob before, or null when it was never kept. */

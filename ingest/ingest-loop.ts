@@ -5,9 +5,9 @@
  * one; writes happen strictly in claim order, so a newer generation of a path
  * always lands in the shard after an older one.
  */
+import { readFile } from 'node:fs/promises';
 import type { Database } from '../db/database.js';
-import type { JobFile } from '../db/file-rows.js';
-import { type Job, type Outcome, claimJobs, finishJobs, jobFiles, jobKey, lastJobError } from '../db/ingest-jobs.js';
+import { type IngestFile, type Job, type Outcome, claimJobs, finishJobs, jobFiles, jobKey, lastJobError } from '../db/ingest-jobs.js';
 import type { BlobStore } from './blob-store.js';
 import type { LocalCopy } from '../storage/object-store.js';
 import type { ExtractResult } from './extract/types.js';
@@ -46,7 +46,7 @@ const CAPPED_ATTEMPTS = 2;
 
 interface Extracted {
   job: Job;
-  file: JobFile;
+  file: IngestFile;
   result: ExtractResult;
 }
 
@@ -189,15 +189,21 @@ export class IngestLoop {
   }
 
   /**
-   * One job's text: the one kept from an earlier extraction of the same bytes (by this extractor
-   * version), else extracted from a local copy of the blob and kept. A store out of reach is a
-   * retryable failure.
+   * One job's text. Bytes the account already holds as a ready file's: their text as kept, or
+   * the bytes themselves when that file's text is its original. Else extracted from a local copy
+   * of the blob (this node's upload itself when it can take it), and kept unless it is the
+   * original byte for byte. A store out of reach is a retryable failure.
    */
-  private async extractOne(job: Job, file: JobFile): Promise<Extracted> {
+  private async extractOne(job: Job, file: IngestFile): Promise<Extracted> {
     let copy: LocalCopy | null;
     try {
-      const kept = await this.blobs.cachedText(job.accountId, file.blobSha256);
-      if (kept !== null) return { job, file, result: { ok: true, text: kept, kind: 'text' } };
+      if (file.knownText === 'kept') {
+        const kept = await this.blobs.cachedText(job.accountId, file.blobSha256);
+        if (kept !== null) {
+          await this.blobs.dropHandOff(job.accountId, file.blobSha256);
+          return { job, file, result: { ok: true, text: kept, kind: 'text' } };
+        }
+      }
       copy = await this.blobs.open(job.accountId, file.blobSha256);
     } catch (error) {
       return { job, file, result: { ok: false, error: `the object store is unavailable: ${errorMessage(error)}`, retryable: true } };
@@ -206,13 +212,16 @@ export class IngestLoop {
     const started = performance.now();
     let result: ExtractResult;
     try {
+      if (file.knownText === 'original') return { job, file, result: { ok: true, text: await readFile(copy.path), kind: 'text', original: true } };
       result = await this.pool.extract(copy.path, file.contentType, file.path);
+    } catch (error) {
+      return { job, file, result: { ok: false, error: `reading the original failed: ${errorMessage(error)}`, retryable: true } };
     } finally {
       await copy.release();
     }
     const outcome = result.ok ? 'ok' : result.capped === true ? 'capped' : 'error';
     this.onExtracted?.(extractedType(file.path, result), outcome, (performance.now() - started) / 1000);
-    if (result.ok) {
+    if (result.ok && result.original !== true) {
       // Without the kept text the file is still indexed; the next rebuild extracts it again.
       await this.blobs
         .keepText(job.accountId, file.blobSha256, result.text)
@@ -230,7 +239,7 @@ export class IngestLoop {
         if (result.ok) {
           // Same blob, same text: a job run twice (or a re-upload of identical bytes) re-indexes nothing.
           docs.push(shardDoc(file, result.text));
-          outcomes.push({ job, kind: 'ready' });
+          outcomes.push({ job, kind: 'ready', textIsOriginal: result.original === true });
         } else if (result.retryable && job.attempts < (result.capped === true ? CAPPED_ATTEMPTS : this.options.maxAttempts)) {
           // A capped file is tried again at once, so that one built to hang ends within about two caps.
           outcomes.push({ job, kind: 'retry', detail: result.error, delaySeconds: result.capped === true ? 0 : Math.min(60, 2 ** job.attempts) });

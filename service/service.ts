@@ -172,7 +172,8 @@ async function startParts(
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
   const auth = new Authenticator(db, config.authCacheMs);
 
-  const blobs = new BlobStore(join(config.dataDir, 'blobs'), objects);
+  // On an S3 store and one node, this node's ingest takes each upload's own file (blob-store.ts).
+  const blobs = new BlobStore(join(config.dataDir, 'blobs'), objects, config.storage.kind === 's3' && config.cluster === null);
   await blobs.init();
   log.info(`originals are kept in ${objects.location}`);
   // One service per data directory (data-lock.ts): every temp file left now is an upload of a

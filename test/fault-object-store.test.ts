@@ -62,8 +62,8 @@ describe('originals in an S3 bucket', () => {
     await settled(t, 'other');
     const stored = await keys();
     expect(stored.filter((k) => k.startsWith('svc/blobs/') && k.endsWith(`/${sha256('same bytes\n')}`))).toHaveLength(1);
-    // The extracted text is kept beside the blob, under the extractor's version.
-    expect(stored.filter((k) => k.startsWith('svc/text/1/') && k.endsWith(`/${sha256('same bytes\n')}`))).toHaveLength(1);
+    // A text file is its own text: nothing is kept beside it (a PDF's text is: kept-texts.test.ts).
+    expect(stored.filter((k) => k.startsWith('svc/text/'))).toEqual([]);
     expect(
       stored.some((k) => new RegExp(`^svc/blobs/[0-9a-f-]{36}/${sha256('the needle is here\n').slice(0, 2)}/${sha256('the needle is here\n')}$`).test(k)),
     ).toBe(true);

@@ -154,8 +154,9 @@ describe('shard loss', () => {
 
   it('restores a lost shard from its snapshot in the object store plus the changes since, extracting nothing', { timeout: 120_000 }, async () => {
     await svc?.dispose();
-    // A snapshot once ingest goes idle after 30 changes: the first 31 files make one, the next 3 changes do not.
-    svc = await FaultService.create({ VFS_METRICS_PORT: '0', VFS_SNAPSHOT_CHANGES: '30' });
+    // A snapshot once ingest goes idle after 31 changes: the first 31 files make one (in whatever
+    // batches ingest takes them; idle after 30 would leave one out), the next 3 changes do not.
+    svc = await FaultService.create({ VFS_METRICS_PORT: '0', VFS_SNAPSHOT_CHANGES: '31' });
     await svc.start();
     expect((await svc.api('POST', '/v1/workspaces', JSON.stringify({ name: 'ws' }))).status).toBe(201);
     for (let i = 0; i < 30; i++) {

@@ -1,13 +1,15 @@
 /**
  * Texts kept in the object store: the same bytes are extracted once per account and extractor
- * version, whichever workspace or path they are uploaded to, and read back the same; a sweep
- * removes a text with its blob and every text of another extractor version. Runs on whichever
- * store the run uses (the local directory, or Swift's S3 API in npm test's third pass).
+ * version, whichever workspace or path they are uploaded to, and read back the same; a text file
+ * is its own text, and nothing is kept for it; a sweep removes a text with its blob and every
+ * text of another extractor version. And an upload handed to the ingest of the node that received
+ * it. Runs on whichever store the run uses (the local directory, or Swift's S3 API in npm test's
+ * third pass).
  */
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { BlobStore } from '../ingest/blob-store.js';
 import { sweepBlobs } from '../ingest/uploads.js';
 import { openObjectStore } from '../storage/open-store.js';
@@ -22,6 +24,8 @@ beforeAll(async () => {
 afterAll(async () => t?.stop());
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+/** A text whose extraction drops its byte order mark. */
+const GONE = '\ufeffa text to lose\n';
 
 /** Extractions by file type since the service started. */
 async function extractions(type: string): Promise<number> {
@@ -52,6 +56,39 @@ describe('kept texts', () => {
     expect(await extractions('pdf')).toBe(2);
   });
 
+  it('a text file is its own text: nothing is kept beside it, and the same bytes again are read, not extracted', async () => {
+    const body = 'a plain text file is its own text\n';
+    const extracted = await extractions('text');
+    expect((await put(t, 'one', 'plain.txt', body)).status).toBe(202);
+    await settled(t, 'one');
+    expect(await extractions('text')).toBe(extracted + 1);
+    expect((await put(t, 'two', 'plain-again.txt', body)).status).toBe(202);
+    await settled(t, 'two');
+    expect(await extractions('text')).toBe(extracted + 1);
+    for (const [ws, path] of [
+      ['one', '/plain.txt'],
+      ['two', '/plain-again.txt'],
+    ]) {
+      expect((await t.call('GET', `/v1/workspaces/${ws}/grep?pattern=its own&output_mode=content`)).text).toBe(`${path}:1:${body}`);
+    }
+    const objects = openObjectStore(t.config.storage);
+    try {
+      for await (const { key } of objects.list('text/')) expect(key.endsWith(sha256(body))).toBe(false);
+    } finally {
+      objects.close();
+    }
+    const su = await t.superuser();
+    try {
+      const { rows } = await su.query('SELECT path, text_is_original FROM files WHERE path = ANY($1) ORDER BY path', [['/plain-again.txt', '/plain.txt']]);
+      expect(rows).toEqual([
+        { path: '/plain-again.txt', text_is_original: true },
+        { path: '/plain.txt', text_is_original: true },
+      ]);
+    } finally {
+      await su.end();
+    }
+  });
+
   it('the sweep removes a text whose blob no file references, and texts of another extractor version', async () => {
     const objects = openObjectStore(t.config.storage);
     const texts = async (): Promise<string[]> => {
@@ -59,7 +96,8 @@ describe('kept texts', () => {
       for await (const { key } of objects.list('text/')) keys.push(key);
       return keys.sort();
     };
-    expect((await put(t, 'one', 'gone.txt', 'a text to lose\n')).status).toBe(202);
+    // With a byte order mark, which the text drops, so it is kept.
+    expect((await put(t, 'one', 'gone.txt', GONE)).status).toBe(202);
     await settled(t, 'one');
     const withGone = await texts();
     try {
@@ -74,7 +112,7 @@ describe('kept texts', () => {
       expect((await t.call('DELETE', '/v1/workspaces/one/files/gone.txt')).status).toBe(204);
       expect(await texts()).toHaveLength(withGone.length + 1); // the deleted file's text went with its blob
       expect(await sweepBlobs(t.service.db, new BlobStore(join(t.dataDir, 'blobs'), objects), 3600_000)).toBe(2);
-      expect(await texts()).toEqual(withGone.filter((k) => !k.endsWith(sha256('a text to lose\n'))));
+      expect(await texts()).toEqual(withGone.filter((k) => !k.endsWith(sha256(GONE))));
       expect(await t.call('GET', '/v1/workspaces/one/cat?path=/report.pdf').then((r) => r.status)).toBe(200);
     } finally {
       objects.close();
@@ -108,6 +146,37 @@ describe('kept texts', () => {
       expect(await snapshots()).toEqual([]);
     } finally {
       objects.close();
+    }
+  });
+});
+
+describe('an upload handed to the ingest of the node that received it (BlobStore handOff)', () => {
+  it('is taken once, from the temp directory, and then read from the store', async () => {
+    const objects = openObjectStore(t.config.storage);
+    const root = join(t.dataDir, 'hand-off');
+    const tmp = join(root, 'tmp');
+    const blobs = new BlobStore(root, objects, true);
+    await blobs.init();
+    const account = randomUUID();
+    try {
+      const upload = await blobs.begin();
+      await upload.write(Buffer.from('handed over\n'));
+      const sha = await upload.seal();
+      await upload.publish(account);
+      expect(await readdir(tmp)).toEqual([`handoff-${account}-${sha}`]);
+      const taken = (await blobs.open(account, sha))!;
+      expect(await readdir(tmp)).toEqual([basename(taken.path)]);
+      const stored = (await blobs.open(account, sha))!;
+      expect(stored.path).not.toBe(taken.path);
+      for (const copy of [taken, stored]) {
+        expect(await readFile(copy.path, 'utf8')).toBe('handed over\n');
+        await copy.release();
+      }
+      expect(await readdir(tmp)).toEqual([]);
+    } finally {
+      await blobs.remove(account, sha256('handed over\n'));
+      objects.close();
+      await rm(root, { recursive: true, force: true });
     }
   });
 });

@@ -118,5 +118,5 @@ export function extractText(bytes: Buffer): ExtractResult {
   const text = bytes.subarray(start);
   const nul = text.indexOf(0);
   if (nul !== -1) return binaryError(bytes, start + nul);
-  return { ok: true, text, kind: 'text' };
+  return start === 0 ? { ok: true, text, kind: 'text', original: true } : { ok: true, text, kind: 'text' };
 }

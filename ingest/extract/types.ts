@@ -11,7 +11,7 @@
  * at most once more.
  */
 export type ExtractResult =
-  | { ok: true; text: Buffer /* UTF-8 */; kind: 'text' | 'pdf' | 'document' }
+  | { ok: true; text: Buffer /* UTF-8 */; kind: 'text' | 'pdf' | 'document' /** The text is the file's bytes unchanged. */; original?: true }
   | { ok: false; error: string; retryable: boolean; capped?: true };
 
 /** The message the pool sends for one file. */

@@ -190,7 +190,7 @@ export class ShardSync {
         continue;
       }
       if (file === null || (held !== undefined && holds(held, file))) continue;
-      const text = await this.blobs.cachedText(accountId, file.blobSha256);
+      const text = await this.blobs.text(accountId, file.blobSha256, file.textIsOriginal);
       if (text === null) {
         missing.push(path);
         continue;
@@ -200,7 +200,7 @@ export class ShardSync {
     }
     await flush();
     if (missing.length > 0) {
-      // No kept text (keeping it failed after extraction): ingest extracts those files again.
+      // No text (keeping it failed after extraction, or the original is gone): ingest tries those files again.
       const n = await this.db.inAccount(accountId, (tx) => requeueFiles(tx, workspaceId, missing));
       this.log(`workspace ${workspaceId}: ${missing.length} ready files have no kept text`, `${n} re-queued for extraction`);
     }
