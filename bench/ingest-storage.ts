@@ -3,54 +3,74 @@
  * a single-node Swift cluster with its S3 API on loopback (the tests' server), then the same
  * files uploaded into a fresh service on each store, alternating which goes first.
  *
- *   node --import tsx bench/ingest-storage.ts <dir> [files=all] [rounds=1] [concurrency=48]
+ *   node --import tsx bench/ingest-storage.ts <dir> [files=all] [rounds=1] [concurrency=48] [stores=local,s3]
  *
  * `files` takes the first N files (by path) of the tree. Reports, per store and round, the
- * seconds from the first upload to the last file ready, and the ratio S3 ÷ local.
+ * seconds from the first upload to the last file ready and the MB/s of text that makes, the
+ * requests the S3 server's proxy logged on the run's bucket by method, and the ratio S3 ÷ local.
  */
 import { startSwift, swiftStorageEnv } from '../test/helpers/swift.js';
 import { call, startBenchService, uploadAll, waitReady, walk } from './lib.js';
 
-const [dir, filesArg, roundsArg, concurrencyArg] = process.argv.slice(2);
+const [dir, filesArg, roundsArg, concurrencyArg, storesArg] = process.argv.slice(2);
 if (dir === undefined) {
-  process.stderr.write('usage: node --import tsx bench/ingest-storage.ts <dir> [files=all] [rounds=1] [concurrency=48]\n');
+  process.stderr.write('usage: node --import tsx bench/ingest-storage.ts <dir> [files=all] [rounds=1] [concurrency=48] [stores=local,s3]\n');
   process.exit(2);
 }
 const all = await walk(dir);
 const files = filesArg === undefined || filesArg === 'all' ? all : all.slice(0, Number(filesArg));
 const rounds = Number(roundsArg ?? 1);
 const concurrency = Number(concurrencyArg ?? 48);
+/** The stores to run, each round in turn (the order flips every round). */
+const stores = (storesArg ?? 'local,s3').split(',').filter((store): store is 'local' | 's3' => store === 'local' || store === 's3');
 
 const swift = await startSwift();
-const s3Env = (round: number): Record<string, string> => swiftStorageEnv(swift, `s3://vfs-bench-${round}/originals`);
+const bucket = (round: number): string => `vfs-bench-${round}`;
+const s3Env = (round: number): Record<string, string> => swiftStorageEnv(swift, `s3://${bucket(round)}/originals`);
+
+/** Requests the S3 API served on a bucket, by method, from the proxy's own log (the S3 form of each request, as the client sent it). */
+async function requestsOn(name: string): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const [, method] of (await swift.proxyLog()).matchAll(new RegExp(` (GET|PUT|HEAD|POST|DELETE) /${name}(?:/|\\?| )`, 'g'))) {
+    counts[method] = (counts[method] ?? 0) + 1;
+  }
+  return counts;
+}
 
 /** Seconds from the first upload to the last file ready, on a fresh service with `env`. */
-async function ingest(env: Record<string, string>): Promise<{ seconds: number; errors: number; refused: number }> {
+async function ingest(env: Record<string, string>): Promise<{ seconds: number; mbPerSecond: number; errors: number; refused: number }> {
   const service = await startBenchService(env);
   try {
     await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
     const t0 = performance.now();
-    const { refused } = await uploadAll(service, 'bench', files, concurrency);
+    const { bytes, refused } = await uploadAll(service, 'bench', files, concurrency);
     const errors = await waitReady(service, 'bench', 7_200_000);
-    return { seconds: +((performance.now() - t0) / 1000).toFixed(1), errors, refused: refused.length };
+    const seconds = (performance.now() - t0) / 1000;
+    return { seconds: +seconds.toFixed(1), mbPerSecond: +(bytes / 1e6 / seconds).toFixed(2), errors, refused: refused.length };
   } finally {
     await service.stop();
   }
 }
 
 try {
-  const runs: Array<{ round: number; store: string; seconds: number; errors: number; refused: number }> = [];
+  const runs: Array<{ round: number; store: string; seconds: number; mbPerSecond: number; errors: number; refused: number; requests: Record<string, number> }> =
+    [];
   for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? (['local', 's3'] as const) : (['s3', 'local'] as const);
+    const order = round % 2 === 0 ? stores : [...stores].reverse();
     for (const store of order) {
       const result = await ingest(store === 's3' ? s3Env(round) : {});
-      runs.push({ round, store, ...result });
-      process.stderr.write(`round ${round} ${store}: ${result.seconds} s\n`);
+      const requests = store === 's3' ? await requestsOn(bucket(round)) : {};
+      runs.push({ round, store, ...result, requests });
+      process.stderr.write(`round ${round} ${store}: ${result.seconds} s, ${result.mbPerSecond} MB/s ${JSON.stringify(requests)}\n`);
     }
   }
   const total = (store: string): number => runs.filter((r) => r.store === store).reduce((sum, r) => sum + r.seconds, 0);
   process.stdout.write(
-    JSON.stringify({ corpus: dir, files: files.length, concurrency, runs, s3OverLocal: +(total('s3') / total('local')).toFixed(2) }, null, 2) + '\n',
+    JSON.stringify(
+      { corpus: dir, files: files.length, concurrency, runs, s3OverLocal: stores.length === 2 ? +(total('s3') / total('local')).toFixed(2) : null },
+      null,
+      2,
+    ) + '\n',
   );
 } finally {
   await swift.stop();

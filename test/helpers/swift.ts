@@ -117,6 +117,8 @@ export interface SwiftCluster extends SwiftAddress {
   pauseProxy(): void;
   /** Lets a paused proxy run again; requests it accepted meanwhile are then answered. */
   resumeProxy(): void;
+  /** The proxy's log so far: one line per request it served (proxy_logging), besides its own messages. */
+  proxyLog(): Promise<string>;
   /** Kills every process of the cluster and removes its directory. */
   stop(): Promise<void>;
 }
@@ -182,6 +184,7 @@ export async function startSwift(): Promise<SwiftCluster> {
       },
       pauseProxy: () => signalGroup(proxy().child, 'SIGSTOP'),
       resumeProxy: () => signalGroup(proxy().child, 'SIGCONT'),
+      proxyLog: () => readFile(join(dir, 'proxy.log'), 'utf8').catch(() => ''),
       async stop() {
         await stopAll();
         await rm(dir, { recursive: true, force: true });
