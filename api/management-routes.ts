@@ -28,8 +28,8 @@ export interface ManagementDeps {
   log: ErrorLog;
   /** Largest JSON body accepted. */
   maxJsonBytes: number;
-  /** Called after a workspace's rows are gone, to remove what is stored for it outside PostgreSQL. */
-  workspaceDeleted: (workspaceId: string) => Promise<void>;
+  /** Called after a workspace's rows are gone, with the blobs its files named, to remove what is stored for it outside PostgreSQL. */
+  workspaceDeleted: (accountId: string, workspaceId: string, blobs: string[]) => Promise<void>;
 }
 
 /** A JSON reply; `body` absent means no body (204). */
@@ -81,10 +81,10 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
 
   route('del', '/v1/workspaces/:ws', 'none', async (ctx, accountId) => {
     const name = workspaceParam(ctx.params[0]);
-    const id = await db.inAccount(accountId, (tx) => deleteWorkspace(tx, accountId, name));
-    if (id === null) throw new VfsError('NO_SUCH_WORKSPACE', { name });
+    const deleted = await db.inAccount(accountId, (tx) => deleteWorkspace(tx, accountId, name));
+    if (deleted === null) throw new VfsError('NO_SUCH_WORKSPACE', { name });
     deps.auth.clear(); // its tokens are gone: none may be served from the cache
-    await deps.workspaceDeleted(id);
+    await deps.workspaceDeleted(accountId, deleted.id, deleted.blobs);
     return { status: 204 };
   });
 

@@ -208,12 +208,7 @@ export async function referencedBlobs(tx: Tx, shas: string[]): Promise<Set<strin
   return new Set(rows.map((r) => r.blob_sha256));
 }
 
-/** Serializes publishing and removing one blob of one account until the transaction ends. */
-export async function lockBlob(tx: Tx, accountId: string, sha: string): Promise<void> {
-  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', [`${accountId}/${sha}`]);
-}
-
-/** `lockBlob` for several blobs at once, taken in one order everywhere (no deadlock between takers). */
+/** Serializes publishing and removing each of an account's blobs until the transaction ends: locks taken in one order everywhere (no deadlock between takers). */
 export async function lockBlobs(tx: Tx, accountId: string, shas: string[]): Promise<void> {
   await tx.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k', [
     [...new Set(shas.map((sha) => `${accountId}/${sha}`))],

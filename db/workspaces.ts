@@ -48,11 +48,21 @@ export async function requireWorkspace(tx: Tx, name: string): Promise<WorkspaceR
   return ws;
 }
 
-/** Deletes the workspace with its files, tokens and jobs (by cascade); returns its id, or null if absent. */
-export async function deleteWorkspace(tx: Tx, accountId: string, name: string): Promise<string | null> {
+/**
+ * Deletes the workspace with its files, tokens and jobs (by cascade); returns its id and the
+ * blobs its files named (for the caller to collect once this commits), or null if absent.
+ */
+export async function deleteWorkspace(tx: Tx, accountId: string, name: string): Promise<{ id: string; blobs: string[] } | null> {
   await lockUsage(tx, accountId, false); // the lock order of lockUsage: the cascade deletes files, which changes usage
+  // Read under the usage lock, which every upload takes first: no file of it comes or goes meanwhile.
+  const named = await tx.query<{ blob_sha256: string }>(
+    'SELECT DISTINCT f.blob_sha256 FROM files f JOIN workspaces w ON w.id = f.workspace_id WHERE w.name = $1',
+    [name],
+  );
   const { rows } = await tx.query<{ id: string }>('DELETE FROM workspaces WHERE name = $1 RETURNING id', [name]);
+  if (rows.length === 0) return null;
+  const id = rows[0].id;
   // Every node holding a copy of its shard drops it (ingest/shards/sync.ts).
-  if (rows.length === 1) await tx.query(`SELECT pg_notify('${CHANGES_CHANNEL}', $1 || ' gone')`, [rows[0].id]);
-  return rows[0]?.id ?? null;
+  await tx.query(`SELECT pg_notify('${CHANGES_CHANNEL}', $1 || ' gone')`, [id]);
+  return { id, blobs: named.rows.map((r) => r.blob_sha256) };
 }

@@ -6,8 +6,8 @@
  */
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
-import { deleteFile, lockBlob, lockBlobs, recordUploads, referencedBlobs, type UploadLimits, type UploadOutcome, type UploadRecord } from '../db/files.js';
-import type { BlobStore, BlobUpload } from './blob-store.js';
+import { deleteFile, lockBlobs, recordUploads, referencedBlobs, type UploadLimits, type UploadOutcome, type UploadRecord } from '../db/files.js';
+import { type BlobStore, type BlobUpload, SWEEP_CHUNK } from './blob-store.js';
 import { sweepSnapshots } from './shards/snapshots.js';
 
 /** What the upload path tells the rest of ingest. */
@@ -147,10 +147,14 @@ export class Uploads {
 
   /** Removes an account's blob if no file references it. */
   async collect(accountId: string, sha: string): Promise<void> {
-    await this.db.inAccount(accountId, async (tx) => {
-      await lockBlob(tx, accountId, sha);
-      if (!(await referencedBlobs(tx, [sha])).has(sha)) await this.blobs.remove(accountId, sha);
-    });
+    await collectBlobs(this.db, this.blobs, accountId, [sha]);
+  }
+
+  /** Removes those of an account's blobs no file references (a deleted workspace's), a sweep's chunk at a time; returns how many. */
+  async collectMany(accountId: string, shas: readonly string[]): Promise<number> {
+    let removed = 0;
+    for (let at = 0; at < shas.length; at += SWEEP_CHUNK) removed += await collectBlobs(this.db, this.blobs, accountId, shas.slice(at, at + SWEEP_CHUNK));
+    return removed;
   }
 
   /** `collect`, leaving a blob it cannot remove now (database out of reach) to the next sweep. */
@@ -174,17 +178,20 @@ export class Uploads {
  */
 export async function sweepBlobs(db: Database, blobs: BlobStore, tempGraceMs: number, signal?: AbortSignal): Promise<number> {
   const snapshots = await sweepSnapshots(db, blobs.objects, tempGraceMs, signal);
-  const collect = (accountId: string, shas: string[]): Promise<number> =>
-    db.inAccount(accountId, async (tx) => {
-      await lockBlobs(tx, accountId, shas);
-      const keep = await referencedBlobs(tx, shas);
-      let removed = 0;
-      for (const sha of shas) {
-        if (keep.has(sha)) continue;
-        await blobs.remove(accountId, sha);
-        removed++;
-      }
-      return removed;
-    });
-  return snapshots + (await blobs.sweep(collect, tempGraceMs, signal));
+  return snapshots + (await blobs.sweep((accountId, shas) => collectBlobs(db, blobs, accountId, shas), tempGraceMs, signal));
+}
+
+/**
+ * Removes those of an account's blobs (and their kept texts) no file references, under their
+ * blob locks (the ones an upload holds from publishing a blob until its row commits), in one
+ * deletion; returns how many.
+ */
+async function collectBlobs(db: Database, blobs: BlobStore, accountId: string, shas: readonly string[]): Promise<number> {
+  return db.inAccount(accountId, async (tx) => {
+    await lockBlobs(tx, accountId, [...shas]);
+    const keep = await referencedBlobs(tx, [...shas]);
+    const gone = shas.filter((sha) => !keep.has(sha));
+    await blobs.remove(accountId, gone);
+    return gone.length;
+  });
 }

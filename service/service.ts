@@ -319,15 +319,19 @@ async function startParts(
       mcpAllowedOrigins: config.mcpAllowedOrigins,
       freshness,
       ready: () => membership === null || membership.ready,
-      workspaceDeleted: async (workspaceId) => {
+      workspaceDeleted: async (accountId, workspaceId, blobs) => {
         lookups.workspaceDeleted();
         await ingest.drop(workspaceId);
         readPool.shardDropped(shardDir(workspaceId));
-        // Its shard snapshots: the row that named them is gone.
+        // Its shard snapshots (the row that named them is gone) and the originals no other file
+        // names, in batches; what fails here is left to the sweep.
         try {
-          for await (const { key } of objects.list(`${SNAPSHOTS}/${workspaceId}/`)) await objects.delete(key);
+          const snapshots: string[] = [];
+          for await (const { key } of objects.list(`${SNAPSHOTS}/${workspaceId}/`)) snapshots.push(key);
+          await objects.deleteMany(snapshots);
+          await uploads.collectMany(accountId, blobs);
         } catch (error) {
-          log.error(`removing the shard snapshots of deleted workspace ${workspaceId} failed`, error);
+          log.error(`removing the stored objects of deleted workspace ${workspaceId} failed`, error);
         }
       },
     },

@@ -45,6 +45,10 @@ export class LocalObjectStore implements ObjectStore {
     await rm(join(this.root, key), { force: true });
   }
 
+  async deleteMany(keys: readonly string[]): Promise<void> {
+    for (const key of keys) await this.delete(key);
+  }
+
   async *list(prefix: string): AsyncIterable<StoredObject> {
     // Keys are `/`-separated paths: walk the directory the prefix names.
     const base = prefix.endsWith('/') ? prefix.slice(0, -1) : dirname(prefix);

@@ -7,12 +7,13 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
+  DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
   ListObjectsV2Command,
@@ -38,6 +39,8 @@ export interface S3Settings {
   timeoutMs: number;
 }
 
+/** Keys in one DeleteObjects request: S3's most. */
+const DELETE_BATCH = 1000;
 /** Parts of a multipart upload: the smallest S3 takes (but the last). */
 const PART_BYTES = 8 * 1024 * 1024;
 
@@ -107,6 +110,28 @@ export class S3ObjectStore implements ObjectStore {
 
   async delete(key: string): Promise<void> {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
+  }
+
+  async deleteMany(keys: readonly string[]): Promise<void> {
+    for (let at = 0; at < keys.length; at += DELETE_BATCH) {
+      const command = new DeleteObjectsCommand({
+        Bucket: this.settings.bucket,
+        Delete: { Objects: keys.slice(at, at + DELETE_BATCH).map((key) => ({ Key: this.key(key) })), Quiet: true },
+      });
+      // S3 requires an integrity header on this request; the SDK sends a CRC32, which Swift's S3
+      // API before 2.35 does not know: it asks for Content-MD5 (AWS takes either).
+      command.middlewareStack.add(
+        (next) => async (args) => {
+          const request = args.request as { headers: Record<string, string>; body: string };
+          request.headers['content-md5'] = createHash('md5').update(request.body).digest('base64');
+          return next(args);
+        },
+        { step: 'finalizeRequest', name: 'contentMd5' },
+      );
+      const reply = await this.client.send(command);
+      const failed = reply.Errors?.[0];
+      if (failed !== undefined) throw new Error(`deleting ${failed.Key} failed: ${failed.Code} ${failed.Message}`);
+    }
   }
 
   async *list(prefix: string): AsyncIterable<StoredObject> {

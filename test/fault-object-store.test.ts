@@ -70,6 +70,31 @@ describe('originals in an S3 bucket', () => {
     expect(await reads()).toEqual(['200      1\tthe needle is here\n', '200 /ready.txt:1:the needle is here\n']);
   });
 
+  it('a deleted workspace takes the originals and texts only its files named, in one multi-object deletion', async () => {
+    expect((await t.call('POST', '/v1/workspaces', { body: { name: 'doomed' } })).status).toBe(201);
+    const bom = '\ufeffa kept text, only here\n'; // its text drops the byte order mark, so it is kept
+    for (const [path, body] of [
+      ['mine.txt', 'only in the doomed workspace\n'],
+      ['kept.txt', bom],
+      ['shared.txt', 'same bytes\n'],
+    ]) {
+      expect((await put(t, 'doomed', path, body)).status).toBe(202);
+    }
+    expect((await settled(t, 'doomed')).map((f) => f.status)).toEqual(['ready', 'ready', 'ready']);
+    const ends = (keys: string[], body: string): string[] => keys.filter((k) => k.endsWith(`/${sha256(body)}`));
+    expect(ends(await keys(), bom)).toHaveLength(2); // the original and its kept text
+    // The proxy logs a multi-object deletion as a POST with the query in its path, once answered.
+    const multiDeletes = async (): Promise<number> => (await swift.proxyLog()).split(`POST /${BUCKET}/%3Fdelete`).length - 1;
+    const deletions = await multiDeletes();
+
+    expect((await t.call('DELETE', '/v1/workspaces/doomed')).status).toBe(204);
+    const after = await keys();
+    expect(ends(after, 'only in the doomed workspace\n')).toEqual([]);
+    expect(ends(after, bom)).toEqual([]);
+    expect(ends(after, 'same bytes\n')).toHaveLength(1); // 'ws' and 'other' still name it
+    await expect.poll(multiDeletes, { timeout: 5_000 }).toBe(deletions + 1);
+  });
+
   it('a deleted file takes its original and its text with it when nothing else references them', async () => {
     expect((await put(t, 'ws', 'doomed.txt', 'only here\n')).status).toBe(202);
     await settled(t, 'ws');

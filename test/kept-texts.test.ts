@@ -174,7 +174,7 @@ describe('an upload handed to the ingest of the node that received it (BlobStore
       }
       expect(await readdir(tmp)).toEqual([]);
     } finally {
-      await blobs.remove(account, sha256('handed over\n'));
+      await blobs.remove(account, [sha256('handed over\n')]);
       objects.close();
       await rm(root, { recursive: true, force: true });
     }
