@@ -63,10 +63,10 @@ export interface IngestFile extends JobFile {
 export async function jobFiles(tx: Tx, jobs: Job[]): Promise<Map<string, IngestFile>> {
   const { rows } = await tx.query<FileRow & { known_text: KnownText }>(
     `SELECT ${FILE_ROW_COLUMNS},
-            CASE WHEN f.text_is_original IS NOT NULL THEN CASE WHEN f.text_is_original THEN 'original' ELSE 'kept' END
-                 ELSE coalesce((SELECT CASE WHEN g.text_is_original THEN 'original' ELSE 'kept' END FROM files g
-                                 WHERE g.account_id = f.account_id AND g.blob_sha256 = f.blob_sha256 AND g.status = 'ready'
-                                 ORDER BY g.text_is_original DESC LIMIT 1), 'none') END AS known_text
+            CASE coalesce(f.text_is_original,
+                          (SELECT bool_or(g.text_is_original) FROM files g
+                            WHERE g.account_id = f.account_id AND g.blob_sha256 = f.blob_sha256 AND g.status = 'ready'))
+              WHEN true THEN 'original' WHEN false THEN 'kept' ELSE 'none' END AS known_text
        FROM files f JOIN unnest($1::uuid[], $2::text[]) AS j(ws, path) ON f.workspace_id = j.ws AND f.path = j.path`,
     [jobs.map((j) => j.workspaceId), jobs.map((j) => j.path)],
   );

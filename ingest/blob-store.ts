@@ -158,25 +158,12 @@ export class BlobStore {
    * else the text kept beside it; null when that is not stored.
    */
   async text(accountId: string, sha: string, isOriginal: boolean | null): Promise<Buffer | null> {
-    if (isOriginal !== true) return this.cachedText(accountId, sha);
-    const copy = await this.open(accountId, sha);
-    if (copy === null) return null;
-    try {
-      return await readFile(copy.path);
-    } finally {
-      await copy.release();
-    }
+    return isOriginal === true ? readCopy(await this.open(accountId, sha)) : this.cachedText(accountId, sha);
   }
 
   /** The text this extractor version extracted from the blob before, or null when it was never kept. */
   async cachedText(accountId: string, sha: string): Promise<Buffer | null> {
-    const copy = await this.objects.getFile(textKey(accountId, sha), this.tmp);
-    if (copy === null) return null;
-    try {
-      return await readFile(copy.path);
-    } finally {
-      await copy.release();
-    }
+    return readCopy(await this.objects.getFile(textKey(accountId, sha), this.tmp));
   }
 
   /** Keeps the text extracted from a blob, so that the same bytes are never extracted again by this extractor version. */
@@ -256,6 +243,16 @@ export class BlobStore {
     }
     for (const [accountId, chunk] of chunks) removed += await collect(accountId, [...chunk]);
     return removed;
+  }
+}
+
+/** The bytes of a local copy, which it then releases; null for none. */
+async function readCopy(copy: LocalCopy | null): Promise<Buffer | null> {
+  if (copy === null) return null;
+  try {
+    return await readFile(copy.path);
+  } finally {
+    await copy.release();
   }
 }
 

@@ -5,7 +5,6 @@
  * one; writes happen strictly in claim order, so a newer generation of a path
  * always lands in the shard after an older one.
  */
-import { readFile } from 'node:fs/promises';
 import type { Database } from '../db/database.js';
 import { type IngestFile, type Job, type Outcome, claimJobs, finishJobs, jobFiles, jobKey, lastJobError } from '../db/ingest-jobs.js';
 import type { BlobStore } from './blob-store.js';
@@ -197,11 +196,13 @@ export class IngestLoop {
   private async extractOne(job: Job, file: IngestFile): Promise<Extracted> {
     let copy: LocalCopy | null;
     try {
-      if (file.knownText === 'kept') {
-        const kept = await this.blobs.cachedText(job.accountId, file.blobSha256);
-        if (kept !== null) {
-          await this.blobs.dropHandOff(job.accountId, file.blobSha256);
-          return { job, file, result: { ok: true, text: kept, kind: 'text' } };
+      if (file.knownText !== 'none') {
+        // Read as a shard holds it (BlobStore.text): the original itself takes any hand-off.
+        const original = file.knownText === 'original';
+        const text = await this.blobs.text(job.accountId, file.blobSha256, original);
+        if (text !== null) {
+          if (!original) await this.blobs.dropHandOff(job.accountId, file.blobSha256);
+          return { job, file, result: original ? { ok: true, text, kind: 'text', original } : { ok: true, text, kind: 'text' } };
         }
       }
       copy = await this.blobs.open(job.accountId, file.blobSha256);
@@ -212,10 +213,7 @@ export class IngestLoop {
     const started = performance.now();
     let result: ExtractResult;
     try {
-      if (file.knownText === 'original') return { job, file, result: { ok: true, text: await readFile(copy.path), kind: 'text', original: true } };
       result = await this.pool.extract(copy.path, file.contentType, file.path);
-    } catch (error) {
-      return { job, file, result: { ok: false, error: `reading the original failed: ${errorMessage(error)}`, retryable: true } };
     } finally {
       await copy.release();
     }
