@@ -7,6 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { type ClusterAddress, EmbeddedCluster } from '../db/embedded-postgres.js';
 import { ServiceCluster } from '../test/helpers/cluster.js';
 import { type SwiftCluster, startSwift } from '../test/helpers/swift.js';
@@ -16,7 +17,7 @@ export class Backends {
   private constructor(
     /** The PostgreSQL's directory (its cluster is `<pgDir>/pg`, as bench/cpu.ts's postgresPids expects). */
     readonly pgDir: string,
-    private readonly postgres: EmbeddedCluster,
+    private postgres: EmbeddedCluster,
     readonly swift: SwiftCluster,
   ) {}
 
@@ -37,6 +38,22 @@ export class Backends {
   /** Where PostgreSQL's superuser connects. */
   get superuser(): ClusterAddress {
     return this.postgres.address;
+  }
+
+  /**
+   * Restarts PostgreSQL with pg_stat_statements loaded (its statements counted per database:
+   * `CREATE EXTENSION pg_stat_statements` in a database to read them there).
+   */
+  async trackStatements(): Promise<void> {
+    const client = new pg.Client({ host: this.superuser.host, port: this.superuser.port, user: this.superuser.user, database: 'postgres' });
+    await client.connect();
+    try {
+      await client.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'");
+    } finally {
+      await client.end();
+    }
+    await this.postgres.stop();
+    this.postgres = await EmbeddedCluster.start(this.pgDir);
   }
 
   /** Stops both servers and removes their directories. */

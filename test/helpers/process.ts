@@ -30,7 +30,9 @@ export interface StartingService {
 /** Starts the service without waiting for it (a test may kill it while it starts). */
 export function startServiceProcess(env: Record<string, string>, timeoutMs = 90_000): StartingService {
   const start = scriptCommand('start');
-  const child = spawn(process.execPath, start.args, {
+  // BENCH_NODE_ARGS adds flags to the service's node (e.g. --cpu-prof) for profiling a benchmark's nodes.
+  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...extra, ...start.args], {
     cwd: ROOT,
     env: { ...process.env, ...start.env, PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,90 @@
+/**
+ * Debian's nginx in front of a benchmark's nodes, configured by deploy/nginx.conf itself (the
+ * configuration an operator deploys), with its three example nodes replaced by the benchmark's
+ * and its logs and pid file in a directory of the run.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CpuGroup } from './cgroups.js';
+
+const CONFIG = fileURLToPath(new URL('../deploy/nginx.conf', import.meta.url));
+const NGINX = '/usr/sbin/nginx';
+
+/** A running nginx. */
+export interface Balancer {
+  url: string;
+  /** Requests each node answered, by `127.0.0.1:port` (a retried request counts for the node that answered); complete once stopped. */
+  requestsByNode(): Promise<Map<string, number>>;
+  /** Answers 503 from a node so far (a copy catching up; nginx then asks the next node), logged within a second. */
+  unavailable(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** deploy/nginx.conf listening on `port` with `nodes` (ports on 127.0.0.1) as its upstream servers. */
+export async function nginxConfig(dir: string, port: number, nodes: number[]): Promise<string> {
+  const lines: string[] = [`pid ${join(dir, 'nginx.pid')};`, `error_log ${join(dir, 'error.log')} warn;`];
+  for (const line of (await readFile(CONFIG, 'utf8')).split('\n')) {
+    const server = /^(\s*)server agent-vfs-(\d+):8080(.*);$/.exec(line);
+    if (server !== null) {
+      // The example's first node stands for all of ours; its others are dropped.
+      if (server[2] === '1') for (const node of nodes) lines.push(`${server[1]}server 127.0.0.1:${node}${server[3]};`);
+    } else if (/^\s*listen 8080;$/.test(line)) {
+      lines.push(line.replace('8080', `127.0.0.1:${port}`));
+    } else if (/^\s*access_log \/dev\/stdout vfs;$/.test(line)) {
+      lines.push(line.replace('/dev/stdout vfs', `${join(dir, 'access.log')} vfs buffer=64k flush=1s`));
+    } else if (!/^\s*error_log \/dev\/stderr/.test(line)) {
+      lines.push(line);
+    }
+  }
+  const config = lines.join('\n');
+  if (!config.includes(`server 127.0.0.1:${nodes[0]}`) || !config.includes(`listen 127.0.0.1:${port}`)) {
+    throw new Error(`${CONFIG} no longer has the lines this benchmark rewrites (server agent-vfs-1:8080, listen 8080)`);
+  }
+  return config;
+}
+
+/** Starts nginx in `group` on `port` in front of `nodes` and waits until it answers /healthz. */
+export async function startNginx(dir: string, port: number, nodes: number[], group: CpuGroup): Promise<Balancer> {
+  if (!existsSync(NGINX)) throw new Error(`${NGINX} is missing: apt-get install nginx-light (Debian's nginx)`);
+  const conf = join(dir, 'nginx.conf');
+  const log = join(dir, 'access.log');
+  await writeFile(conf, await nginxConfig(dir, port, nodes));
+  await writeFile(log, '');
+  const [file, args] = group.command(NGINX, ['-p', dir, '-c', conf, '-g', 'daemon off;']);
+  const child: ChildProcess = spawn(file, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}${await readFile(join(dir, 'error.log'), 'utf8').catch(() => '')}`);
+    const ok = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) break;
+    if (i === 100) throw new Error(`nginx on port ${port} did not answer /healthz in 10 s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    async requestsByNode() {
+      const counts = new Map<string, number>();
+      for (const match of (await readFile(log, 'utf8')).matchAll(/ upstream=(?:[^ ]*, )?(127\.0\.0\.1:\d+) /g)) {
+        counts.set(match[1], (counts.get(match[1]) ?? 0) + 1);
+      }
+      return counts;
+    },
+    async unavailable() {
+      return (await readFile(log, 'utf8')).match(/ upstream_status=(?:\d+, )*503[ ,]/g)?.length ?? 0;
+    },
+    async stop() {
+      // A graceful stop: its workers finish their requests and flush the buffered log.
+      child.kill('SIGQUIT');
+      await exited;
+    },
+  };
+}
