@@ -29,7 +29,7 @@
  * how often it was throttled, PostgreSQL's statements, execution time and transactions per
  * request, and each node's share of the requests. Phases run N in the given order `rounds`
  * times (by default from most nodes down, so that within a round no node restarts, only stops);
- * the ratio to one node is taken per round, its median reported.
+ * the ratio to one node is taken per round; the means over the rounds are reported and drawn.
  *
  * Then a node killed under load: max(nodes) nodes, load as above for 2 × `seconds` with the
  * uploads retried until acknowledged, node 2 killed (SIGKILL) after a third of it and started
@@ -52,7 +52,7 @@ import { Backends, deploy } from './bench-cluster.js';
 import { CpuGroup, descendants, removeParent } from './cgroups.js';
 import { writeChart } from './charts.js';
 import { postgresPids } from './cpu.js';
-import { call, freePort, median, uploadAll, waitReady, walk } from './lib.js';
+import { call, freePort, uploadAll, waitReady, walk } from './lib.js';
 import { type Balancer, startNginx } from './nginx.js';
 
 const DEFAULT_CORPUS = '/var/tmp/agent-vfs-corpus/linux-source-6.1';
@@ -84,6 +84,7 @@ const CHART = fileURLToPath(new URL('../docs/cluster-scale.svg', import.meta.url
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** What has to be undone, last made first: run once, whatever ends the run. */
 const closers: Array<() => Promise<void>> = [];
@@ -552,25 +553,25 @@ async function main(): Promise<void> {
     const ratios = mine.map((row) => row.rps / rows.find((o) => o.round === row.round && o.nodes === 1)!.rps);
     return {
       nodes: n,
-      rps: median(mine.map((row) => row.rps)),
-      p50ms: median(mine.map((row) => row.p50ms)),
-      p99ms: median(mine.map((row) => row.p99ms)),
-      ratioToOne: nodeCounts.includes(1) ? round(median(ratios)) : null,
+      rps: round(mean(mine.map((row) => row.rps)), 1),
+      p50ms: round(mean(mine.map((row) => row.p50ms)), 0),
+      p99ms: round(mean(mine.map((row) => row.p99ms)), 0),
+      ratioToOne: nodeCounts.includes(1) ? round(mean(ratios)) : null,
       ratios: ratios.map((x) => round(x)),
     };
   });
   const xs = [...nodeCounts].sort((a, b) => a - b);
-  const at = (n: number) => byN.find((b) => b.nodes === n)!;
+  const inRound = (n: number, r: number) => rows.find((row) => row.nodes === n && row.round === r);
   await writeChart(CHART, {
-    title: `Requests/s by nodes, each with ${quota} CPU (median of ${rounds} rounds)`,
+    title: `Requests/s by nodes, each with ${quota} CPU of its own`,
     x: xs,
     xName: 'nodes',
     yName: 'requests/s',
     rightName: 'p99 ms',
     lines: [
-      { name: 'requests/s', values: xs.map((n) => at(n).rps) },
-      ...(nodeCounts.includes(1) ? [{ name: 'linear (N × one node)', values: xs.map((n) => round(n * at(1).rps, 1)) }] : []),
-      { name: 'p99 ms', values: xs.map((n) => at(n).p99ms), right: true },
+      ...Array.from({ length: rounds }, (_, i) => ({ name: `round ${i + 1}`, values: xs.map((n) => inRound(n, i + 1)?.rps ?? null) })),
+      ...(nodeCounts.includes(1) ? [{ name: 'linear (N × one node, round 1)', values: xs.map((n) => round(n * inRound(1, 1)!.rps, 1)) }] : []),
+      { name: 'p99 ms, round 1', values: xs.map((n) => inRound(n, 1)?.p99ms ?? null), right: true },
     ],
   });
   log(`chart: ${CHART}`);
