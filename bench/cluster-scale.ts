@@ -53,7 +53,7 @@ import { CpuGroup, descendants, removeParent } from './cgroups.js';
 import { writeChart } from './charts.js';
 import { postgresPids } from './cpu.js';
 import { call, freePort, uploadAll, waitReady, walk } from './lib.js';
-import { type Balancer, startNginx } from './nginx.js';
+import { type Balancer, requestsByNode, startNginx, unavailableAnswers } from './nginx.js';
 
 const DEFAULT_CORPUS = '/var/tmp/agent-vfs-corpus/linux-source-6.1';
 const [corpusArg, secondsArg, quotaArg, nodesArg, roundsArg] = process.argv.slice(2);
@@ -73,6 +73,8 @@ const CONNECTIONS = 96;
 const WARM_SECONDS = 5;
 /** Settling after the warm-up: CPU sampled over this long, for at most SETTLE_LIMIT_MS. */
 const SETTLE_SAMPLE_MS = 3000;
+/** nginx writes its buffered access log every second. */
+const LOG_FLUSH_MS = 1100;
 const SETTLE_LIMIT_MS = 300_000;
 /** Longest autocannon waits for an answer: far past any answer of a working cluster, so that a timeout is a lost request. */
 const TIMEOUT_SECONDS = 60;
@@ -309,10 +311,10 @@ async function readEach(url: string, workspaces: Workspace[]): Promise<void> {
 async function warm(balancer: Balancer, workspaces: Workspace[], requests: ReturnType<typeof readRequests>): Promise<void> {
   await readEach(balancer.url, workspaces);
   for (let i = 1; ; i++) {
-    const before = await balancer.unavailable();
+    const before = unavailableAnswers(await balancer.accessLog());
     await load(balancer.url, requests, WARM_SECONDS);
-    await sleep(1100); // nginx writes its log every second
-    const unavailable = (await balancer.unavailable()) - before;
+    await sleep(LOG_FLUSH_MS);
+    const unavailable = unavailableAnswers(await balancer.accessLog()) - before;
     if (unavailable === 0) return;
     if (i === 12) throw new Error(`the nodes still answered 503 after ${i * WARM_SECONDS} s of load`);
     log(`warming: ${unavailable} answers 503 (copies catching up)`);
@@ -322,19 +324,21 @@ async function warm(balancer: Balancer, workspaces: Workspace[], requests: Retur
 /**
  * Waits, without load, until each of the first `n` nodes uses under a fifth of its quota over
  * SETTLE_SAMPLE_MS (copies a node has just started to keep, filled; its catch-up done), at most
- * SETTLE_LIMIT_MS; returns the CPUs each used over the last sample.
+ * SETTLE_LIMIT_MS; returns the CPUs each node and PostgreSQL used over the last sample.
  */
-async function settle(groups: Groups, n: number): Promise<number[]> {
+async function settle(groups: Groups, n: number): Promise<{ nodes: number[]; postgres: number }> {
   const deadline = Date.now() + SETTLE_LIMIT_MS;
+  const measured = [...groups.nodes.slice(0, n), groups.postgres];
   for (;;) {
-    const before = await Promise.all(groups.nodes.slice(0, n).map((g) => g.usageSeconds()));
+    const before = await Promise.all(measured.map((g) => g.usageSeconds()));
     await sleep(SETTLE_SAMPLE_MS);
-    const after = await Promise.all(groups.nodes.slice(0, n).map((g) => g.usageSeconds()));
+    const after = await Promise.all(measured.map((g) => g.usageSeconds()));
     const cpus = after.map((cpu, i) => (cpu - before[i]) / (SETTLE_SAMPLE_MS / 1000));
-    if (cpus.every((cpu) => cpu < quota / 5)) return cpus;
+    const idle = { nodes: cpus.slice(0, n), postgres: cpus[n] };
+    if (idle.nodes.every((cpu) => cpu < quota / 5)) return idle;
     if (Date.now() > deadline) {
-      log(`nodes still busy without load after ${SETTLE_LIMIT_MS / 1000} s: ${cpus.map((c) => c.toFixed(2)).join('/')} CPUs`);
-      return cpus;
+      log(`nodes still busy without load after ${SETTLE_LIMIT_MS / 1000} s: ${idle.nodes.map((c) => c.toFixed(2)).join('/')} CPUs`);
+      return idle;
     }
   }
 }
@@ -349,6 +353,8 @@ async function phase(ctx: Context, n: number, roundNo: number) {
   try {
     await warm(balancer, workspaces, ctx.requests);
     const idle = await settle(groups, n);
+    await sleep(LOG_FLUSH_MS);
+    const logStart = (await balancer.accessLog()).length;
     await resetStatements(deployment);
     const before = await cpuSnapshot(groups);
     const t0 = performance.now();
@@ -366,14 +372,15 @@ async function phase(ctx: Context, n: number, roundNo: number) {
     const cpu: Record<string, number> = { nodes: perRequestMs(nodeCpu.reduce((a, b) => a + b, 0)) };
     for (const name of Object.keys(after.usage)) cpu[name] = perRequestMs(after.usage[name] - before.usage[name]);
     await balancer.stop();
-    const byNode = await balancer.requestsByNode();
+    const measured = (await balancer.accessLog()).slice(logStart);
+    const byNode = requestsByNode(measured);
     const answered = [...byNode.values()].reduce((a, b) => a + b, 0);
     const row = {
       nodes: n,
       round: roundNo,
       ...result,
       /** CPUs each node used without load once settled: the cost of being a node. */
-      idleCpus: idle.map((c) => round(c, 3)),
+      idleCpus: idle.nodes.map((c) => round(c, 3)),
       uploads: trickled.uploads,
       cpuMsPerRequest: cpu,
       /** CPUs each node used from the load's start until its uploads were acknowledged, against its quota. */
@@ -382,9 +389,14 @@ async function phase(ctx: Context, n: number, roundNo: number) {
       nodeThrottled: after.throttling
         .slice(0, n)
         .map((t, i) => round((t.throttled - before.throttling[i].throttled) / Math.max(1, t.periods - before.throttling[i].periods))),
-      /** Each node's share of the requests nginx passed (warm-up and setup reads included). */
+      /** Each node's share of the requests answered under the measured load (uploads included). */
       nodeShare: ports.slice(0, n).map((p) => round((byNode.get(`127.0.0.1:${p}`) ?? 0) / Math.max(1, answered))),
+      /** Answers 503 from a node under the measured load, each passed on by nginx to the next node. */
+      unavailable: unavailableAnswers(measured),
       postgres: {
+        /** PostgreSQL's CPU without load (heartbeats, polls), and its CPU a request above that. */
+        idleCpus: round(idle.postgres, 3),
+        cpuMsPerRequestAboveIdle: perRequestMs(after.usage.postgres - before.usage.postgres - idle.postgres * elapsed),
         statementsPerRequest: round(pg.calls / result.requests),
         execMsPerRequest: round(pg.execMs / result.requests, 3),
         transactionsPerRequest: round(transactions / result.requests),
@@ -393,8 +405,9 @@ async function phase(ctx: Context, n: number, roundNo: number) {
     };
     log(
       `${n} node(s), round ${roundNo}: ${row.rps} requests/s, p50 ${row.p50ms} ms, p99 ${row.p99ms} ms, node CPUs ${row.nodeCpus.join('/')} of ${quota} each (idle ${row.idleCpus.join('/')}), ` +
-        `throttled ${row.nodeThrottled.join('/')}, share ${row.nodeShare.join('/')}, non-2xx ${row.non2xx}, errors ${row.errors}; ` +
-        `CPU ms/request ${JSON.stringify(cpu)}; PostgreSQL ${row.postgres.statementsPerRequest} statements, ${row.postgres.transactionsPerRequest} transactions a request`,
+        `throttled ${row.nodeThrottled.join('/')}, share ${row.nodeShare.join('/')}, 503 passed on ${row.unavailable}, non-2xx ${row.non2xx}, errors ${row.errors}; ` +
+        `CPU ms/request ${JSON.stringify(cpu)}; PostgreSQL ${row.postgres.statementsPerRequest} statements, ${row.postgres.transactionsPerRequest} transactions, ` +
+        `${row.postgres.cpuMsPerRequestAboveIdle} ms of CPU above its idle ${row.postgres.idleCpus} CPU a request`,
     );
     return row;
   } finally {

@@ -16,11 +16,21 @@ const NGINX = '/usr/sbin/nginx';
 /** A running nginx. */
 export interface Balancer {
   url: string;
-  /** Requests each node answered, by `127.0.0.1:port` (a retried request counts for the node that answered); complete once stopped. */
-  requestsByNode(): Promise<Map<string, number>>;
-  /** Answers 503 from a node so far (a copy catching up; nginx then asks the next node), logged within a second. */
-  unavailable(): Promise<number>;
+  /** Its access log so far (written within a second; whole once stopped). */
+  accessLog(): Promise<string>;
   stop(): Promise<void>;
+}
+
+/** Requests each node answered in `log` (an access log's lines), by `127.0.0.1:port`; a request passed on counts for the node that answered. */
+export function requestsByNode(log: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const match of log.matchAll(/ upstream=(?:[^ ]*, )?(127\.0\.0\.1:\d+) /g)) counts.set(match[1], (counts.get(match[1]) ?? 0) + 1);
+  return counts;
+}
+
+/** Answers 503 from a node in `log` (a copy catching up; nginx then asks the next node). */
+export function unavailableAnswers(log: string): number {
+  return log.match(/ upstream_status=(?:\d+, )*503[ ,]/g)?.length ?? 0;
 }
 
 /** deploy/nginx.conf listening on `port` with `nodes` (ports on 127.0.0.1) as its upstream servers. */
@@ -71,16 +81,7 @@ export async function startNginx(dir: string, port: number, nodes: number[], gro
   }
   return {
     url,
-    async requestsByNode() {
-      const counts = new Map<string, number>();
-      for (const match of (await readFile(log, 'utf8')).matchAll(/ upstream=(?:[^ ]*, )?(127\.0\.0\.1:\d+) /g)) {
-        counts.set(match[1], (counts.get(match[1]) ?? 0) + 1);
-      }
-      return counts;
-    },
-    async unavailable() {
-      return (await readFile(log, 'utf8')).match(/ upstream_status=(?:\d+, )*503[ ,]/g)?.length ?? 0;
-    },
+    accessLog: () => readFile(log, 'utf8'),
     async stop() {
       // A graceful stop: its workers finish their requests and flush the buffered log.
       child.kill('SIGQUIT');
