@@ -241,7 +241,8 @@ async function load(url: string, requests: ReturnType<typeof readRequests>, dura
 
 /**
  * Uploads a new small file every 1/TRICKLE_PER_SECOND s, round-robin over the workspaces, until
- * stopped; an upload not acknowledged (202) is sent again (a node killed under it, nginx's 503).
+ * stopped; an upload not acknowledged (202) is sent again (a node killed under it, nginx's 503),
+ * for up to two minutes; one refused with a 4xx other than 429 fails the run.
  */
 function trickle(url: string, key: string, workspaces: Workspace[], counter: { n: number }) {
   let stopping = false;
@@ -251,19 +252,25 @@ function trickle(url: string, key: string, workspaces: Workspace[], counter: { n
     const w = workspaces[n % workspaces.length];
     const path = `trickle/upload-${n}.txt`;
     const body = `trickle_mark_${n} ${randomBytes(8).toString('hex')}\n`.repeat(20);
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       const r = await call(url, 'PUT', `/v1/workspaces/${w.name}/files/${path}`, key, body).catch(() => null);
       if (r?.status === 202) {
         w.acknowledged.push(`/${path}`);
         return;
       }
+      // Refused for what it is (not a node gone or busy), or no node took it for two minutes: the run is broken.
+      const refused = r !== null && r.status >= 400 && r.status < 500 && r.status !== 429;
+      if (refused || attempt === 600) throw new Error(`upload ${path} to ${w.name}: ${r === null ? 'no answer' : `${r.status} ${r.body.toString()}`}`);
       failures++;
       await sleep(200);
     }
   };
   const inFlight: Array<Promise<void>> = [];
   const timer = setInterval(() => {
-    if (!stopping) inFlight.push(upload());
+    if (stopping) return;
+    const sent = upload();
+    sent.catch(() => {}); // reported by stop()
+    inFlight.push(sent);
   }, 1000 / TRICKLE_PER_SECOND);
   return {
     async stop(): Promise<{ uploads: number; retries: number }> {
