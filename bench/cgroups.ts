@@ -5,8 +5,9 @@
  * whichever the machine has. Needs root.
  */
 import { existsSync } from 'node:fs';
-import { appendFile, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { descendants } from './cpu.js';
 
 const ROOT = '/sys/fs/cgroup';
 /** The quota's period: 100 ms, the kernel's default. */
@@ -151,25 +152,4 @@ export class CpuGroup {
 export async function removeParent(parent: string): Promise<void> {
   const { roots } = await layout();
   for (const root of roots) await rmdir(join(root, parent)).catch(() => {});
-}
-
-/** Every live process descended from `pid` (children, their children, …). */
-export async function descendants(pid: number): Promise<number[]> {
-  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
-  const parents = new Map<number, number[]>();
-  for (const p of pids) {
-    const stat = await readFile(`/proc/${p}/stat`, 'utf8').catch(() => null);
-    if (stat === null) continue;
-    const ppid = Number(stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[1]);
-    parents.set(ppid, [...(parents.get(ppid) ?? []), p]);
-  }
-  const out: number[] = [];
-  const visit = (p: number): void => {
-    for (const child of parents.get(p) ?? []) {
-      out.push(child);
-      visit(child);
-    }
-  };
-  visit(pid);
-  return out;
 }

@@ -44,14 +44,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
-import { type Inputs, scenarioInputs, scenarioRequests } from '../cli/bench.js';
+import type pg from 'pg';
+import { type Inputs, scenarioInputs, scenarioRequests, start as startAutocannon } from '../cli/bench.js';
 import { ApiClient } from '../cli/client.js';
 import type { ClusterNode, ServiceCluster } from '../test/helpers/cluster.js';
+import { seededRandom } from '../test/helpers/random.js';
 import { Backends, deploy } from './bench-cluster.js';
-import { CpuGroup, descendants, removeParent } from './cgroups.js';
+import { CpuGroup, removeParent } from './cgroups.js';
 import { writeChart } from './charts.js';
-import { postgresPids } from './cpu.js';
+import { descendants, postgresPids } from './cpu.js';
 import { call, freePort, uploadAll, waitReady, walk } from './lib.js';
 import { type Balancer, requestsByNode, startNginx, unavailableAnswers } from './nginx.js';
 
@@ -155,8 +156,7 @@ async function cpuSnapshot(groups: Groups) {
 async function statements(
   deployment: ServiceCluster,
 ): Promise<{ calls: number; execMs: number; top: Array<{ query: string; calls: number; meanMs: number }> }> {
-  const client = await deployment.superuser();
-  try {
+  return asSuperuser(deployment, async (client) => {
     const where = 'WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())';
     const total = await client.query<{ calls: string | null; ms: number | null }>(
       `SELECT sum(calls) AS calls, sum(total_exec_time) AS ms FROM pg_stat_statements ${where}`,
@@ -169,18 +169,21 @@ async function statements(
       execMs: total.rows[0].ms ?? 0,
       top: top.rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').slice(0, 120), calls: Number(r.calls), meanMs: round(r.ms, 3) })),
     };
+  });
+}
+
+/** Runs `work` with a client of the deployment's database as the superuser, closed after. */
+async function asSuperuser<T>(deployment: ServiceCluster, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await deployment.superuser();
+  try {
+    return await work(client);
   } finally {
     await client.end();
   }
 }
 
 async function resetStatements(deployment: ServiceCluster): Promise<void> {
-  const client = await deployment.superuser();
-  try {
-    await client.query('SELECT pg_stat_statements_reset()');
-  } finally {
-    await client.end();
-  }
+  await asSuperuser(deployment, (client) => client.query('SELECT pg_stat_statements_reset()'));
 }
 
 /** Every workspace's reads, shuffled (a fixed seed: every phase sends the same sequence). */
@@ -194,11 +197,7 @@ function readRequests(workspaces: Workspace[]): Array<{ method: 'GET'; path: str
       headers,
     }));
   });
-  let seed = 7261;
-  const random = (): number => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-    return seed / 2 ** 31;
-  };
+  const random = seededRandom(7261);
   for (let i = all.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [all[i], all[j]] = [all[j], all[i]];
@@ -210,18 +209,12 @@ function readRequests(workspaces: Workspace[]): Array<{ method: 'GET'; path: str
 async function load(url: string, requests: ReturnType<typeof readRequests>, duration: number) {
   let next = 0;
   const statuses: Record<string, number> = {};
-  let instance!: autocannon.Instance;
-  const done = new Promise<autocannon.Result>((resolve, reject) => {
-    instance = autocannon(
-      {
-        url,
-        connections: CONNECTIONS,
-        timeout: TIMEOUT_SECONDS,
-        duration,
-        requests: [{ setupRequest: (req) => ({ ...req, ...requests[next++ % requests.length] }) }],
-      },
-      (error, result) => (error ? reject(error) : resolve(result)),
-    );
+  const { instance, done } = startAutocannon({
+    url,
+    connections: CONNECTIONS,
+    timeout: TIMEOUT_SECONDS,
+    duration,
+    requests: [{ setupRequest: (req) => ({ ...req, ...requests[next++ % requests.length] }) }],
   });
   instance.on('response', (_client, status) => {
     statuses[status] = (statuses[status] ?? 0) + 1;
@@ -542,9 +535,7 @@ async function main(): Promise<void> {
     await groups.nodes[i].addTree(node.process!.child.pid!);
   }
   await deployment.liftLimits();
-  const su = await deployment.superuser();
-  await su.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-  await su.end();
+  await asSuperuser(deployment, (client) => client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements'));
   const dir = await mkdtemp(join(tmpdir(), 'vfs-scale-'));
   closers.push(() => rm(dir, { recursive: true, force: true }));
   const nginxPort = await freePort();

@@ -11,6 +11,11 @@ async function statFields(pid: number): Promise<string[] | null> {
   return stat === null ? null : stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
 }
 
+/** Every process now. */
+async function livePids(): Promise<number[]> {
+  return (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
+}
+
 /** CPU seconds (user + system) used so far by a process and its threads; 0 once it is gone. */
 async function cpuSeconds(pid: number): Promise<number> {
   const fields = await statFields(pid);
@@ -19,16 +24,34 @@ async function cpuSeconds(pid: number): Promise<number> {
 
 /**
  * The processes of the embedded PostgreSQL of `dataDir`: its postmaster (pg_ctl leaves it to
- * init, not under the service) and the postmaster's children.
+ * init, not under the service) and the processes it started.
  */
 export async function postgresPids(dataDir: string): Promise<number[]> {
-  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
+  const pids = await livePids();
   const cmdlines = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
   const postmaster = pids.find((_, i) => cmdlines[i].split('\0').includes(join(dataDir, 'pg')));
-  if (postmaster === undefined) return [];
+  return postmaster === undefined ? [] : [postmaster, ...(await descendants(postmaster))];
+}
+
+/** Every live process descended from `pid` (children, their children, …). */
+export async function descendants(pid: number): Promise<number[]> {
+  const pids = await livePids();
   const stats = await Promise.all(pids.map(statFields));
-  const children = pids.filter((_, i) => stats[i] !== null && Number(stats[i]![1]) === postmaster);
-  return [postmaster, ...children];
+  const children = new Map<number, number[]>();
+  for (const [i, p] of pids.entries()) {
+    if (stats[i] === null) continue;
+    const ppid = Number(stats[i]![1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), p]);
+  }
+  const out: number[] = [];
+  const visit = (p: number): void => {
+    for (const child of children.get(p) ?? []) {
+      out.push(child);
+      visit(child);
+    }
+  };
+  visit(pid);
+  return out;
 }
 
 /** CPU seconds used so far by each of `pids`. */

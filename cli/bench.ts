@@ -261,7 +261,7 @@ export function scenarioRequests(name: ScenarioName, ws: string, inputs: Inputs)
 }
 
 /** Starts autocannon: its instance (for its events) and its result. */
-function start(options: autocannon.Options): { instance: autocannon.Instance; done: Promise<autocannon.Result> } {
+export function start(options: autocannon.Options): { instance: autocannon.Instance; done: Promise<autocannon.Result> } {
   let instance!: autocannon.Instance;
   const done = new Promise<autocannon.Result>((resolve, reject) => {
     instance = autocannon(options, (error, result) => (error ? reject(error) : resolve(result)));
