@@ -27,6 +27,9 @@ const POLL_MS = 2000;
 /** Set once the thread is asked to stop: a cluster node's version poll and copy updates stop with it. */
 let stopping = false;
 let pollTimer: NodeJS.Timeout | undefined;
+/** The copies a cluster node keeps up to date as changes come (null until the node says: all). */
+let following: Set<string> | null = null;
+const follows = (workspaceId: string): boolean => following === null || following.has(workspaceId);
 const port = parentPort!;
 const log = (message: string, error: unknown): void =>
   port.postMessage({ type: 'log', message: `${message}: ${error instanceof Error ? error.message : String(error)}` } satisfies IngestThreadReply);
@@ -69,7 +72,12 @@ if (sync === null) {
 }
 loop.start();
 
-/** Keeps this node's copies up to date: told by NOTIFY, and by polling in case one was lost. */
+/**
+ * Keeps this node's followed copies up to date: told by NOTIFY, and by polling in case one was
+ * lost. A copy not followed (neither warm here nor read lately) is left behind until its next
+ * read, which catches it up first (api/freshness.ts): a change costs the nodes that serve the
+ * workspace, not every node that once held a copy.
+ */
 async function followChanges(sync: ShardSync): Promise<void> {
   const accounts = new Map<string, string>();
   const catchUp = (workspaceId: string, version?: number): void => {
@@ -102,7 +110,7 @@ async function followChanges(sync: ShardSync): Promise<void> {
       for (const id of ids) {
         const version = versions.get(id);
         if (version === undefined) await dropped(id);
-        else if ((sync.version(id) ?? -1) < version) catchUp(id, version);
+        else if ((sync.version(id) ?? -1) < version && follows(id)) catchUp(id, version);
       }
     } catch (error) {
       log('polling workspace versions failed', error);
@@ -117,7 +125,7 @@ async function followChanges(sync: ShardSync): Promise<void> {
         return;
       }
       if (accountId !== undefined) accounts.set(workspaceId, accountId);
-      if (sync.version(workspaceId) !== undefined) catchUp(workspaceId, Number(version));
+      if (sync.version(workspaceId) !== undefined && follows(workspaceId)) catchUp(workspaceId, Number(version));
     },
     () => void poll(),
   );
@@ -152,6 +160,9 @@ async function handle(request: IngestThreadRequest): Promise<void> {
     case 'evict':
       sync?.forget(request.workspaceId);
       await shards.evict(request.workspaceId);
+      return;
+    case 'follow':
+      following = new Set(request.workspaceIds);
       return;
     case 'catchUp':
       await sync?.catchUp(request.workspaceId, request.accountId, request.version, request.lost);

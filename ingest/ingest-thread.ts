@@ -38,6 +38,7 @@ export type IngestThreadRequest = { id: number } & (
   | { type: 'drop'; workspaceId: string }
   | { type: 'catchUp'; workspaceId: string; accountId: string; version: number; lost: boolean }
   | { type: 'evict'; workspaceId: string }
+  | { type: 'follow'; workspaceIds: string[] }
   | { type: 'stop' }
 );
 
@@ -134,6 +135,14 @@ export class IngestThread {
   /** Deletes this node's copy of a workspace's shard (cluster mode: a cold copy over the cache budget). */
   evict(workspaceId: string): Promise<void> {
     return this.request({ type: 'evict', workspaceId });
+  }
+
+  /**
+   * The copies this node keeps up to date as changes are committed (cluster mode): its warm ones
+   * and those read lately. Any other copy catches up at its next read.
+   */
+  follow(workspaceIds: string[]): void {
+    void this.request({ type: 'follow', workspaceIds }).catch(() => {});
   }
 
   /** Finishes the batch in hand, closes everything and ends the thread. */

@@ -373,6 +373,7 @@ async function startParts(
         await ingest.evict(workspaceId);
         readPool.shardDropped(shardDir(workspaceId));
       },
+      follow: (workspaceIds) => ingest.follow(workspaceIds),
       budgetBytes: config.cluster.cacheBytes,
       // Unread for 30 heartbeats (a minute by default).
       idleMs: 30 * config.cluster.heartbeatMs,

@@ -6,7 +6,9 @@
  * fills the copies of its warm workspaces ahead of their reads; any other
  * copy is filled on its first read, and once the node's copies pass
  * `budgetBytes`, the cold ones (not warm here, not read for `idleMs`) are
- * deleted, least recently read first.
+ * deleted, least recently read first. Only the warm copies and those read
+ * within `idleMs` follow the changes as they are committed; any other copy
+ * catches up at its next read.
  */
 import { createHash } from 'node:crypto';
 import type { Database } from '../db/database.js';
@@ -49,6 +51,8 @@ export interface WarmSetDeps {
   bytes: (workspaceId: string) => Promise<number>;
   /** Deletes this node's copy of a workspace. */
   evict: (workspaceId: string) => Promise<void>;
+  /** Tells which copies to keep up to date as changes come: the warm ones and those read within `idleMs`. */
+  follow: (workspaceIds: string[]) => void;
   /** Byte budget of the copies (0: none). */
   budgetBytes: number;
   /** A copy read within this long is never evicted. */
@@ -67,6 +71,8 @@ export class WarmSet {
   private workspaces: ShardWorkspace[] = [];
   private passes = 0;
   private stopped = false;
+  /** The followed copies last told, as one string (told again only when it changes). */
+  private followedKey: string | null = null;
 
   constructor(private readonly deps: WarmSetDeps) {}
 
@@ -114,11 +120,24 @@ export class WarmSet {
       this.warm = warm;
     }
     const held = this.deps.held();
+    this.tellFollowed(Object.keys(held));
     for (const ws of this.workspaces) {
       if (this.stopped) return;
       if (this.warm.has(ws.id) && held[ws.id] === undefined) await this.deps.fill(ws.id, ws.accountId);
     }
     if (this.deps.budgetBytes > 0) await this.trim(Object.keys(this.deps.held()), this.warm);
+  }
+
+  /** Tells the copies to follow (warm, or read within idleMs), when they changed since the last pass. */
+  private tellFollowed(held: string[]): void {
+    const now = Date.now();
+    const followed = new Set(this.warm);
+    for (const id of held) if (now - (this.deps.lastRead(id) ?? 0) <= this.deps.idleMs) followed.add(id);
+    const ids = [...followed].sort();
+    const key = ids.join(' ');
+    if (key === this.followedKey) return;
+    this.followedKey = key;
+    this.deps.follow(ids);
   }
 
   /** Deletes cold copies, least recently read first, until the copies fit the budget. */

@@ -367,6 +367,60 @@ describe('three nodes on one database and one object store', () => {
     expect(text).toMatch(/^node-a\tactive\tseen [\d.]+ s ago\thttp:\/\/127\.0\.0\.1:\d+\tcopies=\d+\tcache=\d+ B\tlag: /m);
   });
 
+  it('a copy neither warm nor read lately is left behind by changes, and caught up by its next read', { timeout: 120_000 }, async () => {
+    // Heartbeats every 0.2 s: a copy unread for 6 s is no longer followed.
+    const f = await cluster.add({ VFS_NODE_HEARTBEAT_SECONDS: '0.2' });
+    try {
+      const client = await cluster.superuser();
+      const ids = new Map<string, string>();
+      try {
+        const { rows } = await client.query<{ id: string; name: string }>("SELECT id, name FROM workspaces WHERE name ~ '^w[0-9]+$'");
+        for (const r of rows) ids.set(r.name, r.id);
+      } finally {
+        await client.end();
+      }
+      const live = ['node-a', 'node-b', 'node-c', 'node-d', f.id];
+      const name = [...ids.keys()].find((n) => !warmNodes(ids.get(n)!, live).includes(f.id))!;
+      const id = ids.get(name)!;
+      const warm = warmNodes(id, live);
+      const behind = async (): Promise<Map<string, number>> => {
+        const nodes = JSON.parse((await cluster.admin(['list-nodes', '--json'])).stdout) as Array<{
+          id: string;
+          behind: Array<{ workspaceId: string; versions: number }>;
+        }>;
+        return new Map(nodes.map((n) => [n.id, n.behind.find((x) => x.workspaceId === id)?.versions ?? 0]));
+      };
+      // f makes a copy on its first read, then nobody reads it there for longer than 30 heartbeats.
+      expect((await read(f, 'find', 'pattern=*.txt', name)).text).toContain('/a.txt');
+      await sleep(8_000);
+      for (let i = 0; i < 3; i++) expect((await cluster.api(a, 'PUT', `/v1/workspaces/${name}/files/late-${i}.txt`, body(200 + i))).status).toBe(202);
+      const deadline = Date.now() + 60_000;
+      for (let i = 0; i < 3; i++) {
+        while ((await listing(a, name)).get(`/late-${i}.txt`) !== 'ready' && Date.now() < deadline) await sleep(50);
+      }
+      // The warm nodes follow the changes; f's copy stays where it was, heartbeat after heartbeat.
+      let lag = await behind();
+      while (warm.some((n) => (lag.get(n) ?? 0) > 0) && Date.now() < deadline) {
+        await sleep(200);
+        lag = await behind();
+      }
+      expect(warm.map((n) => lag.get(n))).toEqual([0, 0]);
+      await sleep(3_000);
+      expect((await behind()).get(f.id)).toBeGreaterThanOrEqual(3);
+      // Its next read catches it up first, and sees every change.
+      const found = (await read(f, 'grep', 'pattern=needle-20[0-2]-x', name)).text.trim().split('\n').sort();
+      expect(found).toEqual(['/late-0.txt', '/late-1.txt', '/late-2.txt']);
+      lag = await behind();
+      while (lag.get(f.id)! > 0 && Date.now() < deadline) {
+        await sleep(200);
+        lag = await behind();
+      }
+      expect(lag.get(f.id)).toBe(0);
+    } finally {
+      await cluster.signal(f, 'SIGTERM');
+    }
+  });
+
   it('a workspace deleted through one node is gone on the others at the next request, for a token they had cached too', { timeout: 120_000 }, async () => {
     expect((await cluster.api(a, 'POST', '/v1/workspaces', JSON.stringify({ name: 'gone' }))).status).toBe(201);
     expect((await cluster.api(a, 'PUT', '/v1/workspaces/gone/files/x.txt', body(7))).status).toBe(202);
