@@ -25,6 +25,7 @@ import { Guard } from '../api/gate/guard.js';
 import { Lookups } from '../api/gate/lookups.js';
 import { Metrics, type MetricsServer, startMetricsServer } from '../api/metrics.js';
 import { startServer } from '../api/server.js';
+import { paced } from '../core/paced.js';
 import { threadStat, ThreadStatsListener } from '../core/thread-stats.js';
 import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
 import { AuditLog } from '../db/audit.js';
@@ -354,7 +355,8 @@ async function startParts(
       `http://${shownHost}:${server.port}`,
       db,
       objects,
-      { cacheBytes: () => directoryBytes(shards), applied: () => freshness?.held() ?? {} },
+      // Walking every copy's directory costs about 0.2 ms a copy: paced to about 2% of the time.
+      { cacheBytes: paced(() => directoryBytes(shards), 50), applied: () => freshness?.held() ?? {} },
       config.cluster.heartbeatMs,
       (message, error) => log.error(message, error),
     );
@@ -416,7 +418,7 @@ async function startParts(
 }
 
 /** Bytes of the regular files under `dir` (0 when it is missing). */
-async function directoryBytes(dir: string): Promise<number> {
+export async function directoryBytes(dir: string): Promise<number> {
   let total = 0;
   try {
     for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
