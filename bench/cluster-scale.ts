@@ -44,7 +44,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type pg from 'pg';
 import { type Inputs, scenarioInputs, scenarioRequests, start as startAutocannon } from '../cli/bench.js';
 import { ApiClient } from '../cli/client.js';
 import type { ClusterNode, ServiceCluster } from '../test/helpers/cluster.js';
@@ -156,7 +155,7 @@ async function cpuSnapshot(groups: Groups) {
 async function statements(
   deployment: ServiceCluster,
 ): Promise<{ calls: number; execMs: number; top: Array<{ query: string; calls: number; meanMs: number }> }> {
-  return asSuperuser(deployment, async (client) => {
+  return deployment.asSuperuser(async (client) => {
     const where = 'WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())';
     const total = await client.query<{ calls: string | null; ms: number | null }>(
       `SELECT sum(calls) AS calls, sum(total_exec_time) AS ms FROM pg_stat_statements ${where}`,
@@ -172,18 +171,8 @@ async function statements(
   });
 }
 
-/** Runs `work` with a client of the deployment's database as the superuser, closed after. */
-async function asSuperuser<T>(deployment: ServiceCluster, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = await deployment.superuser();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
 async function resetStatements(deployment: ServiceCluster): Promise<void> {
-  await asSuperuser(deployment, (client) => client.query('SELECT pg_stat_statements_reset()'));
+  await deployment.asSuperuser((client) => client.query('SELECT pg_stat_statements_reset()'));
 }
 
 /** Every workspace's reads, shuffled (a fixed seed: every phase sends the same sequence). */
@@ -535,7 +524,7 @@ async function main(): Promise<void> {
     await groups.nodes[i].addTree(node.process!.child.pid!);
   }
   await deployment.liftLimits();
-  await asSuperuser(deployment, (client) => client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements'));
+  await deployment.asSuperuser((client) => client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements'));
   const dir = await mkdtemp(join(tmpdir(), 'vfs-scale-'));
   closers.push(() => rm(dir, { recursive: true, force: true }));
   const nginxPort = await freePort();

@@ -371,14 +371,10 @@ describe('three nodes on one database and one object store', () => {
     // Heartbeats every 0.2 s: a copy unread for 6 s is no longer followed.
     const f = await cluster.add({ VFS_NODE_HEARTBEAT_SECONDS: '0.2' });
     try {
-      const client = await cluster.superuser();
-      const ids = new Map<string, string>();
-      try {
-        const { rows } = await client.query<{ id: string; name: string }>("SELECT id, name FROM workspaces WHERE name ~ '^w[0-9]+$'");
-        for (const r of rows) ids.set(r.name, r.id);
-      } finally {
-        await client.end();
-      }
+      const { rows } = await cluster.asSuperuser((client) =>
+        client.query<{ id: string; name: string }>("SELECT id, name FROM workspaces WHERE name ~ '^w[0-9]+$'"),
+      );
+      const ids = new Map(rows.map((r) => [r.name, r.id]));
       const live = ['node-a', 'node-b', 'node-c', 'node-d', f.id];
       const name = [...ids.keys()].find((n) => !warmNodes(ids.get(n)!, live).includes(f.id))!;
       const id = ids.get(name)!;

@@ -120,21 +120,28 @@ export class ServiceCluster {
     return client;
   }
 
+  /** Runs `work` with a client of the cluster's database as the superuser, closed after. */
+  async asSuperuser<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = await this.superuser();
+    try {
+      return await work(client);
+    } finally {
+      await client.end();
+    }
+  }
+
   /**
    * Lifts every limit of every plan (a benchmark measures speed, not the plans) and tells the
    * running nodes, as `npm run admin -- set-plan` does. Needs a node started (its migrations).
    */
   async liftLimits(): Promise<void> {
-    const client = await this.superuser();
-    try {
+    await this.asSuperuser(async (client) => {
       await client.query(
         `UPDATE plans SET max_workspaces = 1000, max_files = 100000000, max_storage_bytes = 1e13, max_file_bytes = 1e10,
            read_rate_per_credential = 1000000, read_rate_per_account = 1000000`,
       );
       await client.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'limits')`);
-    } finally {
-      await client.end();
-    }
+    });
   }
 
   /**
@@ -143,13 +150,10 @@ export class ServiceCluster {
    * after the load stops.
    */
   async transactions(): Promise<number> {
-    const client = await this.superuser();
-    try {
+    return this.asSuperuser(async (client) => {
       const r = await client.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()');
       return Number(r.rows[0].n);
-    } finally {
-      await client.end();
-    }
+    });
   }
 
   /** Stops every node and removes their data directories. */
