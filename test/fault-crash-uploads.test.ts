@@ -27,8 +27,11 @@ describe('SIGKILL during uploads', () => {
     svc = await FaultService.create({ VFS_INGEST_LEASE_SECONDS: '2', VFS_INGEST_MAX_ATTEMPTS: '100' });
     const run = await uploadsUnderKills(svc, 'ws', { kills: KILLS, clients: 6, roundMs: 900, seed: SEED });
     expect(run.kills).toBe(KILLS);
-    // Uploads get through between kills (fewer with originals on Swift sharing the two cores).
-    expect(run.acknowledged.size).toBeGreaterThan(KILLS * 2);
+    // Every round that took uploads was killed after at least one got through, however slow the
+    // machine (originals on Swift share its two cores), so the kills land among uploads.
+    expect(run.uploadRounds).toBeGreaterThanOrEqual(KILLS / 4);
+    expect(run.roundsWithoutUploads).toBe(0);
+    expect(run.acknowledged.size).toBeGreaterThanOrEqual(run.uploadRounds);
 
     // Plus a blob no file will ever reference and a stale temp file, as a kill between publishing
     // a blob and committing its row, or in the middle of a body, leaves them.

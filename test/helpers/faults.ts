@@ -17,6 +17,8 @@ import { exportAudit } from './audit-export.js';
 import { seededRandom } from './random.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long an upload round waits for its first acknowledged upload before it kills anyway. */
+const FIRST_UPLOAD_WAIT_MS = 20_000;
 
 /** The service on one data directory, started, killed and restarted at will. */
 export class FaultService {
@@ -160,6 +162,10 @@ export interface UploadRun {
   sent: Map<string, number>;
   /** Paths answered 202. */
   acknowledged: Set<string>;
+  /** Rounds that ran uploads (the others killed the service while it started). */
+  uploadRounds: number;
+  /** Upload rounds whose first acknowledgement never came before the kill. */
+  roundsWithoutUploads: number;
   /** Upload temp files and unreferenced blobs the restarted services said they removed. */
   cleaned: { tempFiles: number; blobs: number };
 }
@@ -196,6 +202,8 @@ export async function uploadsUnderKills(svc: FaultService, ws: string, o: KillOp
   const cleaned = { tempFiles: 0, blobs: 0 };
   let next = 0;
   let kills = 0;
+  let uploadRounds = 0;
+  let roundsWithoutUploads = 0;
   await svc.start();
   const created = await svc.api('POST', '/v1/workspaces', JSON.stringify({ name: ws }));
   if (created.status !== 201 && created.status !== 409) throw new Error(`create workspace: ${created.status}`);
@@ -206,7 +214,12 @@ export async function uploadsUnderKills(svc: FaultService, ws: string, o: KillOp
       continue;
     }
     const proc = svc.current ?? (await svc.start());
+    uploadRounds++;
     let stop = false;
+    let firstAck: () => void = () => {};
+    const acked = new Promise<boolean>((resolve) => {
+      firstAck = () => resolve(true);
+    });
     const client = async (): Promise<void> => {
       while (!stop) {
         const i = next++;
@@ -220,8 +233,10 @@ export async function uploadsUnderKills(svc: FaultService, ws: string, o: KillOp
             body,
           });
           await r.text();
-          if (r.status === 202) acknowledged.add(path);
-          else if (r.status !== 503) throw new Error(`upload ${path}: unexpected ${r.status}`);
+          if (r.status === 202) {
+            acknowledged.add(path);
+            firstAck();
+          } else if (r.status !== 503) throw new Error(`upload ${path}: unexpected ${r.status}`);
         } catch (error) {
           if (error instanceof Error && error.message.startsWith('upload')) throw error;
           return; // the connection broke: the service is gone
@@ -229,6 +244,9 @@ export async function uploadsUnderKills(svc: FaultService, ws: string, o: KillOp
       }
     };
     const clients = Array.from({ length: o.clients }, client);
+    // The kill's moment is counted from the round's first acknowledged upload, so that every round
+    // kills a service in the middle of taking uploads however slowly this machine takes them.
+    if (!(await Promise.race([acked, sleep(FIRST_UPLOAD_WAIT_MS).then(() => false)]))) roundsWithoutUploads++;
     await sleep(50 + rnd() * o.roundMs);
     await svc.kill();
     const c = cleanedBy(proc.stderr());
@@ -239,7 +257,7 @@ export async function uploadsUnderKills(svc: FaultService, ws: string, o: KillOp
     await Promise.all(clients);
     o.log?.(`kill ${kills}: ${acknowledged.size} uploads acknowledged of ${sent.size} sent`);
   }
-  return { kills, sent, acknowledged, cleaned };
+  return { kills, sent, acknowledged, uploadRounds, roundsWithoutUploads, cleaned };
 }
 
 /** What was found after an upload run. */
