@@ -24,10 +24,13 @@ afterAll(async () => {
   if (!stopped) await t?.stop();
 });
 
-/** The backends holding the serving lock, with the mode of each. */
+/** The backends holding this test's database's serving lock (other files' services hold their own), with the mode of each. */
 async function holders(): Promise<Array<{ pid: number; mode: string }>> {
   const { rows } = await su.query(
-    "SELECT pid, mode FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = 7261 AND objid = 1 AND objsubid = 2 ORDER BY pid",
+    `SELECT pid, mode FROM pg_locks
+      WHERE locktype = 'advisory' AND granted AND classid = 7261 AND objid = 1 AND objsubid = 2
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      ORDER BY pid`,
   );
   return rows;
 }
