@@ -130,7 +130,7 @@ export class Metrics {
     gauge('vfs_ingest_queue_jobs', 'Ingest jobs waiting or running', async () => (await readQueue()).jobs);
     gauge('vfs_ingest_oldest_job_seconds', 'Age of the oldest ingest job waiting or running (0 when none)', async () => (await readQueue()).oldestSeconds);
     gauge('vfs_shard_bytes', 'Bytes of the shard files on disk', () => sources.shardBytes());
-    const byThread = (name: string, help: string, value: (stat: ThreadStat) => number): void => {
+    const byThread = (name: string, help: string, value: (stat: ThreadStat) => number | null): void => {
       new Gauge({
         name,
         help,
@@ -138,7 +138,10 @@ export class Metrics {
         registers: [this.registry],
         collect() {
           this.reset();
-          for (const stat of sources.threads()) this.inc({ thread: stat.kind }, value(stat));
+          for (const stat of sources.threads()) {
+            const v = value(stat);
+            if (v !== null) this.inc({ thread: stat.kind }, v);
+          }
         },
       });
     };
@@ -146,6 +149,11 @@ export class Metrics {
     byThread('vfs_thread_heap_total_bytes', 'V8 heap reserved, by kind of thread (read threads summed)', (s) => s.heapTotalBytes);
     byThread('vfs_thread_external_bytes', 'Buffers and ArrayBuffers held outside the V8 heap, by kind of thread (read threads summed)', (s) => s.externalBytes);
     byThread('vfs_open_shards', 'Shards held open, by kind of thread (read threads summed)', (s) => s.openShards);
+    byThread(
+      'vfs_thread_cpu_seconds',
+      "CPU time used by each kind of thread since it started (read threads summed; Linux only); the process's other threads (garbage collection, compilation, the I/O pool) make up the rest of vfs_process_cpu_seconds_total",
+      (s) => s.cpuSeconds,
+    );
   }
 }
 

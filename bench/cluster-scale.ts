@@ -52,7 +52,7 @@ import { Backends, deploy } from './bench-cluster.js';
 import { CpuGroup, removeParent } from './cgroups.js';
 import { writeChart } from './charts.js';
 import { descendants, postgresPids } from './cpu.js';
-import { call, freePort, uploadAll, waitReady, walk } from './lib.js';
+import { call, freePort, threadSeries, uploadAll, waitReady, walk } from './lib.js';
 import { type Balancer, requestsByNode, startNginx, unavailableAnswers } from './nginx.js';
 
 const DEFAULT_CORPUS = '/var/tmp/agent-vfs-corpus/linux-source-6.1';
@@ -265,16 +265,48 @@ function trickle(url: string, key: string, workspaces: Workspace[], counter: { n
 }
 
 /** Runs exactly the first `n` nodes, each in its CPU group. */
-async function runNodes(deployment: ServiceCluster, groups: Groups, ports: number[], n: number): Promise<void> {
+/** Runs the first `n` nodes and stops the others; returns the indexes of the nodes it started. */
+async function runNodes(deployment: ServiceCluster, groups: Groups, n: number): Promise<number[]> {
+  const started: number[] = [];
   for (const [i, node] of deployment.nodes.entries()) {
     if (i >= n && node.process !== null) await deployment.signal(node, 'SIGTERM');
-    if (i < n && node.process === null) await startNode(deployment, node, groups.nodes[i], ports[i]);
+    if (i < n && node.process === null) {
+      await startNode(deployment, node, groups.nodes[i]);
+      started.push(i);
+    }
   }
+  return started;
 }
 
-async function startNode(deployment: ServiceCluster, node: ClusterNode, group: CpuGroup, port: number): Promise<void> {
-  await deployment.startNode(node, { PORT: String(port) });
+/** Starts a stopped node again, on the ports it was added with, in its CPU group. */
+async function startNode(deployment: ServiceCluster, node: ClusterNode, group: CpuGroup): Promise<void> {
+  await deployment.startNode(node);
   await group.addTree(node.process!.child.pid!);
+}
+
+/** The parts of a node's CPU time, in seconds: its threads (from its metrics), its other threads, its child processes. */
+interface CpuParts {
+  http: number;
+  read: number;
+  ingest: number;
+  /** The process's threads other than these: garbage collection, compilation, the I/O pool. */
+  otherThreads: number;
+  /** Its child processes (extraction): the node's CPU group less the process. */
+  children: number;
+}
+
+/** Each of the first `n` nodes' CPU time so far, by part. */
+async function cpuParts(ctx: Context, n: number): Promise<CpuParts[]> {
+  return Promise.all(
+    ctx.metricsPorts.slice(0, n).map(async (port, i) => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const threads = threadSeries(text, 'vfs_thread_cpu_seconds');
+      const processCpu = Number(/^vfs_process_cpu_seconds_total (\S+)$/m.exec(text)?.[1]);
+      const group = await ctx.groups.nodes[i].usageSeconds();
+      const [http, read, ingest] = [threads.http ?? 0, threads.read ?? 0, threads.ingest ?? 0];
+      return { http, read, ingest, otherThreads: processCpu - http - read - ingest, children: group - processCpu };
+    }),
+  );
 }
 
 /** Reads every workspace once through `url` until each answers 200 (a copy catching up answers 503 meanwhile). */
@@ -337,7 +369,7 @@ const uploadCounter = { n: 0 };
 /** One measured phase with the first `n` nodes. */
 async function phase(ctx: Context, n: number, roundNo: number) {
   const { deployment, groups, ports, workspaces, dir, key } = ctx;
-  await runNodes(deployment, groups, ports, n);
+  const restarted = await runNodes(deployment, groups, n);
   const balancer = await startNginx(dir, ctx.nginxPort, ports.slice(0, n), groups.nginx);
   try {
     await warm(balancer, workspaces, ctx.requests);
@@ -346,12 +378,14 @@ async function phase(ctx: Context, n: number, roundNo: number) {
     const logStart = (await balancer.accessLog()).length;
     await resetStatements(deployment);
     const before = await cpuSnapshot(groups);
+    const partsBefore = await cpuParts(ctx, n);
     const t0 = performance.now();
     const txBefore = await deployment.transactions();
     const uploads = trickle(balancer.url, key, workspaces, uploadCounter);
     const result = await load(balancer.url, ctx.requests, seconds);
     const trickled = await uploads.stop();
     const after = await cpuSnapshot(groups);
+    const partsAfter = await cpuParts(ctx, n);
     const elapsed = (performance.now() - t0) / 1000;
     const pg = await statements(deployment);
     await sleep(1500); // PostgreSQL's backends report their transaction counts within about a second of going idle
@@ -364,9 +398,12 @@ async function phase(ctx: Context, n: number, roundNo: number) {
     const measured = (await balancer.accessLog()).slice(logStart);
     const byNode = requestsByNode(measured);
     const answered = [...byNode.values()].reduce((a, b) => a + b, 0);
+    const requestsOf = ports.slice(0, n).map((p) => byNode.get(`127.0.0.1:${p}`) ?? 0);
     const row = {
       nodes: n,
       round: roundNo,
+      /** Nodes (1-based) started for this phase; the others ran through the phase before. */
+      restarted: restarted.map((i) => i + 1),
       ...result,
       /** CPUs each node used without load once settled: the cost of being a node. */
       idleCpus: idle.nodes.map((c) => round(c, 3)),
@@ -378,6 +415,15 @@ async function phase(ctx: Context, n: number, roundNo: number) {
       nodeThrottled: after.throttling
         .slice(0, n)
         .map((t, i) => round((t.throttled - before.throttling[i].throttled) / Math.max(1, t.periods - before.throttling[i].periods))),
+      /**
+       * Each node's CPU milliseconds a request it answered, by part: its HTTP, read and ingest threads,
+       * its other threads (garbage collection, compilation, the I/O pool), its child processes.
+       */
+      nodeCpuMsPerRequestByPart: partsAfter.map((parts, i) =>
+        Object.fromEntries(
+          Object.entries(parts).map(([part, cpu]) => [part, round(((cpu - partsBefore[i][part as keyof CpuParts]) * 1000) / Math.max(1, requestsOf[i]), 2)]),
+        ),
+      ),
       /** Each node's share of the requests answered under the measured load (uploads included). */
       nodeShare: ports.slice(0, n).map((p) => round((byNode.get(`127.0.0.1:${p}`) ?? 0) / Math.max(1, answered))),
       /** Answers 503 from a node under the measured load, each passed on by nginx to the next node. */
@@ -394,7 +440,8 @@ async function phase(ctx: Context, n: number, roundNo: number) {
     };
     log(
       `${n} node(s), round ${roundNo}: ${row.rps} requests/s, p50 ${row.p50ms} ms, p99 ${row.p99ms} ms, node CPUs ${row.nodeCpus.join('/')} of ${quota} each (idle ${row.idleCpus.join('/')}), ` +
-        `throttled ${row.nodeThrottled.join('/')}, share ${row.nodeShare.join('/')}, 503 passed on ${row.unavailable}, non-2xx ${row.non2xx}, errors ${row.errors}; ` +
+        `throttled ${row.nodeThrottled.join('/')}, restarted ${row.restarted.join('/') || 'none'}, ` +
+        `node CPU ms a request by part ${JSON.stringify(row.nodeCpuMsPerRequestByPart)}, share ${row.nodeShare.join('/')}, 503 passed on ${row.unavailable}, non-2xx ${row.non2xx}, errors ${row.errors}; ` +
         `CPU ms/request ${JSON.stringify(cpu)}; PostgreSQL ${row.postgres.statementsPerRequest} statements, ${row.postgres.transactionsPerRequest} transactions, ` +
         `${row.postgres.cpuMsPerRequestAboveIdle} ms of CPU above its idle ${row.postgres.idleCpus} CPU a request`,
     );
@@ -408,7 +455,7 @@ async function phase(ctx: Context, n: number, roundNo: number) {
 async function killPhase(ctx: Context) {
   const { deployment, groups, ports, workspaces, dir, key } = ctx;
   const n = maxNodes;
-  await runNodes(deployment, groups, ports, n);
+  await runNodes(deployment, groups, n);
   const balancer = await startNginx(dir, ctx.nginxPort, ports.slice(0, n), groups.nginx);
   try {
     await warm(balancer, workspaces, ctx.requests);
@@ -421,7 +468,7 @@ async function killPhase(ctx: Context) {
       await deployment.signal(victim, 'SIGKILL');
       await sleep((duration * 1000) / 3);
       log(`starting ${victim.id} again`);
-      await startNode(deployment, victim, groups.nodes[1], ports[1]);
+      await startNode(deployment, victim, groups.nodes[1]);
     })();
     const result = await load(balancer.url, ctx.requests, duration);
     await events;
@@ -460,6 +507,8 @@ interface Context {
   deployment: ServiceCluster;
   groups: Groups;
   ports: number[];
+  /** Each node's metrics port (VFS_METRICS_PORT). */
+  metricsPorts: number[];
   nginxPort: number;
   workspaces: Workspace[];
   requests: ReturnType<typeof readRequests>;
@@ -518,9 +567,13 @@ async function main(): Promise<void> {
   const deployment = await deploy(backends, 'scale', { VFS_CLUSTER: 'on', VFS_READ_THREADS: '1', VFS_TRUST_PROXY: 'true' });
   closers.push(() => deployment.stop());
   const ports: number[] = [];
-  for (let i = 0; i < maxNodes; i++) ports.push(await freePort());
+  const metricsPorts: number[] = [];
   for (let i = 0; i < maxNodes; i++) {
-    const node = await deployment.add({ PORT: String(ports[i]) });
+    ports.push(await freePort());
+    metricsPorts.push(await freePort());
+  }
+  for (let i = 0; i < maxNodes; i++) {
+    const node = await deployment.add({ PORT: String(ports[i]), VFS_METRICS_PORT: String(metricsPorts[i]) });
     await groups.nodes[i].addTree(node.process!.child.pid!);
   }
   await deployment.liftLimits();
@@ -540,7 +593,7 @@ async function main(): Promise<void> {
     await setup.stop();
   }
   for (const group of groups.nodes) await group.setQuota(quota);
-  const ctx: Context = { deployment, groups, ports, nginxPort, workspaces, requests: readRequests(workspaces), dir, key: deployment.key };
+  const ctx: Context = { deployment, groups, ports, metricsPorts, nginxPort, workspaces, requests: readRequests(workspaces), dir, key: deployment.key };
 
   const rows: Array<Awaited<ReturnType<typeof phase>>> = [];
   for (let r = 1; r <= rounds; r++) for (const n of nodeCounts) rows.push(await phase(ctx, n, r));

@@ -255,3 +255,10 @@ export async function freePort(): Promise<number> {
   await new Promise((resolve) => probe.close(resolve));
   return port;
 }
+
+/** A per-thread metric's values by kind of thread (`http`, `read`, `ingest`), from the service's Prometheus text. */
+export function threadSeries(metrics: string, name: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of metrics.matchAll(new RegExp(`^${name}\\{thread="([^"]+)"\\} (\\S+)$`, 'gm'))) out[m[1]] = Number(m[2]);
+  return out;
+}

@@ -36,7 +36,7 @@ import { buildService } from '../service/script-args.js';
 import type { ServiceCluster } from '../test/helpers/cluster.js';
 import { Backends, deploy } from './bench-cluster.js';
 import { type Line, writeChart } from './charts.js';
-import { call, freePort, memoryMB, startBenchService } from './lib.js';
+import { call, freePort, memoryMB, startBenchService, threadSeries } from './lib.js';
 
 const USAGE = 'usage: node --import tsx bench/soak.ts [minutes=30] [workspaces=300] [out] [--nodes N] [--restart-minutes M]\n';
 const parsed = (() => {
@@ -360,13 +360,6 @@ async function client(stop: () => boolean): Promise<void> {
   }
 }
 
-/** Values of a metric series by label value, from the Prometheus text. */
-function byLabel(metrics: string, name: string): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const m of metrics.matchAll(new RegExp(`^${name}\\{thread="([^"]+)"\\} (\\S+)$`, 'gm'))) out[m[1]] = Number(m[2]);
-  return out;
-}
-
 /** Every process: pid → [parent pid, command line]. */
 async function processes(): Promise<Map<number, [number, string]>> {
   const out = new Map<number, [number, string]>();
@@ -443,10 +436,10 @@ async function sampleNode(node: SoakNode): Promise<Record<NodeColumn, number> | 
   if (pid === 0) return null;
   try {
     const metrics = await fetch(`http://127.0.0.1:${node.metricsPort}/metrics`, { signal: AbortSignal.timeout(5_000) }).then((r) => r.text());
-    const heaps = byLabel(metrics, 'vfs_thread_heap_used_bytes');
-    const heapTotals = byLabel(metrics, 'vfs_thread_heap_total_bytes');
-    const external = byLabel(metrics, 'vfs_thread_external_bytes');
-    const shards = byLabel(metrics, 'vfs_open_shards');
+    const heaps = threadSeries(metrics, 'vfs_thread_heap_used_bytes');
+    const heapTotals = threadSeries(metrics, 'vfs_thread_heap_total_bytes');
+    const external = threadSeries(metrics, 'vfs_thread_external_bytes');
+    const shards = threadSeries(metrics, 'vfs_open_shards');
     const memory = await memoryMB(pid);
     return {
       rss_mb: Math.round(memory.rss),

@@ -112,8 +112,8 @@ describe('metrics', () => {
     for (const secret of ['label-probe', t.key, ...rows.map((r) => r.id)]) expect(text).not.toContain(secret);
   });
 
-  it("show each kind of thread's heap and open shards", async () => {
-    // Worker threads report every five seconds.
+  it("show each kind of thread's heap, open shards and CPU time", async () => {
+    // Worker threads report every second.
     const kinds = ['http', 'read', 'ingest'];
     const missing = (text: string) => kinds.filter((thread) => sample(text, `vfs_thread_heap_used_bytes{thread="${thread}"}`) === undefined);
     let text = await scrape();
@@ -138,6 +138,11 @@ describe('metrics', () => {
     expect(sample(await scrape(), 'vfs_open_shards{thread="http"}')).toBe(open);
     expect(sample(text, 'vfs_open_shards{thread="read"}')).toBeGreaterThanOrEqual(0);
     expect(sample(text, 'vfs_open_shards{thread="ingest"}')).toBeGreaterThanOrEqual(0);
+
+    // Each thread has run (loading its modules at least), and together they used no more than the process.
+    const cpu = (thread: string) => sample(text, `vfs_thread_cpu_seconds{thread="${thread}"}`)!;
+    for (const thread of kinds) expect(cpu(thread)).toBeGreaterThan(0.001);
+    expect(cpu('http') + cpu('read') + cpu('ingest')).toBeLessThanOrEqual(sample(text, 'vfs_process_cpu_seconds_total')!);
   });
 
   it('serve only GET /metrics on their port', async () => {
