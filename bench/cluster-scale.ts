@@ -19,7 +19,8 @@
  *
  * Each phase: N nodes running (the others stopped), nginx (deploy/nginx.conf with the N nodes)
  * in front; every workspace read once, then load until a round of 5 s passes with no node
- * answering 503 (its copies caught up), then no load until every node uses under a fifth of its
+ * answering 503 (its copies caught up) and serves under 5% more than the round before (a node
+ * just started warming up), then no load until every node uses under a fifth of its
  * quota (copies a node has just taken on, filled; at most 5 minutes), then `seconds` measured:
  * autocannon at 96 connections through nginx, each request the next of a shuffled list of every
  * workspace's agent reads (`find`, a selective `grep`, a `grep -C 2`, `cat` at three offsets, with
@@ -71,6 +72,9 @@ const WORKSPACES = 64;
 const FILES_PER_WORKSPACE = 100;
 const CONNECTIONS = 96;
 const WARM_SECONDS = 5;
+/** Warming ends once a round serves less than this much more than the one before (and no 503). */
+const WARM_GAIN = 0.05;
+const WARM_ROUNDS = 24;
 /** Settling after the warm-up: CPU sampled over this long, for at most SETTLE_LIMIT_MS. */
 const SETTLE_SAMPLE_MS = 3000;
 /** nginx writes its buffered access log every second. */
@@ -326,19 +330,28 @@ async function readEach(url: string, workspaces: Workspace[]): Promise<void> {
 }
 
 /**
- * Brings the nodes behind `balancer` to steady state: every workspace read once, then load until
- * a round of WARM_SECONDS passes with no node answering 503 (each node's copies caught up).
+ * Brings the nodes behind `balancer` to steady state: every workspace read once, then rounds of
+ * WARM_SECONDS of load until a round has no node answering 503 (each node's copies caught up) and
+ * serves less than WARM_GAIN more requests than the round before. A node just started serves at
+ * about half its rate for its first seconds of CPU (its code compiling, its extraction process
+ * starting: docs/benchmarks.md), which at a small quota is tens of seconds.
  */
 async function warm(balancer: Balancer, workspaces: Workspace[], requests: ReturnType<typeof readRequests>): Promise<void> {
   await readEach(balancer.url, workspaces);
+  let before = 0;
   for (let i = 1; ; i++) {
-    const before = unavailableAnswers(await balancer.accessLog());
-    await load(balancer.url, requests, WARM_SECONDS);
+    const unavailableBefore = unavailableAnswers(await balancer.accessLog());
+    const { rps } = await load(balancer.url, requests, WARM_SECONDS);
     await sleep(LOG_FLUSH_MS);
-    const unavailable = unavailableAnswers(await balancer.accessLog()) - before;
-    if (unavailable === 0) return;
-    if (i === 12) throw new Error(`the nodes still answered 503 after ${i * WARM_SECONDS} s of load`);
-    log(`warming: ${unavailable} answers 503 (copies catching up)`);
+    const unavailable = unavailableAnswers(await balancer.accessLog()) - unavailableBefore;
+    if (unavailable === 0 && i > 1 && rps < before * (1 + WARM_GAIN)) return;
+    if (i === WARM_ROUNDS) {
+      if (unavailable > 0) throw new Error(`the nodes still answered 503 after ${i * WARM_SECONDS} s of load`);
+      log(`warming: still ${round((rps / before - 1) * 100, 0)}% faster than the round before after ${i * WARM_SECONDS} s of load; measuring anyway`);
+      return;
+    }
+    log(`warming: ${rps} requests/s${unavailable > 0 ? `, ${unavailable} answers 503 (copies catching up)` : ''}`);
+    before = rps;
   }
 }
 
