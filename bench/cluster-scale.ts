@@ -54,7 +54,7 @@ import { CpuGroup, removeParent } from './cgroups.js';
 import { writeChart } from './charts.js';
 import { descendants, postgresPids } from './cpu.js';
 import { call, freePort, threadSeries, uploadAll, waitReady, walk } from './lib.js';
-import { type Balancer, requestsByNode, startNginx, unavailableAnswers } from './nginx.js';
+import { type Balancer, requestsByNode, startNginx, unavailableAnswers, unavailableByOrigin } from './nginx.js';
 
 const DEFAULT_CORPUS = '/var/tmp/agent-vfs-corpus/linux-source-6.1';
 const [corpusArg, secondsArg, quotaArg, nodesArg, roundsArg] = process.argv.slice(2);
@@ -299,16 +299,26 @@ interface CpuParts {
   children: number;
 }
 
-/** Each of the first `n` nodes' CPU time so far, by part. */
-async function cpuParts(ctx: Context, n: number): Promise<CpuParts[]> {
+/** The round trips a node's reads share: audit commits and shared-limit checks, so far. */
+interface Batches {
+  audit: number;
+  limits: number;
+}
+
+/** Each of the first `n` nodes' CPU time so far, by part, and its batches so far. */
+async function scrapeNodes(ctx: Context, n: number): Promise<Array<{ parts: CpuParts; batches: Batches }>> {
   return Promise.all(
     ctx.metricsPorts.slice(0, n).map(async (port, i) => {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const value = (series: string): number => Number(new RegExp(`^${series} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
       const threads = threadSeries(text, 'vfs_thread_cpu_seconds');
-      const processCpu = Number(/^vfs_process_cpu_seconds_total (\S+)$/m.exec(text)?.[1]);
+      const processCpu = value('vfs_process_cpu_seconds_total');
       const group = await ctx.groups.nodes[i].usageSeconds();
       const [http, read, ingest] = [threads.http ?? 0, threads.read ?? 0, threads.ingest ?? 0];
-      return { http, read, ingest, otherThreads: processCpu - http - read - ingest, children: group - processCpu };
+      return {
+        parts: { http, read, ingest, otherThreads: processCpu - http - read - ingest, children: group - processCpu },
+        batches: { audit: value('vfs_audit_batch_events_count'), limits: value('vfs_shared_limit_batch_checks_count') },
+      };
     }),
   );
 }
@@ -391,14 +401,14 @@ async function phase(ctx: Context, n: number, roundNo: number) {
     const logStart = (await balancer.accessLog()).length;
     await resetStatements(deployment);
     const before = await cpuSnapshot(groups);
-    const partsBefore = await cpuParts(ctx, n);
+    const scrapedBefore = await scrapeNodes(ctx, n);
     const t0 = performance.now();
     const txBefore = await deployment.transactions();
     const uploads = trickle(balancer.url, key, workspaces, uploadCounter);
     const result = await load(balancer.url, ctx.requests, seconds);
     const trickled = await uploads.stop();
     const after = await cpuSnapshot(groups);
-    const partsAfter = await cpuParts(ctx, n);
+    const scrapedAfter = await scrapeNodes(ctx, n);
     const elapsed = (performance.now() - t0) / 1000;
     const pg = await statements(deployment);
     await sleep(1500); // PostgreSQL's backends report their transaction counts within about a second of going idle
@@ -432,11 +442,19 @@ async function phase(ctx: Context, n: number, roundNo: number) {
        * Each node's CPU milliseconds a request it answered, by part: its HTTP, read and ingest threads,
        * its other threads (garbage collection, compilation, the I/O pool), its child processes.
        */
-      nodeCpuMsPerRequestByPart: partsAfter.map((parts, i) =>
+      nodeCpuMsPerRequestByPart: scrapedAfter.map(({ parts }, i) =>
         Object.fromEntries(
-          Object.entries(parts).map(([part, cpu]) => [part, round(((cpu - partsBefore[i][part as keyof CpuParts]) * 1000) / Math.max(1, requestsOf[i]), 2)]),
+          Object.entries(parts).map(([part, cpu]) => [
+            part,
+            round(((cpu - scrapedBefore[i].parts[part as keyof CpuParts]) * 1000) / Math.max(1, requestsOf[i]), 2),
+          ]),
         ),
       ),
+      /** Each node's audit commits and shared-limit round trips a request it answered. */
+      nodeBatchesPerRequest: scrapedAfter.map(({ batches }, i) => ({
+        audit: round((batches.audit - scrapedBefore[i].batches.audit) / Math.max(1, requestsOf[i]), 3),
+        limits: round((batches.limits - scrapedBefore[i].batches.limits) / Math.max(1, requestsOf[i]), 3),
+      })),
       /** Each node's share of the requests answered under the measured load (uploads included). */
       nodeShare: ports.slice(0, n).map((p) => round((byNode.get(`127.0.0.1:${p}`) ?? 0) / Math.max(1, answered))),
       /** Answers 503 from a node under the measured load, each passed on by nginx to the next node. */
@@ -454,7 +472,7 @@ async function phase(ctx: Context, n: number, roundNo: number) {
     log(
       `${n} node(s), round ${roundNo}: ${row.rps} requests/s, p50 ${row.p50ms} ms, p99 ${row.p99ms} ms, node CPUs ${row.nodeCpus.join('/')} of ${quota} each (idle ${row.idleCpus.join('/')}), ` +
         `throttled ${row.nodeThrottled.join('/')}, restarted ${row.restarted.join('/') || 'none'}, ` +
-        `node CPU ms a request by part ${JSON.stringify(row.nodeCpuMsPerRequestByPart)}, share ${row.nodeShare.join('/')}, 503 passed on ${row.unavailable}, non-2xx ${row.non2xx}, errors ${row.errors}; ` +
+        `node CPU ms a request by part ${JSON.stringify(row.nodeCpuMsPerRequestByPart)}, batches a request ${JSON.stringify(row.nodeBatchesPerRequest)}, share ${row.nodeShare.join('/')}, 503 passed on ${row.unavailable}, non-2xx ${row.non2xx}, errors ${row.errors}; ` +
         `CPU ms/request ${JSON.stringify(cpu)}; PostgreSQL ${row.postgres.statementsPerRequest} statements, ${row.postgres.transactionsPerRequest} transactions, ` +
         `${row.postgres.cpuMsPerRequestAboveIdle} ms of CPU above its idle ${row.postgres.idleCpus} CPU a request`,
     );
@@ -474,6 +492,8 @@ async function killPhase(ctx: Context) {
     await warm(balancer, workspaces, ctx.requests);
     const victim = deployment.nodes[1];
     const duration = 2 * seconds;
+    await sleep(LOG_FLUSH_MS);
+    const logStart = (await balancer.accessLog()).length;
     const uploads = trickle(balancer.url, key, workspaces, uploadCounter);
     const events = (async () => {
       await sleep((duration * 1000) / 3);
@@ -486,10 +506,13 @@ async function killPhase(ctx: Context) {
     const result = await load(balancer.url, ctx.requests, duration);
     await events;
     const trickled = await uploads.stop();
+    await sleep(LOG_FLUSH_MS);
+    const unavailable = unavailableByOrigin((await balancer.accessLog()).slice(logStart));
     log(
-      `node killed: ${result.rps} requests/s, statuses ${JSON.stringify(result.statuses)}, errors ${result.errors}, timeouts ${result.timeouts}; uploads ${trickled.uploads}, sent again ${trickled.retries}`,
+      `node killed: ${result.rps} requests/s, statuses ${JSON.stringify(result.statuses)}, errors ${result.errors}, timeouts ${result.timeouts}; uploads ${trickled.uploads}, sent again ${trickled.retries}; ` +
+        `503 from nodes ${unavailable.fromNodes}, from nginx ${unavailable.fromNginx}, answered by each node ${JSON.stringify(unavailable.byNode)} (the killed node: 127.0.0.1:${ports[1]})`,
     );
-    return { nodes: n, ...result, uploads: trickled.uploads, uploadRetries: trickled.retries };
+    return { nodes: n, ...result, uploads: trickled.uploads, uploadRetries: trickled.retries, unavailable };
   } finally {
     await balancer.stop();
   }
@@ -616,7 +639,7 @@ async function main(): Promise<void> {
 
   const byN = nodeCounts.map((n) => {
     const mine = rows.filter((row) => row.nodes === n);
-    const ratios = mine.map((row) => row.rps / rows.find((o) => o.round === row.round && o.nodes === 1)!.rps);
+    const ratios = nodeCounts.includes(1) ? mine.map((row) => row.rps / rows.find((o) => o.round === row.round && o.nodes === 1)!.rps) : [];
     return {
       nodes: n,
       rps: round(mean(mine.map((row) => row.rps)), 1),

@@ -89,3 +89,27 @@ export async function startNginx(dir: string, port: number, nodes: number[], gro
     },
   };
 }
+
+/**
+ * The answers 503 clients got in `log`, by who gave them: a node (the last node tried answered
+ * 503: its copy catching up, or it was stopping) or nginx itself (no node answered: refused, timed
+ * out, or every node marked down); and the 503s each node answered, passed on or not.
+ */
+export function unavailableByOrigin(log: string): { fromNodes: number; fromNginx: number; byNode: Record<string, number> } {
+  let fromNodes = 0;
+  let fromNginx = 0;
+  const byNode: Record<string, number> = {};
+  for (const line of log.split('\n')) {
+    const m = /" (\d{3}) \d+ ws=\S* upstream=(.*) upstream_status=(.*) time=/.exec(line);
+    if (m === null) continue;
+    const addresses = m[2].split(', ');
+    const statuses = m[3].split(', ');
+    statuses.forEach((status, i) => {
+      if (status === '503') byNode[addresses[i]] = (byNode[addresses[i]] ?? 0) + 1;
+    });
+    if (m[1] !== '503') continue;
+    if (statuses[statuses.length - 1] === '503') fromNodes++;
+    else fromNginx++;
+  }
+  return { fromNodes, fromNginx, byNode };
+}
