@@ -268,8 +268,7 @@ function trickle(url: string, key: string, workspaces: Workspace[], counter: { n
   };
 }
 
-/** Runs exactly the first `n` nodes, each in its CPU group. */
-/** Runs the first `n` nodes and stops the others; returns the indexes of the nodes it started. */
+/** Runs exactly the first `n` nodes, each in its CPU group; returns the indexes of the nodes it started. */
 async function runNodes(deployment: ServiceCluster, groups: Groups, n: number): Promise<number[]> {
   const started: number[] = [];
   for (const [i, node] of deployment.nodes.entries()) {
@@ -342,9 +341,9 @@ async function readEach(url: string, workspaces: Workspace[]): Promise<void> {
 /**
  * Brings the nodes behind `balancer` to steady state: every workspace read once, then rounds of
  * WARM_SECONDS of load until a round has no node answering 503 (each node's copies caught up) and
- * serves less than WARM_GAIN more requests than the round before. A node just started serves at
- * about half its rate for its first seconds of CPU (its code compiling, its extraction process
- * starting: docs/benchmarks.md), which at a small quota is tens of seconds.
+ * serves less than WARM_GAIN more requests than the round before. A node just started spends more
+ * CPU a request for a while (compiling its code, starting its extraction process:
+ * docs/benchmarks.md), which at a small quota lasts tens of seconds.
  */
 async function warm(balancer: Balancer, workspaces: Workspace[], requests: ReturnType<typeof readRequests>): Promise<void> {
   await readEach(balancer.url, workspaces);
@@ -456,7 +455,7 @@ async function phase(ctx: Context, n: number, roundNo: number) {
         limits: round((batches.limits - scrapedBefore[i].batches.limits) / Math.max(1, requestsOf[i]), 3),
       })),
       /** Each node's share of the requests answered under the measured load (uploads included). */
-      nodeShare: ports.slice(0, n).map((p) => round((byNode.get(`127.0.0.1:${p}`) ?? 0) / Math.max(1, answered))),
+      nodeShare: requestsOf.map((r) => round(r / Math.max(1, answered))),
       /** Answers 503 from a node under the measured load, each passed on by nginx to the next node. */
       unavailable: unavailableAnswers(measured),
       postgres: {
