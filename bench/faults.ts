@@ -40,6 +40,7 @@ try {
   const exit = await uploads.stop();
   console.log('');
   verdict(run.kills === kills, `kills survived under uploads: ${run.kills}`);
+  verdict(run.roundsWithoutUploads === 0, `upload rounds killed before their first acknowledged upload: ${run.roundsWithoutUploads} of ${run.uploadRounds}`);
   verdict(
     c.found === run.acknowledged.size,
     `uploads acknowledged: ${run.acknowledged.size} of ${run.sent.size} sent; found ready: ${c.found}; lost: ${c.lost.length}`,
