@@ -304,18 +304,20 @@ interface Batches {
   limits: number;
 }
 
-/** Each of the first `n` nodes' CPU time so far, by part, and its batches so far. */
-async function scrapeNodes(ctx: Context, n: number): Promise<Array<{ parts: CpuParts; batches: Batches }>> {
+/**
+ * Each of the first `n` nodes' CPU time so far, by part, and its batches so far; `groupCpu`: each
+ * node group's CPU seconds read just before (cpuSnapshot), of which its children are the rest.
+ */
+async function scrapeNodes(ctx: Context, n: number, groupCpu: number[]): Promise<Array<{ parts: CpuParts; batches: Batches }>> {
   return Promise.all(
     ctx.metricsPorts.slice(0, n).map(async (port, i) => {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       const value = (series: string): number => Number(new RegExp(`^${series} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
       const threads = threadSeries(text, 'vfs_thread_cpu_seconds');
       const processCpu = value('vfs_process_cpu_seconds_total');
-      const group = await ctx.groups.nodes[i].usageSeconds();
       const [http, read, ingest] = [threads.http ?? 0, threads.read ?? 0, threads.ingest ?? 0];
       return {
-        parts: { http, read, ingest, otherThreads: processCpu - http - read - ingest, children: group - processCpu },
+        parts: { http, read, ingest, otherThreads: processCpu - http - read - ingest, children: groupCpu[i] - processCpu },
         batches: { audit: value('vfs_audit_batch_events_count'), limits: value('vfs_shared_limit_batch_checks_count') },
       };
     }),
@@ -400,14 +402,14 @@ async function phase(ctx: Context, n: number, roundNo: number) {
     const logStart = (await balancer.accessLog()).length;
     await resetStatements(deployment);
     const before = await cpuSnapshot(groups);
-    const scrapedBefore = await scrapeNodes(ctx, n);
+    const scrapedBefore = await scrapeNodes(ctx, n, before.nodes);
     const t0 = performance.now();
     const txBefore = await deployment.transactions();
     const uploads = trickle(balancer.url, key, workspaces, uploadCounter);
     const result = await load(balancer.url, ctx.requests, seconds);
     const trickled = await uploads.stop();
     const after = await cpuSnapshot(groups);
-    const scrapedAfter = await scrapeNodes(ctx, n);
+    const scrapedAfter = await scrapeNodes(ctx, n, after.nodes);
     const elapsed = (performance.now() - t0) / 1000;
     const pg = await statements(deployment);
     await sleep(1500); // PostgreSQL's backends report their transaction counts within about a second of going idle

@@ -34,12 +34,7 @@ async function startCluster(count: number): Promise<ServiceCluster> {
   });
   await started.add();
   await Promise.all(Array.from({ length: count - 1 }, () => started.add()));
-  const client = await started.superuser();
-  try {
-    await client.query('UPDATE plans SET read_rate_per_credential = 1000000, read_rate_per_account = 1000000');
-  } finally {
-    await client.end();
-  }
+  await started.asSuperuser((client) => client.query('UPDATE plans SET read_rate_per_credential = 1000000, read_rate_per_account = 1000000'));
   return started;
 }
 
@@ -112,8 +107,7 @@ describe('three nodes on one database and one object store', () => {
   });
 
   it('a node whose copy of the shard is deleted while it runs reads correctly again, extracting nothing', async () => {
-    const su = await cluster.superuser();
-    try {
+    await cluster.asSuperuser(async (su) => {
       const version = async (): Promise<number> => Number((await su.query("SELECT version FROM workspaces WHERE name = 'ws'")).rows[0].version);
       const before = await version();
       const { rows } = await su.query<{ id: string }>("SELECT id FROM workspaces WHERE name = 'ws'");
@@ -125,9 +119,7 @@ describe('three nodes on one database and one object store', () => {
       // Nothing went back to the ingest queue: no file was extracted again (an ingest moves the version).
       expect(await version()).toBe(before);
       expect((await su.query('SELECT count(*)::int AS n FROM ingest_jobs')).rows[0].n).toBe(0);
-    } finally {
-      await su.end();
-    }
+    });
   });
 
   it('a node whose copy is older than the change log compares it whole, and reads correctly', { timeout: 120_000 }, async () => {
@@ -137,12 +129,7 @@ describe('three nodes on one database and one object store', () => {
       expect((await cluster.api(a, 'PUT', '/v1/workspaces/ws/files/trim/new.txt', body(500))).status).toBe(202);
       expect(await shownSettled(a, '/trim/new.txt')).toBe('ready');
       expect((await cluster.api(a, 'DELETE', '/v1/workspaces/ws/files/ryw/f8.txt')).status).toBe(204);
-      const su = await cluster.superuser();
-      try {
-        await su.query("DELETE FROM workspace_changes; UPDATE workspaces SET changes_from = version WHERE name = 'ws'");
-      } finally {
-        await su.end();
-      }
+      await cluster.asSuperuser((su) => su.query("DELETE FROM workspace_changes; UPDATE workspaces SET changes_from = version WHERE name = 'ws'"));
     } finally {
       b.process!.child.kill('SIGCONT');
     }

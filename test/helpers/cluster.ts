@@ -113,16 +113,10 @@ export class ServiceCluster {
     return exportAudit({ api: (method: string, path: string) => this.api(node, method, path) }, ws);
   }
 
-  /** A client of the database as the superuser. */
-  async superuser(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.superuserUrl });
-    await client.connect();
-    return client;
-  }
-
   /** Runs `work` with a client of the cluster's database as the superuser, closed after. */
   async asSuperuser<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-    const client = await this.superuser();
+    const client = new pg.Client({ connectionString: this.superuserUrl });
+    await client.connect();
     try {
       return await work(client);
     } finally {

@@ -216,10 +216,8 @@ export async function uploadsUnderKills(svc: FaultService, ws: string, o: KillOp
     const proc = svc.current ?? (await svc.start());
     uploadRounds++;
     let stop = false;
-    let firstAck: () => void = () => {};
-    const acked = new Promise<boolean>((resolve) => {
-      firstAck = () => resolve(true);
-    });
+    let acknowledgedOne!: () => void;
+    const firstAck = new Promise<void>((resolve) => (acknowledgedOne = resolve));
     const client = async (): Promise<void> => {
       while (!stop) {
         const i = next++;
@@ -235,7 +233,7 @@ export async function uploadsUnderKills(svc: FaultService, ws: string, o: KillOp
           await r.text();
           if (r.status === 202) {
             acknowledged.add(path);
-            firstAck();
+            acknowledgedOne();
           } else if (r.status !== 503) throw new Error(`upload ${path}: unexpected ${r.status}`);
         } catch (error) {
           if (error instanceof Error && error.message.startsWith('upload')) throw error;
@@ -246,7 +244,7 @@ export async function uploadsUnderKills(svc: FaultService, ws: string, o: KillOp
     const clients = Array.from({ length: o.clients }, client);
     // The kill's moment is counted from the round's first acknowledged upload, so that every round
     // kills a service in the middle of taking uploads however slowly this machine takes them.
-    if (!(await Promise.race([acked, sleep(FIRST_UPLOAD_WAIT_MS).then(() => false)]))) roundsWithoutUploads++;
+    if (!(await Promise.race([firstAck.then(() => true), sleep(FIRST_UPLOAD_WAIT_MS).then(() => false)]))) roundsWithoutUploads++;
     await sleep(50 + rnd() * o.roundMs);
     await svc.kill();
     const c = cleanedBy(proc.stderr());
