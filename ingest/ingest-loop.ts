@@ -76,6 +76,12 @@ export class IngestLoop {
     private readonly onExtracted: ((type: string, outcome: 'ok' | 'error' | 'capped', seconds: number) => void) | null = null,
     /** Told of each shard change, and asked to snapshot the shards that are due; null: no snapshots. */
     private readonly snapshots: ShardSnapshots | null = null,
+    /**
+     * Whether this node's shard of a workspace takes what ingest makes of its files. A cluster node
+     * writes only the copies it follows: any other copy would be partial, and a read there fills
+     * it from the kept texts, where a copy it does not hold comes from the snapshot.
+     */
+    private readonly keeps: (workspaceId: string) => boolean = () => true,
   ) {
     this.options = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
   }
@@ -248,8 +254,8 @@ export class IngestLoop {
           outcomes.push({ job, kind: 'error', detail: result.error });
         }
       }
-      // A file becomes ready only after its shard write is durable.
-      if (docs.length > 0) {
+      // A file becomes ready only after its shard write is durable (or, on a node that keeps no copy, its text).
+      if (docs.length > 0 && this.keeps(workspaceId)) {
         await this.shards.write(workspaceId, docs);
         this.snapshots?.changed(workspaceId, items[0].job.accountId, docs.length);
       }
@@ -257,6 +263,7 @@ export class IngestLoop {
     for (const [accountId, accountOutcomes] of groupBy(outcomes, (o) => o.job.accountId)) {
       const gone = await this.db.inAccount(accountId, (tx) => finishJobs(tx, accountOutcomes));
       for (const job of gone) {
+        if (!this.keeps(job.workspaceId)) continue;
         await this.shards.remove(job.workspaceId, job.path);
         this.snapshots?.changed(job.workspaceId, accountId, 1);
       }

@@ -48,7 +48,7 @@ const objects = openObjectStore(data.storage);
 await rm(join(data.dataDir, 'snapshots-tmp'), { recursive: true, force: true });
 const snapshots = new ShardSnapshots(db, shards, objects, join(data.dataDir, 'snapshots-tmp'), data.snapshot, log);
 const blobs = new BlobStore(join(data.dataDir, 'blobs'), objects);
-const loop = new IngestLoop(db, blobs, pool, shards, log, data.loop, data.reportExtractions ? reportExtraction : null, snapshots);
+const loop = new IngestLoop(db, blobs, pool, shards, log, data.loop, data.reportExtractions ? reportExtraction : null, snapshots, follows);
 const repair = new ShardRepair(db, shards, log);
 const sync = data.cluster
   ? new ShardSync(
@@ -58,6 +58,7 @@ const sync = data.cluster
       objects,
       join(data.dataDir, 'snapshots-tmp'),
       (workspaceId, version) => port.postMessage({ type: 'applied', workspaceId, version } satisfies IngestThreadReply),
+      (workspaceId, accountId, count) => snapshots.changed(workspaceId, accountId, count),
       log,
     )
   : null;
@@ -163,6 +164,7 @@ async function handle(request: IngestThreadRequest): Promise<void> {
       return;
     case 'follow':
       following = new Set(request.workspaceIds);
+      snapshots.own(new Set(request.snapshotted));
       return;
     case 'catchUp':
       await sync?.catchUp(request.workspaceId, request.accountId, request.version, request.lost);

@@ -38,7 +38,7 @@ export type IngestThreadRequest = { id: number } & (
   | { type: 'drop'; workspaceId: string }
   | { type: 'catchUp'; workspaceId: string; accountId: string; version: number; lost: boolean }
   | { type: 'evict'; workspaceId: string }
-  | { type: 'follow'; workspaceIds: string[] }
+  | { type: 'follow'; workspaceIds: string[]; snapshotted: string[] }
   | { type: 'stop' }
 );
 
@@ -139,10 +139,11 @@ export class IngestThread {
 
   /**
    * The copies this node keeps up to date as changes are committed (cluster mode): its warm ones
-   * and those read lately. Any other copy catches up at its next read.
+   * and those read lately. Any other copy catches up at its next read. `snapshotted`: the
+   * workspaces whose shards this node snapshots (no other node's changes count toward them).
    */
-  follow(workspaceIds: string[]): void {
-    void this.request({ type: 'follow', workspaceIds }).catch(() => {});
+  follow(workspaceIds: string[], snapshotted: string[]): void {
+    void this.request({ type: 'follow', workspaceIds, snapshotted }).catch(() => {});
   }
 
   /** Finishes the batch in hand, closes everything and ends the thread. */

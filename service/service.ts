@@ -375,7 +375,7 @@ async function startParts(
         await ingest.evict(workspaceId);
         readPool.shardDropped(shardDir(workspaceId));
       },
-      follow: (workspaceIds) => ingest.follow(workspaceIds),
+      follow: (workspaceIds, snapshotted) => ingest.follow(workspaceIds, snapshotted),
       budgetBytes: config.cluster.cacheBytes,
       // Unread for 30 heartbeats (a minute by default).
       idleMs: 30 * config.cluster.heartbeatMs,

@@ -8,7 +8,9 @@
  * `budgetBytes`, the cold ones (not warm here, not read for `idleMs`) are
  * deleted, least recently read first. Only the warm copies and those read
  * within `idleMs` follow the changes as they are committed; any other copy
- * catches up at its next read.
+ * catches up at its next read. The first of a workspace's warm nodes
+ * snapshots its shard (ingest/shards/snapshots.ts): its copy follows every
+ * change, whichever node ingested it.
  */
 import { createHash } from 'node:crypto';
 import type { Database } from '../db/database.js';
@@ -51,8 +53,11 @@ export interface WarmSetDeps {
   bytes: (workspaceId: string) => Promise<number>;
   /** Deletes this node's copy of a workspace. */
   evict: (workspaceId: string) => Promise<void>;
-  /** Tells which copies to keep up to date as changes come: the warm ones and those read within `idleMs`. */
-  follow: (workspaceIds: string[]) => void;
+  /**
+   * Tells which copies to keep up to date as changes come (the warm ones and those read within
+   * `idleMs`) and which of them to snapshot (those this node is the first warm node of).
+   */
+  follow: (workspaceIds: string[], snapshotted: string[]) => void;
   /** Byte budget of the copies (0: none). */
   budgetBytes: number;
   /** A copy read within this long is never evicted. */
@@ -65,13 +70,15 @@ export class WarmSet {
   private running: Promise<void> | null = null;
   /** Workspaces warm on this node at the last pass. */
   private warm = new Set<string>();
-  /** The live nodes the ranks were made for, and each workspace's: is this node warm for it. */
+  /** Those of them whose first warm node this is. */
+  private first = new Set<string>();
+  /** The live nodes the ranks were made for, and each workspace's: this node's place among its warm nodes (-1: none). */
   private nodesKey = '';
-  private readonly ranked = new Map<string, boolean>();
+  private readonly ranked = new Map<string, number>();
   private workspaces: ShardWorkspace[] = [];
   private passes = 0;
   private stopped = false;
-  /** The followed copies last told, as one string (told again only when it changes). */
+  /** The followed and snapshotted copies last told, as one string (told again only when it changes). */
   private followedKey: string | null = null;
 
   constructor(private readonly deps: WarmSetDeps) {}
@@ -109,15 +116,18 @@ export class WarmSet {
       this.nodesKey = key;
       this.workspaces = await workspaceShards(this.deps.db, false);
       const warm = new Set<string>();
+      const first = new Set<string>();
       for (const ws of this.workspaces) {
-        let mine = this.ranked.get(ws.id);
-        if (mine === undefined) {
-          mine = warmNodes(ws.id, nodes).includes(this.deps.nodeId);
-          this.ranked.set(ws.id, mine);
+        let rank = this.ranked.get(ws.id);
+        if (rank === undefined) {
+          rank = warmNodes(ws.id, nodes).indexOf(this.deps.nodeId);
+          this.ranked.set(ws.id, rank);
         }
-        if (mine) warm.add(ws.id);
+        if (rank >= 0) warm.add(ws.id);
+        if (rank === 0) first.add(ws.id);
       }
       this.warm = warm;
+      this.first = first;
     }
     const held = this.deps.held();
     this.tellFollowed(Object.keys(held));
@@ -128,16 +138,17 @@ export class WarmSet {
     if (this.deps.budgetBytes > 0) await this.trim(Object.keys(this.deps.held()), this.warm);
   }
 
-  /** Tells the copies to follow (warm, or read within idleMs), when they changed since the last pass. */
+  /** Tells the copies to follow (warm, or read within idleMs) and to snapshot, when they changed since the last pass. */
   private tellFollowed(held: string[]): void {
     const now = Date.now();
     const followed = new Set(this.warm);
     for (const id of held) if (now - (this.deps.lastRead(id) ?? 0) <= this.deps.idleMs) followed.add(id);
     const ids = [...followed].sort();
-    const key = ids.join(' ');
+    const snapshotted = [...this.first].sort();
+    const key = `${ids.join(' ')}/${snapshotted.join(' ')}`;
     if (key === this.followedKey) return;
     this.followedKey = key;
-    this.deps.follow(ids);
+    this.deps.follow(ids, snapshotted);
   }
 
   /** Deletes cold copies, least recently read first, until the copies fit the budget. */

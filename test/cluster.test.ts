@@ -4,13 +4,17 @@
  * `npm run test:cluster`). Any node serves any workspace: what one node has
  * shown ready, the others read on the very next request; a copy of a shard
  * deleted under a running node is restored from the snapshot and the kept
- * texts, extracting nothing; a node stopped with SIGTERM under load answers
- * no 5xx.
+ * texts, extracting nothing; a workspace's first warm node snapshots it whole
+ * once a bulk upload settles, whichever nodes ingested it; a node stopped with
+ * SIGTERM under load answers no 5xx.
  */
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { closeShardReader, openShardReader } from '../engine/index.js';
 import { WARM_COPIES, warmNodes } from '../service/warm-set.js';
 import { type ClusterNode, ServiceCluster } from './helpers/cluster.js';
 
@@ -18,13 +22,16 @@ const S3 = process.env.VFS_TEST_STORAGE === 's3';
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 let cluster: ServiceCluster;
+/** The cluster's database, and its bucket with `_` as `-`. */
+let clusterName: string;
 let a: ClusterNode;
 let b: ClusterNode;
 let c: ClusterNode;
 
 /** `count` nodes on the run's PostgreSQL and Swift (the first started alone, then the others together). */
 async function startCluster(count: number): Promise<ServiceCluster> {
-  const started = await ServiceCluster.create(inject('pgSuperuser'), inject('swift'), `vfs_cluster_${randomBytes(5).toString('hex')}`, {
+  clusterName = `vfs_cluster_${randomBytes(5).toString('hex')}`;
+  const started = await ServiceCluster.create(inject('pgSuperuser'), inject('swift'), clusterName, {
     VFS_CLUSTER: 'on',
     VFS_AUTH_FAILURES: '1000000',
     VFS_NODE_HEARTBEAT_SECONDS: '0.5',
@@ -104,6 +111,52 @@ describe('three nodes on one database and one object store', () => {
     expect(r.status).toBe(204);
     expect((await read(c, 'cat', 'path=/ryw/f7.txt')).status).toBe(404);
     expect((await read(a, 'grep', 'pattern=needle-7-x')).text).not.toContain('/ryw/f7.txt');
+  });
+
+  it('a workspace is snapshotted whole once a bulk upload through every node has settled', { timeout: 120_000 }, async () => {
+    const files = 70;
+    expect((await cluster.api(a, 'POST', '/v1/workspaces', JSON.stringify({ name: 'snap' }))).status).toBe(201);
+    // Uploaded through every node at once: the files are ingested by whichever nodes claim them.
+    const puts = await Promise.all(
+      Array.from({ length: files }, (_, i) => cluster.api(cluster.nodes[i % 3], 'PUT', `/v1/workspaces/snap/files/s/f${i}.txt`, body(i))),
+    );
+    expect(puts.map((r) => r.status)).toEqual(puts.map(() => 202));
+    const deadline = Date.now() + 60_000;
+    let key: string | null = null;
+    let id = '';
+    while (key === null) {
+      if (Date.now() > deadline) throw new Error(`no snapshot of the workspace within 60 s; node a's log:\n${a.process?.stderr().slice(-3000)}`);
+      await sleep(200);
+      await cluster.asSuperuser(async (su) => {
+        const { rows } = await su.query<{ id: string; key: string | null }>("SELECT id, shard_snapshot_key AS key FROM workspaces WHERE name = 'snap'");
+        [{ id, key }] = rows;
+      });
+    }
+    expect(key).toMatch(new RegExp(`^shard-snapshots/${id}/`));
+    // The snapshot is a shard, holding every file, whichever node ingested it.
+    const swift = inject('swift');
+    const s3 = new S3Client({
+      endpoint: swift.endpoint,
+      region: swift.region,
+      forcePathStyle: true,
+      credentials: { accessKeyId: swift.accessKeyId, secretAccessKey: swift.secretAccessKey },
+    });
+    const dir = await mkdtemp(join(tmpdir(), 'vfs-snapshot-'));
+    try {
+      const object = await s3.send(new GetObjectCommand({ Bucket: clusterName.replaceAll('_', '-'), Key: `svc/${key}` }));
+      await writeFile(join(dir, 'data.mdb'), await object.Body!.transformToByteArray());
+      const snapshot = openShardReader(dir).snapshot();
+      try {
+        expect(snapshot.countPathsInRange('/', '/\u{10ffff}')).toBe(files);
+        expect(snapshot.countPathsInRange('/s/', '/s/\u{10ffff}')).toBe(files);
+      } finally {
+        snapshot.done();
+      }
+    } finally {
+      closeShardReader(dir);
+      s3.destroy();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('a node whose copy of the shard is deleted while it runs reads correctly again, extracting nothing', async () => {

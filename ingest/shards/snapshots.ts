@@ -8,7 +8,12 @@
  * workspace row then
  * names it (the previous one is deleted once the row no longer names it). A workspace is
  * snapshotted once ingest goes idle after `everyChanges` documents written or removed, or, while
- * ingest keeps going, once its first unsnapshotted change is `everyMs` old.
+ * ingest keeps going, once its first unsnapshotted change is `everyMs` old. A workspace whose
+ * changes have settled (SETTLED_CHANGES or more, then none for SETTLED_MS) is snapshotted too,
+ * at most once every `everyMs`: a bulk upload's shard is saved whole soon after it ends, so that
+ * a copy filled on another node (a node killed, its workspaces read elsewhere) takes one object
+ * request instead of one a file. In a cluster only the first warm node of a workspace snapshots
+ * it, counting the changes it ingested and those its copy took from the change log.
  *
  * At start, before any thread opens a shard, a missing shard is restored from its latest snapshot
  * (restoreMissingShards); shard repair then compares it with the file rows as for any shard and
@@ -26,6 +31,11 @@ import type { Shards } from './writers.js';
 /** The key prefix of shard snapshots in the object store. */
 export const SNAPSHOTS = 'shard-snapshots';
 
+/** Changes (at most `everyChanges`) after which a workspace whose changes stopped is snapshotted: fewer fill from their texts in a round or two of requests. */
+export const SETTLED_CHANGES = 16;
+/** How long a workspace's changes must have stopped for it to count as settled. */
+export const SETTLED_MS = 10_000;
+
 /** When to snapshot (Config.snapshot). */
 export interface SnapshotOptions {
   /** Changes (documents written or removed) after which an idle workspace is snapshotted; 0: never. */
@@ -39,11 +49,17 @@ interface Pending {
   accountId: string;
   count: number;
   since: number;
+  /** When the last of them was made. */
+  last: number;
 }
 
 /** Makes and restores shard snapshots. */
 export class ShardSnapshots {
   private readonly pending = new Map<string, Pending>();
+  /** The workspaces this node snapshots (cluster mode: those it is the first warm node of); null: every one. */
+  private owned: ReadonlySet<string> | null = null;
+  /** When this process last snapshotted a settled workspace, for those within `everyMs`. */
+  private readonly settledAt = new Map<string, number>();
 
   constructor(
     private readonly db: Database,
@@ -55,19 +71,45 @@ export class ShardSnapshots {
     private readonly log: (message: string, error: unknown) => void,
   ) {}
 
+  /**
+   * Makes this node snapshot only these workspaces (cluster mode). Changes to the others are still
+   * counted (the list comes with the warm set's pass, after a new workspace's first changes).
+   */
+  own(workspaceIds: ReadonlySet<string>): void {
+    this.owned = workspaceIds;
+  }
+
   /** Notes `count` documents written to or removed from a workspace's shard. */
   changed(workspaceId: string, accountId: string, count: number, now = Date.now()): void {
+    if (count === 0) return;
     const p = this.pending.get(workspaceId);
-    if (p === undefined) this.pending.set(workspaceId, { accountId, count, since: now });
-    else p.count += count;
+    if (p === undefined) {
+      this.pending.set(workspaceId, { accountId, count, since: now, last: now });
+    } else {
+      p.count += count;
+      p.last = now;
+    }
   }
 
   /** Snapshots the workspaces that are due; `idle`: ingest has nothing queued. */
   async makeDue(idle: boolean, now = Date.now()): Promise<void> {
+    if (idle) for (const [workspaceId, at] of this.settledAt) if (now - at >= this.options.everyMs) this.settledAt.delete(workspaceId);
     for (const [workspaceId, p] of [...this.pending]) {
-      const byCount = idle && this.options.everyChanges > 0 && p.count >= this.options.everyChanges;
       const byAge = this.options.everyMs > 0 && now - p.since >= this.options.everyMs;
-      if (!byCount && !byAge) continue;
+      if (this.owned !== null && !this.owned.has(workspaceId)) {
+        // Another node's to snapshot: the count is dropped once it would have been due by age.
+        if (byAge) this.pending.delete(workspaceId);
+        continue;
+      }
+      const byCount = idle && this.options.everyChanges > 0 && p.count >= this.options.everyChanges;
+      const settled =
+        idle &&
+        this.options.everyChanges > 0 &&
+        p.count >= Math.min(SETTLED_CHANGES, this.options.everyChanges) &&
+        now - p.last >= SETTLED_MS &&
+        now - (this.settledAt.get(workspaceId) ?? Number.NEGATIVE_INFINITY) >= this.options.everyMs;
+      if (!byCount && !byAge && !settled) continue;
+      if (settled && !byCount && !byAge) this.settledAt.set(workspaceId, now);
       this.pending.delete(workspaceId);
       try {
         await this.snapshot(workspaceId, p.accountId);

@@ -18,6 +18,7 @@
  * Applying is idempotent and goes by rows, not by replaying entries, so a copy
  * converges whatever the order in which ingest's own writes and the log meet.
  */
+import pMap from 'p-map';
 import { changesSince, workspaceState } from '../../db/changes.js';
 import type { Database } from '../../db/database.js';
 import type { JobFile } from '../../db/file-rows.js';
@@ -31,6 +32,8 @@ import { type ShardDoc, type Shards, shardDoc } from './writers.js';
 
 /** Documents written to a shard in one transaction while syncing (bounds the texts held at once). */
 const WRITE_BATCH = 256;
+/** Texts fetched from the object store at once while syncing: a copy filled from a remote store waits on round trips, not on bandwidth. */
+const FETCHES_IN_FLIGHT = 8;
 
 /** What one sync did. */
 export interface SyncResult {
@@ -63,6 +66,8 @@ export class ShardSync {
     private readonly scratch: string,
     /** Told of each version a copy reaches. */
     private readonly onApplied: (workspaceId: string, version: number) => void,
+    /** Told of the documents each sync wrote to or removed from a copy (they count toward its snapshot). */
+    private readonly onChanged: (workspaceId: string, accountId: string, count: number) => void,
     private readonly log: (message: string, error: unknown) => void,
   ) {}
 
@@ -171,16 +176,8 @@ export class ShardSync {
     accountId: string,
     paths: Array<{ path: string; file: JobFile | null; exists: boolean }>,
   ): Promise<{ written: number; removed: number }> {
-    let written = 0;
     let removed = 0;
-    let docs: ShardDoc[] = [];
-    const missing: string[] = [];
-    const flush = async (): Promise<void> => {
-      if (docs.length === 0) return;
-      await this.shards.write(workspaceId, docs);
-      written += docs.length;
-      docs = [];
-    };
+    const wanted: JobFile[] = [];
     for (const { path, file, exists } of paths) {
       const held = this.shards.lookup(workspaceId, path);
       if (!exists) {
@@ -189,21 +186,30 @@ export class ShardSync {
         removed++;
         continue;
       }
-      if (file === null || (held !== undefined && holds(held, file))) continue;
-      const text = await this.blobs.text(accountId, file.blobSha256, file.textIsOriginal);
-      if (text === null) {
-        missing.push(path);
-        continue;
-      }
-      docs.push(shardDoc(file, text));
-      if (docs.length >= WRITE_BATCH) await flush();
+      if (file !== null && (held === undefined || !holds(held, file))) wanted.push(file);
     }
-    await flush();
+    let written = 0;
+    const missing: string[] = [];
+    for (let i = 0; i < wanted.length; i += WRITE_BATCH) {
+      const texts = await pMap(wanted.slice(i, i + WRITE_BATCH), (file) => this.blobs.text(accountId, file.blobSha256, file.textIsOriginal), {
+        concurrency: FETCHES_IN_FLIGHT,
+      });
+      const docs: ShardDoc[] = [];
+      texts.forEach((text, j) => {
+        const file = wanted[i + j];
+        if (text === null) missing.push(file.path);
+        else docs.push(shardDoc(file, text));
+      });
+      if (docs.length === 0) continue;
+      await this.shards.write(workspaceId, docs);
+      written += docs.length;
+    }
     if (missing.length > 0) {
       // No text (keeping it failed after extraction, or the original is gone): ingest tries those files again.
       const n = await this.db.inAccount(accountId, (tx) => requeueFiles(tx, workspaceId, missing));
       this.log(`workspace ${workspaceId}: ${missing.length} ready files have no kept text`, `${n} re-queued for extraction`);
     }
+    this.onChanged(workspaceId, accountId, written + removed);
     return { written, removed };
   }
 }
