@@ -140,7 +140,7 @@ export class IngestThread {
   /**
    * The copies this node keeps up to date as changes are committed (cluster mode): its warm ones
    * and those read lately. Any other copy catches up at its next read. `snapshotted`: the
-   * workspaces whose shards this node snapshots (no other node's changes count toward them).
+   * workspaces whose shards this node snapshots (those it is the first warm node of).
    */
   follow(workspaceIds: string[], snapshotted: string[]): void {
     void this.request({ type: 'follow', workspaceIds, snapshotted }).catch(() => {});

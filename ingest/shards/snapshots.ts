@@ -32,9 +32,9 @@ import type { Shards } from './writers.js';
 export const SNAPSHOTS = 'shard-snapshots';
 
 /** Changes (at most `everyChanges`) after which a workspace whose changes stopped is snapshotted: fewer fill from their texts in a round or two of requests. */
-export const SETTLED_CHANGES = 16;
+const SETTLED_CHANGES = 16;
 /** How long a workspace's changes must have stopped for it to count as settled. */
-export const SETTLED_MS = 10_000;
+const SETTLED_MS = 10_000;
 
 /** When to snapshot (Config.snapshot). */
 export interface SnapshotOptions {
