@@ -135,15 +135,18 @@ export class BlobStore {
    * not stored.
    */
   async open(accountId: string, sha: string): Promise<LocalCopy | null> {
-    const taken = join(this.tmp, randomBytes(12).toString('hex'));
-    try {
-      // One taker: a rename succeeds once. Touched, so the temp sweep (by age) leaves it while read.
-      await rename(this.handOffPath(accountId, sha), taken);
-      const now = new Date();
-      await utimes(taken, now, now);
-      return { path: taken, temporary: true, release: () => rm(taken, { force: true }) };
-    } catch {
-      // None waiting (the usual ENOENT), or swept as it was taken: the store has it.
+    // Without hand-offs none is ever waiting (and a failed rename costs an error each file).
+    if (this.handOff) {
+      const taken = join(this.tmp, randomBytes(12).toString('hex'));
+      try {
+        // One taker: a rename succeeds once. Touched, so the temp sweep (by age) leaves it while read.
+        await rename(this.handOffPath(accountId, sha), taken);
+        const now = new Date();
+        await utimes(taken, now, now);
+        return { path: taken, temporary: true, release: () => rm(taken, { force: true }) };
+      } catch {
+        // None waiting (the usual ENOENT), or swept as it was taken: the store has it.
+      }
     }
     return this.objects.getFile(blobKey(accountId, sha), this.tmp);
   }

@@ -219,7 +219,7 @@ export class IngestLoop {
     const started = performance.now();
     let result: ExtractResult;
     try {
-      result = await this.pool.extract(copy.path, file.contentType, file.path);
+      result = await this.pool.extract(copy.path, file.contentType, file.path, file.sizeBytes);
     } finally {
       await copy.release();
     }

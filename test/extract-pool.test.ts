@@ -104,6 +104,29 @@ describe('ExtractPool', () => {
     }
   });
 
+  it('reads a small file that is plainly text in this thread, starting no process, and sends anything else to one', async () => {
+    const pool = new ExtractPool({ threads: 1 });
+    try {
+      const before = new Set(childTicks().keys());
+      const text = await pool.extract(textBlob, 'text/plain', '/a.txt', 20);
+      expectText(text, 'line one\r\nline two\n', 'text');
+      expect(text).toMatchObject({ original: true });
+      expect([...childTicks().keys()].filter((pid) => !before.has(pid))).toEqual([]);
+      // Not text: the same answer a process gives, from a process.
+      const binary = blob('binary', Buffer.from('ab\0cd'));
+      expect(await pool.extract(binary, 'application/octet-stream', '/b.bin', 5)).toEqual({
+        ok: false,
+        error: 'not a text file: binary content (NUL byte at offset 2)',
+        retryable: false,
+      });
+      expect([...childTicks().keys()].filter((pid) => !before.has(pid))).toHaveLength(1);
+      // A PDF goes to a process as before.
+      expectText(await pool.extract(pdfBlob, 'application/pdf', '/c.pdf', 1000), PDF_TEXT, 'pdf');
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('terminates a file over the time cap and keeps serving', async () => {
     const pool = new ExtractPool({ threads: 1, timeoutMs: 1500 });
     try {

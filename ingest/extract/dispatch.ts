@@ -3,7 +3,9 @@
  * Content-Type alone) whether an upload is a zip-based document (Office,
  * OpenDocument, EPUB: office.ts), a PDF or text, and hands it to the
  * matching extractor. Pure apart from loading pdfjs; it runs inside the
- * extraction process (see pool.ts), which reads the blob itself.
+ * extraction process (see pool.ts), which reads the blob itself. A small
+ * upload that is plainly text (text.ts, plainText) never gets here: the pool
+ * reads it in the calling thread.
  *
  * A PDF is recognised by `%PDF-` within the first 1024 bytes, where readers
  * such as Acrobat and pdfjs accept it. At offset 0 the file is a PDF whatever
@@ -13,27 +15,12 @@
  */
 import { claimedFormat, extractOffice } from './office.js';
 import { extractPdf } from './pdf.js';
-import { extractText } from './text.js';
+import { extractText, findPdfHeader, isZip, PDF_HEADER_WINDOW } from './text.js';
 import type { ExtractResult } from './types.js';
-
-/** How far into the file a `%PDF-` header is looked for. */
-const PDF_HEADER_WINDOW = 1024;
-const PDF_HEADER = Buffer.from('%PDF-', 'latin1');
-
-/** Offset of `%PDF-` within the first 1024 bytes, or -1. */
-export function findPdfHeader(bytes: Uint8Array): number {
-  const window = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, PDF_HEADER_WINDOW));
-  return window.indexOf(PDF_HEADER);
-}
 
 function declaredPdf(contentType: string, path: string): boolean {
   const mime = contentType.split(';')[0].trim().toLowerCase();
   return mime === 'application/pdf' || mime === 'application/x-pdf' || path.toLowerCase().endsWith('.pdf');
-}
-
-/** A local file header or an empty archive's end record: the first bytes of every zip. */
-function isZip(bytes: Uint8Array): boolean {
-  return bytes.length >= 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && ((bytes[2] === 3 && bytes[3] === 4) || (bytes[2] === 5 && bytes[3] === 6));
 }
 
 /** Extracts the text of one upload from its bytes, declared Content-Type and path. */

@@ -23,6 +23,12 @@
  *   itself. A file's clock starts when its process tells that it has begun the
  *   file: neither waiting behind other files nor a replacement process's
  *   start-up is charged to it. Processes start on first need and stay.
+ * - A file of at most INLINE_TEXT_BYTES that is plainly text (text.ts,
+ *   `plainText`: no zip, no PDF header, no NUL) is read and checked in the
+ *   calling thread instead: nothing in it can hang or grow, and the round trip
+ *   to a process cost more than the file (docs/benchmarks.md, "Ingest").
+ *   Anything else, and any such file that turns out not to be text, goes to
+ *   a process as below, so the result is the same either way.
  * - Processes get the blob's path, never its bytes, and read the file
  *   themselves; they are handed no environment (though, running as the same
  *   user, they could still read the service's in /proc), and the kernel kills them when
@@ -34,7 +40,9 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { childExecArgv, siblingModule } from '../../core/run-mode.js';
+import { plainText } from './text.js';
 import type { ExtractReply, ExtractResult, ExtractTask } from './types.js';
 
 /** Tuning of an ExtractPool; every field is optional. */
@@ -66,6 +74,8 @@ function withDefaults(options: ExtractPoolOptions): Required<ExtractPoolOptions>
   return o;
 }
 
+/** Files up to this size that are plainly text are read in the calling thread (see above). */
+const INLINE_TEXT_BYTES = 256 * 1024;
 const MEMORY_SAMPLE_MS = 100;
 const RSS_ANON = /^RssAnon:\s+(\d+)\s+kB/m;
 const VM_SWAP = /^VmSwap:\s+(\d+)\s+kB/m;
@@ -257,9 +267,15 @@ export class ExtractPool {
     this.#log = log;
   }
 
-  /** Extracts the text of the stored original at `blobPath`, never rejecting. */
-  async extract(blobPath: string, contentType: string, path: string): Promise<ExtractResult> {
+  /** Extracts the text of the stored original at `blobPath` (`sizeBytes` long, when known), never rejecting. */
+  async extract(blobPath: string, contentType: string, path: string, sizeBytes = Number.POSITIVE_INFINITY): Promise<ExtractResult> {
     if (this.#closed) return closedResult();
+    if (sizeBytes <= INLINE_TEXT_BYTES) {
+      // Unreadable here: the process reports why.
+      const bytes = await readFile(blobPath).catch(() => null);
+      const text = bytes !== null && bytes.length <= INLINE_TEXT_BYTES ? plainText(bytes) : null;
+      if (text !== null) return text;
+    }
     if (this.#busy < this.#options.threads) {
       this.#busy++;
     } else {

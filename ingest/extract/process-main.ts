@@ -10,8 +10,9 @@
  * is gone.
  */
 import { readFile } from 'node:fs/promises';
-import { extractBuffer, findPdfHeader } from './dispatch.js';
+import { extractBuffer } from './dispatch.js';
 import { preparePdf } from './pdf.js';
+import { findPdfHeader } from './text.js';
 import type { ExtractReply, ExtractResult, ExtractTask } from './types.js';
 
 /**

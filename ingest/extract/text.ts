@@ -18,6 +18,32 @@
  */
 import type { ExtractResult } from './types.js';
 
+/** How far into the file a `%PDF-` header is looked for (where readers such as Acrobat and pdfjs accept it). */
+export const PDF_HEADER_WINDOW = 1024;
+const PDF_HEADER = Buffer.from('%PDF-', 'latin1');
+
+/** Offset of `%PDF-` within the first 1024 bytes, or -1. */
+export function findPdfHeader(bytes: Uint8Array): number {
+  const window = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, PDF_HEADER_WINDOW));
+  return window.indexOf(PDF_HEADER);
+}
+
+/** A local file header or an empty archive's end record: the first bytes of every zip. */
+export function isZip(bytes: Uint8Array): boolean {
+  return bytes.length >= 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && ((bytes[2] === 3 && bytes[3] === 4) || (bytes[2] === 5 && bytes[3] === 6));
+}
+
+/**
+ * The text of an upload that is plainly text (no zip, no `%PDF-` header, text by the rules
+ * above): what extractBuffer (dispatch.ts) gives for those bytes, without loading a parser. Null
+ * for anything else, which goes to dispatch in an extraction process.
+ */
+export function plainText(bytes: Buffer): ExtractResult | null {
+  if (isZip(bytes) || findPdfHeader(bytes) !== -1) return null;
+  const result = extractText(bytes);
+  return result.ok ? result : null;
+}
+
 /** A file signature: bytes at an offset, the name shown in the error, and whether it alone proves binary. */
 interface Signature {
   offset: number;
