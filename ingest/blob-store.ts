@@ -83,6 +83,11 @@ export class BlobUpload {
   }
 }
 
+/** Whether a node hands its uploads to its own ingest: with an S3 store, on a single node (where its ingest takes them). */
+export function handsOff(storage: { kind: 'local' | 's3' }, cluster: boolean): boolean {
+  return storage.kind === 's3' && !cluster;
+}
+
 /** The object key of an account's blob. */
 export function blobKey(accountId: string, sha: string): string {
   return `blobs/${accountId}/${sha.slice(0, 2)}/${sha}`;
@@ -102,7 +107,10 @@ export class BlobStore {
     root: string,
     /** Where blobs are kept. */
     readonly objects: ObjectStore,
-    /** Leave each published upload for this node's ingest to take (see above). */
+    /**
+     * Uploads are handed off on this node (see above; handsOff): `publish` leaves each for
+     * ingest, `open` looks for one. Both threads' stores must say the same.
+     */
     readonly handOff = false,
   ) {
     this.tmp = join(root, 'tmp');
@@ -135,7 +143,7 @@ export class BlobStore {
    * not stored.
    */
   async open(accountId: string, sha: string): Promise<LocalCopy | null> {
-    // Without hand-offs none is ever waiting (and a failed rename costs an error each file).
+    // Where uploads are not handed off none is ever waiting (and a failed rename costs an error a file).
     if (this.handOff) {
       const taken = join(this.tmp, randomBytes(12).toString('hex'));
       try {
