@@ -7,10 +7,13 @@
  *
  * `files` takes the first N files (by path) of the tree. Reports, per store and round, the
  * seconds from the first upload to the last file ready and the MB/s of text that makes, the
- * requests the S3 server's proxy logged on the run's bucket by method, and the ratio S3 ÷ local.
+ * CPU each of the service's threads spent a file (its `vfs_thread_cpu_seconds`; `process`: all
+ * its threads; `children`: its extraction processes; steadier than wall time on a shared machine), the requests the S3 server's proxy logged on the run's bucket
+ * by method, and the ratio S3 ÷ local.
  */
 import { startSwift, swiftStorageEnv } from '../test/helpers/swift.js';
-import { call, startBenchService, uploadAll, waitReady, walk } from './lib.js';
+import { cpuSince, descendants } from './cpu.js';
+import { call, freePort, startBenchService, threadSeries, uploadAll, waitReady, walk } from './lib.js';
 
 const [dir, filesArg, roundsArg, concurrencyArg, storesArg] = process.argv.slice(2);
 if (dir === undefined) {
@@ -37,31 +40,62 @@ async function requestsOn(name: string): Promise<Record<string, number>> {
   return counts;
 }
 
-/** Seconds from the first upload to the last file ready, on a fresh service with `env`. */
-async function ingest(env: Record<string, string>): Promise<{ seconds: number; mbPerSecond: number; errors: number; refused: number }> {
-  const service = await startBenchService(env);
+/** Seconds from the first upload to the last file ready on a fresh service with `env`, and each thread's CPU ms a file meanwhile. */
+async function ingest(
+  env: Record<string, string>,
+): Promise<{ seconds: number; mbPerSecond: number; cpuMsPerFile: Record<string, number>; errors: number; refused: number }> {
+  const metricsPort = await freePort();
+  const service = await startBenchService({ ...env, VFS_METRICS_PORT: String(metricsPort) });
+  const pid = service.child.pid!;
+  // Each thread's CPU (worker threads post theirs every second: a scrape waits that long), the
+  // whole process's, and its extraction processes'.
+  const threadCpu = async (): Promise<Record<string, number>> => {
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const r = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    const children = await descendants(pid);
+    return {
+      ...threadSeries(await r.text(), 'vfs_thread_cpu_seconds'),
+      process: await cpuSince([pid], new Map()),
+      children: await cpuSince(children, new Map()),
+    };
+  };
   try {
     await call(service.url, 'POST', '/v1/workspaces', service.key, JSON.stringify({ name: 'bench' }));
+    const before = await threadCpu();
     const t0 = performance.now();
     const { bytes, refused } = await uploadAll(service, 'bench', files, concurrency);
     const errors = await waitReady(service, 'bench', 7_200_000);
     const seconds = (performance.now() - t0) / 1000;
-    return { seconds: +seconds.toFixed(1), mbPerSecond: +(bytes / 1e6 / seconds).toFixed(2), errors, refused: refused.length };
+    const after = await threadCpu();
+    const cpuMsPerFile = Object.fromEntries(
+      Object.entries(after).map(([thread, s]) => [thread, +(((s - (before[thread] ?? 0)) * 1000) / files.length).toFixed(3)]),
+    );
+    return { seconds: +seconds.toFixed(1), mbPerSecond: +(bytes / 1e6 / seconds).toFixed(2), cpuMsPerFile, errors, refused: refused.length };
   } finally {
     await service.stop();
   }
 }
 
 try {
-  const runs: Array<{ round: number; store: string; seconds: number; mbPerSecond: number; errors: number; refused: number; requests: Record<string, number> }> =
-    [];
+  const runs: Array<{
+    round: number;
+    store: string;
+    seconds: number;
+    mbPerSecond: number;
+    cpuMsPerFile: Record<string, number>;
+    errors: number;
+    refused: number;
+    requests: Record<string, number>;
+  }> = [];
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? stores : [...stores].reverse();
     for (const store of order) {
       const result = await ingest(store === 's3' ? s3Env(round) : {});
       const requests = store === 's3' ? await requestsOn(bucket(round)) : {};
       runs.push({ round, store, ...result, requests });
-      process.stderr.write(`round ${round} ${store}: ${result.seconds} s, ${result.mbPerSecond} MB/s ${JSON.stringify(requests)}\n`);
+      process.stderr.write(
+        `round ${round} ${store}: ${result.seconds} s, ${result.mbPerSecond} MB/s, CPU ms a file ${JSON.stringify(result.cpuMsPerFile)} ${JSON.stringify(requests)}\n`,
+      );
     }
   }
   const total = (store: string): number => runs.filter((r) => r.store === store).reduce((sum, r) => sum + r.seconds, 0);
