@@ -9,10 +9,9 @@
  * SIGTERM under load answers no 5xx.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeShardReader, openShardReader } from '../engine/index.js';
 import { WARM_COPIES, warmNodes } from '../service/warm-set.js';
@@ -22,16 +21,13 @@ const S3 = process.env.VFS_TEST_STORAGE === 's3';
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 let cluster: ServiceCluster;
-/** The cluster's database, and its bucket with `_` as `-`. */
-let clusterName: string;
 let a: ClusterNode;
 let b: ClusterNode;
 let c: ClusterNode;
 
 /** `count` nodes on the run's PostgreSQL and Swift (the first started alone, then the others together). */
 async function startCluster(count: number): Promise<ServiceCluster> {
-  clusterName = `vfs_cluster_${randomBytes(5).toString('hex')}`;
-  const started = await ServiceCluster.create(inject('pgSuperuser'), inject('swift'), clusterName, {
+  const started = await ServiceCluster.create(inject('pgSuperuser'), inject('swift'), `vfs_cluster_${randomBytes(5).toString('hex')}`, {
     VFS_CLUSTER: 'on',
     VFS_AUTH_FAILURES: '1000000',
     VFS_NODE_HEARTBEAT_SECONDS: '0.5',
@@ -134,17 +130,12 @@ describe('three nodes on one database and one object store', () => {
     }
     expect(key).toMatch(new RegExp(`^shard-snapshots/${id}/`));
     // The snapshot is a shard, holding every file, whichever node ingested it.
-    const swift = inject('swift');
-    const s3 = new S3Client({
-      endpoint: swift.endpoint,
-      region: swift.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: swift.accessKeyId, secretAccessKey: swift.secretAccessKey },
-    });
+    const objects = cluster.objects();
     const dir = await mkdtemp(join(tmpdir(), 'vfs-snapshot-'));
     try {
-      const object = await s3.send(new GetObjectCommand({ Bucket: clusterName.replaceAll('_', '-'), Key: `svc/${key}` }));
-      await writeFile(join(dir, 'data.mdb'), await object.Body!.transformToByteArray());
+      const copy = await objects.getFile(key!, dir);
+      expect(copy).not.toBeNull();
+      await rename(copy!.path, join(dir, 'data.mdb'));
       const snapshot = openShardReader(dir).snapshot();
       try {
         expect(snapshot.countPathsInRange('/', '/\u{10ffff}')).toBe(files);
@@ -154,7 +145,7 @@ describe('three nodes on one database and one object store', () => {
       }
     } finally {
       closeShardReader(dir);
-      s3.destroy();
+      objects.close();
       await rm(dir, { recursive: true, force: true });
     }
   });

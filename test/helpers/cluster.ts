@@ -11,6 +11,9 @@ import pg from 'pg';
 import { newCredential } from '../../core/credentials.js';
 import { INVALIDATE_CHANNEL } from '../../db/accounts.js';
 import { provisionDatabase } from '../../db/provision.js';
+import { loadConfig } from '../../service/config.js';
+import type { ObjectStore } from '../../storage/object-store.js';
+import { openObjectStore } from '../../storage/open-store.js';
 import { exportAudit } from './audit-export.js';
 import { type ServiceProcess, runAdmin, startServiceProcess } from './process.js';
 import { type SwiftAddress, swiftStorageEnv } from './swift.js';
@@ -111,6 +114,11 @@ export class ServiceCluster {
   /** Every audit event of a workspace, through `node`. */
   audit(node: ClusterNode, ws: string): Promise<Array<{ tool: string; params: Record<string, string> }>> {
     return exportAudit({ api: (method: string, path: string) => this.api(node, method, path) }, ws);
+  }
+
+  /** The cluster's object store (its bucket under the nodes' prefix), opened as a node opens it; the caller closes it. */
+  objects(): ObjectStore {
+    return openObjectStore(loadConfig({ ...this.env, DATA_DIR: this.nodes[0].dataDir }).storage);
   }
 
   /** Runs `work` with a client of the cluster's database as the superuser, closed after. */
