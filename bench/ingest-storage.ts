@@ -3,29 +3,42 @@
  * a single-node Swift cluster with its S3 API on loopback (the tests' server), then the same
  * files uploaded into a fresh service on each store, alternating which goes first.
  *
- *   node --import tsx bench/ingest-storage.ts <dir> [files=all] [rounds=1] [concurrency=48] [stores=local,s3]
+ *   node --import tsx bench/ingest-storage.ts <dir> [files=all|N|spread:N] [rounds=1] [concurrency=48] [stores=local,s3]
  *
- * `files` takes the first N files (by path) of the tree. Reports, per store and round, the
+ * `files` takes the first N files (by path) of the tree, or with `spread:N` N files spread evenly
+ * through it (every (all ÷ N)-th by path: every part of the tree in its share). Reports, per store and round, the
  * seconds from the first upload to the last file ready and the MB/s of text that makes, the
  * CPU each of the service's threads spent a file (its `vfs_thread_cpu_seconds`; `process`: all
- * its threads; `children`: its extraction processes; steadier than wall time on a shared machine), the requests the S3 server's proxy logged on the run's bucket
+ * its threads; `children`: its extraction processes; `postgres`: its embedded PostgreSQL;
+ * `client`: the uploading benchmark itself; steadier than wall time on a shared machine), the requests the S3 server's proxy logged on the run's bucket
  * by method, and the ratio S3 ÷ local.
  */
 import { startSwift, swiftStorageEnv } from '../test/helpers/swift.js';
-import { cpuSince, descendants } from './cpu.js';
+import { cpuSince, descendants, postgresPids } from './cpu.js';
 import { call, freePort, startBenchService, threadSeries, uploadAll, waitReady, walk } from './lib.js';
 
 const [dir, filesArg, roundsArg, concurrencyArg, storesArg] = process.argv.slice(2);
 if (dir === undefined) {
-  process.stderr.write('usage: node --import tsx bench/ingest-storage.ts <dir> [files=all] [rounds=1] [concurrency=48] [stores=local,s3]\n');
+  process.stderr.write('usage: node --import tsx bench/ingest-storage.ts <dir> [files=all|N|spread:N] [rounds=1] [concurrency=48] [stores=local,s3]\n');
   process.exit(2);
 }
 const all = await walk(dir);
-const files = filesArg === undefined || filesArg === 'all' ? all : all.slice(0, Number(filesArg));
+const files =
+  filesArg === undefined || filesArg === 'all'
+    ? all
+    : filesArg.startsWith('spread:')
+      ? spread(all, Number(filesArg.slice('spread:'.length)))
+      : all.slice(0, Number(filesArg));
 const rounds = Number(roundsArg ?? 1);
 const concurrency = Number(concurrencyArg ?? 48);
 /** The stores to run, each round in turn (the order flips every round). */
 const stores = (storesArg ?? 'local,s3').split(',').filter((store): store is 'local' | 's3' => store === 'local' || store === 's3');
+
+/** `n` of `all`, evenly spaced by position. */
+function spread<T>(all: T[], n: number): T[] {
+  if (n >= all.length) return all;
+  return Array.from({ length: n }, (_, i) => all[Math.floor((i * all.length) / n)]);
+}
 
 const swift = await startSwift();
 const bucket = (round: number): string => `vfs-bench-${round}`;
@@ -57,6 +70,9 @@ async function ingest(
       ...threadSeries(await r.text(), 'vfs_thread_cpu_seconds'),
       process: await cpuSince([pid], new Map()),
       children: await cpuSince(children, new Map()),
+      postgres: await cpuSince(await postgresPids(service.dataDir), new Map()),
+      // This process: the uploading client.
+      client: ((usage) => (usage.user + usage.system) / 1e6)(process.cpuUsage()),
     };
   };
   try {
