@@ -61,11 +61,22 @@ export function encodeBlock(ids: Uint32Array, from: number, to: number): Buffer 
  * to the start of the blocks) ‖ the n blocks.
  */
 export function encodeGroup(trigrams: Uint32Array, ends: Uint32Array, ids: Uint32Array, first: number, last: number): Buffer {
+  const out = Buffer.allocUnsafe(groupBytes(ends, ids, first, last));
+  encodeGroupInto(out, trigrams, ends, ids, first, last);
+  return out;
+}
+
+/** Bytes of the group value of trigrams[first..last) (encodeGroup). */
+export function groupBytes(ends: Uint32Array, ids: Uint32Array, first: number, last: number): number {
+  let size = groupData(last - first);
+  for (let k = first; k < last; k++) size += blockSize(ids, k === 0 ? 0 : ends[k - 1], ends[k]);
+  return size;
+}
+
+/** Writes the group value of trigrams[first..last) at the start of `out`; returns its length. */
+export function encodeGroupInto(out: Buffer, trigrams: Uint32Array, ends: Uint32Array, ids: Uint32Array, first: number, last: number): number {
   const n = last - first;
   const data = groupData(n);
-  let size = data;
-  for (let k = first; k < last; k++) size += blockSize(ids, k === 0 ? 0 : ends[k - 1], ends[k]);
-  const out = Buffer.allocUnsafe(size);
   out.writeUInt16LE(n, 0);
   let pos = data;
   for (let k = first; k < last; k++) {
@@ -73,7 +84,7 @@ export function encodeGroup(trigrams: Uint32Array, ends: Uint32Array, ids: Uint3
     pos = encodeBlockInto(out, pos, ids, k === 0 ? 0 : ends[k - 1], ends[k]);
     out.writeUInt32LE(pos - data, 2 + n + (k - first) * 4);
   }
-  return out;
+  return pos;
 }
 
 /** The block of `gram` (the group's entry of its third byte) inside a group value, or undefined. */
@@ -119,15 +130,25 @@ export function groupEnd(group: Uint8Array, n: number, i: number): number {
  * greater than the block's last id. The old varints are copied, not decoded.
  */
 export function appendToBlock(block: Uint8Array, ids: Uint32Array, from: number, to: number): Buffer {
-  const view = Buffer.from(block.buffer, block.byteOffset, block.byteLength);
-  const count = view.readUInt32LE(0);
-  let last = view.readUInt32LE(4);
+  const out = Buffer.allocUnsafe(block.byteLength + appendedBytes(block, ids, from, to));
+  appendToBlockInto(out, block, ids, from, to);
+  return out;
+}
+
+/** Bytes that appending `ids[from..to)` adds to `block` (appendToBlock). */
+export function appendedBytes(block: Uint8Array, ids: Uint32Array, from: number, to: number): number {
   let extra = 0;
-  for (let i = from, prev = last; i < to; i++) {
+  for (let i = from, prev = blockLastId(block); i < to; i++) {
     extra += varintSize(ids[i] - prev);
     prev = ids[i];
   }
-  const out = Buffer.allocUnsafe(block.byteLength + extra);
+  return extra;
+}
+
+/** Writes appendToBlock's result at the start of `out` (which may not overlap `block`); returns its length. */
+export function appendToBlockInto(out: Buffer, block: Uint8Array, ids: Uint32Array, from: number, to: number): number {
+  const count = blockCount(block);
+  let last = blockLastId(block);
   out.set(block, 0);
   let pos = block.byteLength;
   for (let i = from; i < to; i++) {
@@ -136,7 +157,7 @@ export function appendToBlock(block: Uint8Array, ids: Uint32Array, from: number,
   }
   out.writeUInt32LE(count + (to - from), 0);
   out.writeUInt32LE(last, 4);
-  return out;
+  return pos;
 }
 
 /**

@@ -26,16 +26,18 @@ import { checkFilePath } from '../core/paths.js';
 import { VfsError } from '../core/errors.js';
 import { countLines, encodeDocValue } from './doc-text.js';
 import {
-  appendToBlock,
+  appendedBytes,
+  appendToBlockInto,
   BLOCK_HEADER_BYTES,
   blockCount,
   blockCountAt,
-  blockLastId,
+  blockSize,
   decodeBlock,
   decodeBlockAt,
   decodePostings,
-  encodeBlock,
-  encodeGroup,
+  encodeBlockInto,
+  encodeGroupInto,
+  groupBytes,
   groupData,
   groupEnd,
   groupLow,
@@ -64,7 +66,7 @@ import {
   type DocMeta,
   type ShardState,
 } from './shard-format.js';
-import { distinctQuadBuckets, distinctTrigrams, QUAD_BUCKET_BITS } from './trigram-extract.js';
+import { distinctGrams, QUAD_BUCKET_BITS } from './trigram-extract.js';
 
 /** One document to store. */
 export interface DocInput {
@@ -116,11 +118,12 @@ export const SEALED_BLOCK_BYTES = 4 * PAGE_BYTES - 16;
 export const MAX_RECENT_SEGMENTS = 64;
 /**
  * Level-0 block bytes (both indexes) kept before they are merged into level 1: the quadgram
- * lists more than double the bytes of the trigram lists, and merging at a quarter of this
- * wrote slower. This and MAX_RECENT_SEGMENTS: fit with bench/engine-grep.ts --batch-mb and
- * bench/ingest.ts (docs/benchmarks.md, "Ingest").
+ * lists more than double the bytes of the trigram lists, and a merge costs about the same per
+ * list however many ids it appends, so fewer, larger merges write faster (at 64 MiB the whole
+ * Linux tree took 15 merges and 8% longer than at this size's 10). This and MAX_RECENT_SEGMENTS:
+ * fit with bench/engine-grep.ts --batch-mb and bench/ingest.ts (docs/benchmarks.md, "Ingest").
  */
-export const MAX_RECENT_BYTES = 64 << 20;
+export const MAX_RECENT_BYTES = 128 << 20;
 /** Key range handled per compaction transaction (2^24 / 64 trigram ranges; one holds every quadgram bucket). */
 const COMPACT_RANGE = 1 << 18;
 
@@ -148,6 +151,19 @@ interface BatchPostings {
 
 // Counting-sort scratch (64 MiB), shared by all writers of a thread and left zeroed.
 let trigramCounts: Uint32Array | null = null;
+
+/**
+ * Where list values are encoded before a put, shared by all writers of a thread. Inside a write
+ * transaction lmdb-js copies a value into the database before `put` returns, so one buffer
+ * serves every put: no allocation, and lmdb-js looks up its address once, not per value.
+ */
+let valueScratch = Buffer.allocUnsafe(1 << 16);
+
+/** valueScratch, grown to at least `bytes`. */
+function scratchFor(bytes: number): Buffer {
+  if (valueScratch.length < bytes) valueScratch = Buffer.allocUnsafe(Math.max(bytes, valueScratch.length * 2));
+  return valueScratch;
+}
 
 /**
  * The counting sort's middle step: sorts the touched trigrams and turns each
@@ -436,13 +452,7 @@ export class ShardWriter {
       if (nextId >= TAIL_BLOCK_ID) throw new Error(`shard ${this.shard.dir} ran out of doc ids: rebuild it`);
       meta.id = nextId++;
       meta.lines = countLines(doc.text);
-      fresh.push({
-        meta,
-        value: encodeDocValue(doc.text, meta.lines),
-        trigrams: distinctTrigrams(doc.text),
-        quads: distinctQuadBuckets(doc.text),
-        replaces: existing,
-      });
+      fresh.push({ meta, value: encodeDocValue(doc.text, meta.lines), ...distinctGrams(doc.text), replaces: existing });
     }
     if (fresh.length === 0 && metaUpdates.length === 0) return { indexed: 0, unchanged: byPath.size };
     const docIds = fresh.map((doc) => doc.meta.id);
@@ -509,10 +519,11 @@ export class ShardWriter {
       const prefix = groupOf(trigrams[first]);
       let last = first + 1;
       while (last < trigrams.length && groupOf(trigrams[last]) === prefix) last++;
-      const group = encodeGroup(trigrams, ends, ids, first, last);
+      const out = scratchFor(groupBytes(ends, ids, first, last));
+      const length = encodeGroupInto(out, trigrams, ends, ids, first, last);
       // Keys grow (segment, then prefix): MDB_APPEND fills pages and touches no old page.
-      recent.putSync(recentKey(segment, prefix), group, { append: true });
-      bytes += group.length;
+      recent.putSync(recentKey(segment, prefix), out.subarray(0, length), { append: true });
+      bytes += length;
       first = last;
     }
     return bytes;
@@ -551,19 +562,14 @@ export class ShardWriter {
       if (raw === undefined) {
         this.writeBlocks(db, trigram, ids, from, to, tailKey);
       } else {
-        // The read buffer is reused by the next read: copy what we need first.
-        const tail = Buffer.from(raw);
-        const last = blockLastId(tail);
-        let added = 0;
-        for (let i = from, prev = last; i < to; i++) {
-          added += varintSize(ids[i] - prev);
-          prev = ids[i];
-        }
-        if (tail.byteLength + added <= TAIL_BLOCK_BYTES) {
-          db.put(tailKey, appendToBlock(tail, ids, from, to));
+        // `raw` views the thread's read buffer, which the next read reuses: it is used up here.
+        const size = raw.byteLength + appendedBytes(raw, ids, from, to);
+        if (size <= TAIL_BLOCK_BYTES) {
+          const out = scratchFor(size);
+          db.put(tailKey, out.subarray(0, appendToBlockInto(out, raw, ids, from, to)));
         } else {
-          const merged = new Uint32Array(blockCount(tail) + (to - from));
-          const n = decodeBlock(tail, merged, 0);
+          const merged = new Uint32Array(blockCount(raw) + (to - from));
+          const n = decodeBlock(raw, merged, 0);
           merged.set(ids.subarray(from, to), n);
           this.writeBlocks(db, trigram, merged, 0, merged.length, tailKey);
         }
@@ -594,11 +600,17 @@ export class ShardWriter {
         end++;
       }
       if (end < to) gaps -= varintSize(ids[end] - ids[end - 1]); // becomes the next block's first id
-      db.put(postingKey(trigram, ids[pos]), encodeBlock(ids, pos, end));
+      db.put(postingKey(trigram, ids[pos]), this.encoded(ids, pos, end));
       pos = end;
     }
-    if (pos < to) db.put(tailKey, encodeBlock(ids, pos, to));
+    if (pos < to) db.put(tailKey, this.encoded(ids, pos, to));
     else db.remove(tailKey);
+  }
+
+  /** The block of ids[from..to) in valueScratch, for a put inside a write transaction. */
+  private encoded(ids: Uint32Array, from: number, to: number): Buffer {
+    const out = scratchFor(blockSize(ids, from, to));
+    return out.subarray(0, encodeBlockInto(out, 0, ids, from, to));
   }
 
   private async doCompact(): Promise<CompactResult> {

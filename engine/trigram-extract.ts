@@ -20,8 +20,8 @@
  * almost as few with 2^18 buckets as with 2^24, and clearly more with 2^16, while more
  * buckets made ingest much slower, since every merge updates every bucket's list.
  *
- * The scratch memory (a 2 MiB bit set and a list) is shared by every call on a thread: a call
- * runs to completion synchronously and leaves the bit set cleared.
+ * The scratch memory (bit sets of 2 MiB and 32 KiB, and lists) is shared by every call on a
+ * thread: a call runs to completion synchronously and leaves the bit sets cleared.
  */
 
 const TRIGRAMS = 1 << 24;
@@ -32,7 +32,9 @@ const TRIGRAMS = 1 << 24;
 export const QUAD_BUCKET_BITS = 18;
 // Allocated on first use: threads that only read never pay for them.
 let seen: Uint32Array | null = null;
+let seenQuads: Uint32Array | null = null;
 let scratch = new Uint32Array(0);
+let scratchQuads = new Uint32Array(0);
 
 /**
  * `quad` (four bytes as an unsigned 32-bit number) with each byte A-Z made a-z; other bytes,
@@ -55,18 +57,30 @@ export function quadBucket(quad: number): number {
   return Math.imul(quad, 0x9e3779b1) >>> (32 - QUAD_BUCKET_BITS);
 }
 
+/** The distinct trigrams and quadgram buckets of a text, each in order of first occurrence. */
+export interface DistinctGrams {
+  trigrams: Uint32Array;
+  quads: Uint32Array;
+}
+
 /**
- * The distinct keys of the `width`-byte runs of `text` (3: trigrams, 4: quadgram buckets of
- * the folded quadgrams), in order of first occurrence.
+ * The distinct trigrams and quadgram buckets (`quadBucket` of the folded quadgram) of `text`,
+ * in one pass over its bytes.
  */
-function distinctKeys(text: Uint8Array, width: 3 | 4): Uint32Array {
+export function distinctGrams(text: Uint8Array): DistinctGrams {
   const length = text.byteLength;
   const needed = Math.min(length, TRIGRAMS);
   if (scratch.length < needed) scratch = new Uint32Array(Math.max(needed, scratch.length * 2, 1 << 16));
+  const quadsNeeded = Math.min(length, 1 << QUAD_BUCKET_BITS);
+  if (scratchQuads.length < quadsNeeded) scratchQuads = new Uint32Array(Math.max(quadsNeeded, scratchQuads.length * 2, 1 << 16));
   const list = scratch;
+  const quadList = scratchQuads;
   seen ??= new Uint32Array(TRIGRAMS >>> 5);
+  seenQuads ??= new Uint32Array((1 << QUAD_BUCKET_BITS) >>> 5);
   const bits = seen;
+  const quadBits = seenQuads;
   let count = 0;
+  let quadCount = 0;
   let gram = 0;
   let run = 0;
   for (let i = 0; i < length; i++) {
@@ -76,27 +90,36 @@ function distinctKeys(text: Uint8Array, width: 3 | 4): Uint32Array {
       continue;
     }
     gram = (gram << 8) | b;
-    if (++run < width) continue;
-    const key = width === 3 ? gram & 0xffffff : quadBucket(foldQuad(gram));
-    const word = key >>> 5;
-    const bit = 1 << (key & 31);
+    if (++run < 3) continue;
+    const trigram = gram & 0xffffff;
+    const word = trigram >>> 5;
+    const bit = 1 << (trigram & 31);
     if ((bits[word] & bit) === 0) {
       bits[word] |= bit;
-      list[count++] = key;
+      list[count++] = trigram;
+    }
+    if (run < 4) continue;
+    const quad = quadBucket(foldQuad(gram));
+    const quadWord = quad >>> 5;
+    const quadBit = 1 << (quad & 31);
+    if ((quadBits[quadWord] & quadBit) === 0) {
+      quadBits[quadWord] |= quadBit;
+      quadList[quadCount++] = quad;
     }
   }
   for (let i = 0; i < count; i++) bits[list[i] >>> 5] = 0;
-  return list.slice(0, count);
+  for (let i = 0; i < quadCount; i++) quadBits[quadList[i] >>> 5] = 0;
+  return { trigrams: list.slice(0, count), quads: quadList.slice(0, quadCount) };
 }
 
 /** The distinct trigrams of `text`, in order of first occurrence. */
 export function distinctTrigrams(text: Uint8Array): Uint32Array {
-  return distinctKeys(text, 3);
+  return distinctGrams(text).trigrams;
 }
 
 /** The distinct quadgram buckets of `text` (`quadBucket`), in order of first occurrence. */
 export function distinctQuadBuckets(text: Uint8Array): Uint32Array {
-  return distinctKeys(text, 4);
+  return distinctGrams(text).quads;
 }
 
 /**
