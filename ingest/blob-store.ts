@@ -143,20 +143,24 @@ export class BlobStore {
    * not stored.
    */
   async open(accountId: string, sha: string): Promise<LocalCopy | null> {
+    return (await this.takeHandOff(accountId, sha)) ?? this.objects.getFile(blobKey(accountId, sha), this.tmp);
+  }
+
+  /** The upload's hand-off, taken (see above), or null when none is waiting on this node. */
+  private async takeHandOff(accountId: string, sha: string): Promise<LocalCopy | null> {
     // Where uploads are not handed off none is ever waiting (and a failed rename costs an error a file).
-    if (this.handOff) {
-      const taken = join(this.tmp, randomBytes(12).toString('hex'));
-      try {
-        // One taker: a rename succeeds once. Touched, so the temp sweep (by age) leaves it while read.
-        await rename(this.handOffPath(accountId, sha), taken);
-        const now = new Date();
-        await utimes(taken, now, now);
-        return { path: taken, temporary: true, release: () => rm(taken, { force: true }) };
-      } catch {
-        // None waiting (the usual ENOENT), or swept as it was taken: the store has it.
-      }
+    if (!this.handOff) return null;
+    const taken = join(this.tmp, randomBytes(12).toString('hex'));
+    try {
+      // One taker: a rename succeeds once. Touched, so the temp sweep (by age) leaves it while read.
+      await rename(this.handOffPath(accountId, sha), taken);
+      const now = new Date();
+      await utimes(taken, now, now);
+      return { path: taken, temporary: true, release: () => rm(taken, { force: true }) };
+    } catch {
+      // None waiting (the usual ENOENT), or swept as it was taken: the store has it.
+      return null;
     }
-    return this.objects.getFile(blobKey(accountId, sha), this.tmp);
   }
 
   /** Drops the upload's hand-off, if this node has one waiting: its text was found kept. */
@@ -169,12 +173,14 @@ export class BlobStore {
    * else the text kept beside it; null when that is not stored.
    */
   async text(accountId: string, sha: string, isOriginal: boolean | null): Promise<Buffer | null> {
-    return isOriginal === true ? readCopy(await this.open(accountId, sha)) : this.cachedText(accountId, sha);
+    if (isOriginal !== true) return this.cachedText(accountId, sha);
+    const handOff = await this.takeHandOff(accountId, sha);
+    return handOff === null ? this.objects.read(blobKey(accountId, sha)) : readCopy(handOff);
   }
 
   /** The text this extractor version extracted from the blob before, or null when it was never kept. */
   async cachedText(accountId: string, sha: string): Promise<Buffer | null> {
-    return readCopy(await this.objects.getFile(textKey(accountId, sha), this.tmp));
+    return this.objects.read(textKey(accountId, sha));
   }
 
   /** Keeps the text extracted from a blob, so that the same bytes are never extracted again by this extractor version. */
@@ -258,8 +264,7 @@ export class BlobStore {
 }
 
 /** The bytes of a local copy, which it then releases; null for none. */
-async function readCopy(copy: LocalCopy | null): Promise<Buffer | null> {
-  if (copy === null) return null;
+async function readCopy(copy: LocalCopy): Promise<Buffer> {
   try {
     return await readFile(copy.path);
   } finally {

@@ -1,9 +1,10 @@
 /**
  * The object store on a local directory: `npm start`'s default. An object is the file
  * `<root>/<key>`, written by renaming a file into place and fsyncing its directory, so a key
- * that a committed row names is on disk for good.
+ * that a committed row names is on disk for good. Storing a key again renames the same bytes
+ * over it (keys are content-addressed), which also marks it recently used for a sweep's grace.
  */
-import { mkdir, open, readdir, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { LocalCopy, ObjectStore, StoredObject } from './object-store.js';
@@ -11,6 +12,8 @@ import type { LocalCopy, ObjectStore, StoredObject } from './object-store.js';
 /** Objects as files under a directory. */
 export class LocalObjectStore implements ObjectStore {
   readonly location: string;
+  /** Directories this process made or found: a put into one skips making it. */
+  private readonly made = new Set<string>();
 
   constructor(private readonly root: string) {
     this.location = pathToFileURL(root).href;
@@ -22,16 +25,28 @@ export class LocalObjectStore implements ObjectStore {
 
   async putFile(key: string, file: string): Promise<void> {
     const target = join(this.root, key);
-    await mkdir(dirname(target), { recursive: true });
+    const dir = dirname(target);
+    if (!this.made.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      this.made.add(dir);
+    }
     try {
-      await stat(target);
-      // Same content already stored: keep it, and mark it recently used (a sweep's grace counts from then).
-      const now = new Date();
-      await utimes(target, now, now);
-      await unlink(file);
-    } catch {
       await rename(file, target);
-      await fsyncDir(dirname(target));
+    } catch (error) {
+      // The directory went away since (an account's objects removed): make it again.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await mkdir(dir, { recursive: true });
+      await rename(file, target);
+    }
+    await fsyncDir(dir);
+  }
+
+  async read(key: string): Promise<Buffer | null> {
+    try {
+      return await readFile(join(this.root, key));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
     }
   }
 

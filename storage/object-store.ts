@@ -32,6 +32,8 @@ export interface ObjectStore {
    * content-addressed) and is kept.
    */
   putFile(key: string, file: string): Promise<void>;
+  /** The object's bytes in memory (for objects small enough to hold); null when there is no such object. */
+  read(key: string): Promise<Buffer | null>;
   /** A local file with the object's bytes, under `scratchDir` when it has to be fetched; null when there is no such object. */
   getFile(key: string, scratchDir: string): Promise<LocalCopy | null>;
   /** Removes an object; no error when there is none. */

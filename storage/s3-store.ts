@@ -88,6 +88,16 @@ export class S3ObjectStore implements ObjectStore {
     await unlink(file);
   }
 
+  async read(key: string): Promise<Buffer | null> {
+    try {
+      const reply = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
+      return Buffer.from(await reply.Body!.transformToByteArray());
+    } catch (error) {
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return null;
+      throw error;
+    }
+  }
+
   async getFile(key: string, scratchDir: string): Promise<LocalCopy | null> {
     let body: Readable;
     try {
