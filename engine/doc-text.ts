@@ -37,11 +37,23 @@ export function startWidth(textBytes: number): 2 | 4 {
 
 /** Builds the stored value for `text`; `lines` must be `countLines(text)`. */
 export function encodeDocValue(text: Uint8Array, lines: number): Buffer {
+  const value = Buffer.allocUnsafe(docValueBytes(text.byteLength, lines));
+  encodeDocValueInto(value, text, lines);
+  return value;
+}
+
+/** Bytes of the stored value of a text of `textBytes` with `lines` lines. */
+export function docValueBytes(textBytes: number, lines: number): number {
+  return startsOffset(textBytes) + lines * startWidth(textBytes);
+}
+
+/** Writes the stored value for `text` at the start of `value` (docValueBytes long at least); returns its length. */
+export function encodeDocValueInto(value: Buffer, text: Uint8Array, lines: number): number {
   const textBytes = text.byteLength;
   const offset = startsOffset(textBytes);
   const width = startWidth(textBytes);
-  const value = Buffer.alloc(offset + lines * width);
   value.set(text, 0);
+  value.fill(0, textBytes, offset);
   const buf = Buffer.from(text.buffer, text.byteOffset, textBytes);
   let line = 0;
   let start = 0;
@@ -52,7 +64,7 @@ export function encodeDocValue(text: Uint8Array, lines: number): Buffer {
     const nl = buf.indexOf(NEWLINE, start);
     start = nl + 1;
   }
-  return value;
+  return offset + lines * width;
 }
 
 /**

@@ -24,7 +24,7 @@
 
 import { checkFilePath } from '../core/paths.js';
 import { VfsError } from '../core/errors.js';
-import { countLines, encodeDocValue } from './doc-text.js';
+import { countLines, docValueBytes, encodeDocValueInto } from './doc-text.js';
 import {
   appendedBytes,
   appendToBlockInto,
@@ -129,7 +129,7 @@ const COMPACT_RANGE = 1 << 18;
 
 interface NewDoc {
   meta: DocMeta;
-  value: Buffer;
+  text: Buffer;
   trigrams: Uint32Array;
   quads: Uint32Array;
   replaces: DocMeta | undefined;
@@ -153,15 +153,18 @@ interface BatchPostings {
 let trigramCounts: Uint32Array | null = null;
 
 /**
- * Where list values are encoded before a put, shared by all writers of a thread. Inside a write
+ * Where values are encoded before a put, shared by all writers of a thread. Inside a write
  * transaction lmdb-js copies a value into the database before `put` returns, so one buffer
  * serves every put: no allocation, and lmdb-js looks up its address once, not per value.
  */
 let valueScratch = Buffer.allocUnsafe(1 << 16);
+/** The most valueScratch grows to: a larger value (a large text) gets a buffer of its own. */
+const SCRATCH_MAX_BYTES = 4 << 20;
 
-/** valueScratch, grown to at least `bytes`. */
+/** A buffer of at least `bytes` to encode one value into: valueScratch, grown if need be. */
 function scratchFor(bytes: number): Buffer {
-  if (valueScratch.length < bytes) valueScratch = Buffer.allocUnsafe(Math.max(bytes, valueScratch.length * 2));
+  if (bytes > SCRATCH_MAX_BYTES) return Buffer.allocUnsafe(bytes);
+  if (valueScratch.length < bytes) valueScratch = Buffer.allocUnsafe(Math.min(Math.max(bytes, valueScratch.length * 2), SCRATCH_MAX_BYTES));
   return valueScratch;
 }
 
@@ -452,7 +455,7 @@ export class ShardWriter {
       if (nextId >= TAIL_BLOCK_ID) throw new Error(`shard ${this.shard.dir} ran out of doc ids: rebuild it`);
       meta.id = nextId++;
       meta.lines = countLines(doc.text);
-      fresh.push({ meta, value: encodeDocValue(doc.text, meta.lines), ...distinctGrams(doc.text), replaces: existing });
+      fresh.push({ meta, text: doc.text, ...distinctGrams(doc.text), replaces: existing });
     }
     if (fresh.length === 0 && metaUpdates.length === 0) return { indexed: 0, unchanged: byPath.size };
     const docIds = fresh.map((doc) => doc.meta.id);
@@ -487,7 +490,8 @@ export class ShardWriter {
           state.textBytes -= replaces.textBytes;
         }
         const record = toRecord(meta);
-        this.shard.text.put(meta.id, doc.value);
+        const out = scratchFor(docValueBytes(meta.textBytes, meta.lines));
+        this.shard.text.put(meta.id, out.subarray(0, encodeDocValueInto(out, doc.text, meta.lines)));
         this.shard.docs.put(meta.id, record);
         this.shard.paths.put(meta.path, record);
         state.liveDocs++;
