@@ -227,57 +227,75 @@ function buildPostings(docIds: readonly number[], keys: readonly Uint32Array[]):
 
 /**
  * The per-trigram id lists of level-0 group values (in segment order, so each list comes out
- * ascending; `prefixes[g]` is the group of `groups[g]`, from its key), by the same counting
- * sort as buildPostings.
+ * ascending; `prefixes[g]` is the group of `groups[g]`, from its key). Group by group of the
+ * same two-byte prefix, with one 256-entry count per third byte: every list of a prefix is
+ * placed before the next prefix's, so the lists come out in trigram order with no sort and
+ * no table over the whole key space.
  */
 function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
-  trigramCounts ??= new Uint32Array(1 << 24);
-  const counts = trigramCounts;
-  let touched = new Uint32Array(1 << 16);
-  let distinct = 0;
+  // The groups in prefix order, each prefix's in segment order (a counting sort: stable).
+  let maxPrefix = 0;
+  for (const prefix of prefixes) if (prefix > maxPrefix) maxPrefix = prefix;
+  const starts = new Uint32Array(maxPrefix + 2);
+  for (const prefix of prefixes) starts[prefix + 1]++;
+  for (let p = 1; p < starts.length; p++) starts[p] += starts[p - 1];
+  const order = new Uint32Array(groups.length);
+  const next = starts.slice(0, maxPrefix + 1);
+  for (let g = 0; g < groups.length; g++) order[next[prefixes[g]]++] = g;
+
   let total = 0;
-  for (let g = 0; g < groups.length; g++) {
-    const group = groups[g];
+  let entries = 0;
+  for (const group of groups) {
     const n = groupSize(group);
     const data = groupData(n);
-    let start = 0;
-    for (let i = 0; i < n; i++) {
-      const t = gramOf(prefixes[g], groupLow(group, i));
-      const c = blockCountAt(group, data + start);
-      if (counts[t] === 0) {
-        if (distinct === touched.length) {
-          const grown = new Uint32Array(touched.length * 2);
-          grown.set(touched);
-          touched = grown;
-        }
-        touched[distinct++] = t;
-      }
-      counts[t] += c;
-      total += c;
+    entries += n;
+    for (let i = 0, start = 0; i < n; i++) {
+      total += blockCountAt(group, data + start);
       start = groupEnd(group, n, i);
     }
   }
-  const trigrams = countsToOffsets(counts, touched, distinct);
   const ids = new Uint32Array(total);
-  for (let g = 0; g < groups.length; g++) {
-    const group = groups[g];
-    const n = groupSize(group);
-    const data = groupData(n);
-    let start = 0;
-    for (let i = 0; i < n; i++) {
-      const t = gramOf(prefixes[g], groupLow(group, i));
-      const end = groupEnd(group, n, i);
-      counts[t] = decodeBlockAt(group, data + start, data + end, ids, counts[t]);
-      start = end;
+  const trigrams = new Uint32Array(entries);
+  const ends = new Uint32Array(entries);
+  const at = new Uint32Array(256);
+  let distinct = 0;
+  let base = 0;
+  for (let p = 0; p <= maxPrefix; p++) {
+    const first = starts[p];
+    const last = starts[p + 1];
+    if (first === last) continue;
+    // Ids per third byte over this prefix's groups, then where each third byte's list starts.
+    at.fill(0);
+    for (let o = first; o < last; o++) {
+      const group = groups[order[o]];
+      const n = groupSize(group);
+      const data = groupData(n);
+      for (let i = 0, start = 0; i < n; i++) {
+        at[groupLow(group, i)] += blockCountAt(group, data + start);
+        start = groupEnd(group, n, i);
+      }
+    }
+    for (let low = 0; low < 256; low++) {
+      const c = at[low];
+      if (c === 0) continue;
+      at[low] = base;
+      base += c;
+      trigrams[distinct] = gramOf(p, low);
+      ends[distinct++] = base;
+    }
+    for (let o = first; o < last; o++) {
+      const group = groups[order[o]];
+      const n = groupSize(group);
+      const data = groupData(n);
+      for (let i = 0, start = 0; i < n; i++) {
+        const end = groupEnd(group, n, i);
+        const low = groupLow(group, i);
+        at[low] = decodeBlockAt(group, data + start, data + end, ids, at[low]);
+        start = end;
+      }
     }
   }
-  const ends = new Uint32Array(distinct);
-  for (let k = 0; k < distinct; k++) {
-    const t = trigrams[k];
-    ends[k] = counts[t];
-    counts[t] = 0;
-  }
-  return { trigrams, ends, ids };
+  return { trigrams: trigrams.subarray(0, distinct), ends: ends.subarray(0, distinct), ids };
 }
 
 /** The metadata a document's row can change without its text: equal on both sides. */
