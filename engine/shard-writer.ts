@@ -4,9 +4,9 @@
  * once the commit is on disk (the environment is opened without noSync and without
  * overlappingSync). Readers keep seeing the previous version until the commit.
  *
- * A batch is indexed before its transaction starts: line starts, the distinct trigrams of each
- * new document, then, per trigram, the sorted list of the batch's doc ids (a counting sort over
- * all 2^24 trigrams). The transaction stores the texts and appends the lists as one new
+ * A batch is indexed before its transaction starts: line counts, the distinct trigrams of each
+ * new document, then, per trigram, the sorted list of the batch's doc ids (counting sorts by
+ * two-byte prefix, then by third byte). The transaction stores the texts and appends the lists as one new
  * segment of `recent` (level 0): one write per distinct two-byte trigram prefix, all at the end
  * of the B-tree, so no existing page is copied, however small the batch. Quadgram buckets
  * (QUAD_BUCKET_BITS-bit keys) go through the same steps into `recentQuads` and `quads`, in the same
@@ -149,9 +149,6 @@ interface BatchPostings {
   ids: Uint32Array;
 }
 
-// Counting-sort scratch (64 MiB), shared by all writers of a thread and left zeroed.
-let trigramCounts: Uint32Array | null = null;
-
 /**
  * Where values are encoded before a put, shared by all writers of a thread. Inside a write
  * transaction lmdb-js copies a value into the database before `put` returns, so one buffer
@@ -169,60 +166,55 @@ function scratchFor(bytes: number): Buffer {
 }
 
 /**
- * The counting sort's middle step: sorts the touched trigrams and turns each
- * one's count into the offset where its ids start. Returns the sorted trigrams.
- */
-function countsToOffsets(counts: Uint32Array, touched: Uint32Array, distinct: number): Uint32Array {
-  const sorted = touched.slice(0, distinct).sort();
-  let offset = 0;
-  for (let k = 0; k < distinct; k++) {
-    const t = sorted[k];
-    const c = counts[t];
-    counts[t] = offset;
-    offset += c;
-  }
-  return sorted;
-}
-
-/**
  * The per-key lists of a batch: `keys[d]` holds the distinct keys (trigrams or quadgram
- * buckets) of the document with id `ids[d]`, ids ascending.
+ * buckets, below `keySpace`) of the document with id `ids[d]`, ids ascending. Two counting
+ * sorts, as a merge places level 0 (mergeGroups): the entries by two-byte prefix (in document
+ * order), then each prefix's by third byte, so the lists come out in key order, each ascending.
  */
-function buildPostings(docIds: readonly number[], keys: readonly Uint32Array[]): BatchPostings {
-  trigramCounts ??= new Uint32Array(1 << 24);
-  const counts = trigramCounts;
-  let touched = new Uint32Array(1 << 16);
-  let distinct = 0;
+function buildPostings(docIds: readonly number[], keys: readonly Uint32Array[], keySpace: number): BatchPostings {
+  const prefixCount = keySpace >>> 8;
+  const starts = new Uint32Array(prefixCount + 1);
   let total = 0;
-  for (const trigrams of keys) {
-    total += trigrams.length;
-    for (let i = 0; i < trigrams.length; i++) {
-      const t = trigrams[i];
-      if (counts[t]++ === 0) {
-        if (distinct === touched.length) {
-          const grown = new Uint32Array(touched.length * 2);
-          grown.set(touched);
-          touched = grown;
-        }
-        touched[distinct++] = t;
-      }
+  for (const list of keys) {
+    total += list.length;
+    for (let i = 0; i < list.length; i++) starts[(list[i] >>> 8) + 1]++;
+  }
+  for (let p = 1; p <= prefixCount; p++) starts[p] += starts[p - 1];
+  const next = starts.slice(0, prefixCount);
+  const lows = new Uint8Array(total);
+  const owners = new Uint32Array(total);
+  for (let d = 0; d < keys.length; d++) {
+    const list = keys[d];
+    const id = docIds[d];
+    for (let i = 0; i < list.length; i++) {
+      const at = next[list[i] >>> 8]++;
+      lows[at] = list[i] & 0xff;
+      owners[at] = id;
     }
   }
-  const sorted = countsToOffsets(counts, touched, distinct);
   const ids = new Uint32Array(total);
-  // Docs are in ascending id order, so every trigram's list comes out sorted.
-  for (let d = 0; d < keys.length; d++) {
-    const trigrams = keys[d];
-    const id = docIds[d];
-    for (let i = 0; i < trigrams.length; i++) ids[counts[trigrams[i]]++] = id;
+  const trigrams = new Uint32Array(total);
+  const ends = new Uint32Array(total);
+  const at = new Uint32Array(256);
+  let distinct = 0;
+  let base = 0;
+  for (let p = 0; p < prefixCount; p++) {
+    const first = starts[p];
+    const last = starts[p + 1];
+    if (first === last) continue;
+    at.fill(0);
+    for (let o = first; o < last; o++) at[lows[o]]++;
+    for (let low = 0; low < 256; low++) {
+      const c = at[low];
+      if (c === 0) continue;
+      at[low] = base;
+      base += c;
+      trigrams[distinct] = gramOf(p, low);
+      ends[distinct++] = base;
+    }
+    for (let o = first; o < last; o++) ids[at[lows[o]]++] = owners[o];
   }
-  const ends = new Uint32Array(distinct);
-  for (let k = 0; k < distinct; k++) {
-    const t = sorted[k];
-    ends[k] = counts[t];
-    counts[t] = 0;
-  }
-  return { trigrams: sorted, ends, ids };
+  return { trigrams: trigrams.subarray(0, distinct), ends: ends.subarray(0, distinct), ids };
 }
 
 /**
@@ -481,10 +473,12 @@ export class ShardWriter {
       buildPostings(
         docIds,
         fresh.map((doc) => doc.trigrams),
+        this.indexes[0].keys,
       ),
       buildPostings(
         docIds,
         fresh.map((doc) => doc.quads),
+        this.indexes[1].keys,
       ),
     ];
     for (const doc of fresh) doc.trigrams = doc.quads = EMPTY; // free memory before the transaction
