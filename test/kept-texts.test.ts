@@ -3,10 +3,10 @@
  * version, whichever workspace or path they are uploaded to, and read back the same; a text file
  * is its own text, and nothing is kept for it; a sweep removes a text with its blob and every
  * text of another extractor version. And an upload handed to the ingest of the node that received
- * it. Runs on whichever store the run uses (the local directory, or Swift's S3 API in npm test's
+ * it, and the object store's own reads and puts. Runs on whichever store the run uses (the local directory, or Swift's S3 API in npm test's
  * third pass).
  */
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash, randomUUID } from 'node:crypto';
@@ -177,6 +177,39 @@ describe('an upload handed to the ingest of the node that received it (BlobStore
       await blobs.remove(account, [sha256('handed over\n')]);
       objects.close();
       await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the object store', () => {
+  it('reads an object into memory, null for a key never stored; a key stored twice keeps its bytes; a put into a directory removed since makes it again', async () => {
+    const objects = openObjectStore(t.config.storage);
+    const scratch = join(t.dataDir, 'object-store-scratch');
+    const prefix = `test-objects/${randomUUID()}`;
+    const file = async (text: string): Promise<string> => {
+      const path = join(scratch, randomUUID());
+      await writeFile(path, text);
+      return path;
+    };
+    await mkdir(scratch, { recursive: true });
+    try {
+      expect(await objects.read(`${prefix}/ab/never`)).toBeNull();
+      await objects.putFile(`${prefix}/ab/one`, await file('the bytes\n'));
+      await objects.putFile(`${prefix}/ab/one`, await file('the bytes\n'));
+      expect((await objects.read(`${prefix}/ab/one`))?.toString()).toBe('the bytes\n');
+      expect(await readdir(scratch)).toEqual([]); // each put consumed its file
+      const storage = t.config.storage;
+      if (storage.kind === 'local') {
+        // The directory goes (as a hand-made cleanup would take it): the store makes it again.
+        await rm(join(storage.root, prefix, 'ab'), { recursive: true });
+        await objects.putFile(`${prefix}/ab/two`, await file('more bytes\n'));
+        expect((await objects.read(`${prefix}/ab/two`))?.toString()).toBe('more bytes\n');
+        expect(await objects.read(`${prefix}/ab/one`)).toBeNull();
+      }
+    } finally {
+      await objects.deleteMany([`${prefix}/ab/one`, `${prefix}/ab/two`]);
+      objects.close();
+      await rm(scratch, { recursive: true, force: true });
     }
   });
 });
