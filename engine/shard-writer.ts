@@ -166,6 +166,43 @@ function scratchFor(bytes: number): Buffer {
 }
 
 /**
+ * Lists laid out in key order, two-byte prefix by prefix (buildPostings, mergeGroups): each
+ * list's key and end, and the ids they fill.
+ */
+class ListLayout {
+  readonly ids: Uint32Array;
+  private readonly keys: Uint32Array;
+  private readonly ends: Uint32Array;
+  private count = 0;
+  private filled = 0;
+
+  constructor(maxLists: number, ids: number) {
+    this.ids = new Uint32Array(ids);
+    this.keys = new Uint32Array(maxLists);
+    this.ends = new Uint32Array(maxLists);
+  }
+
+  /**
+   * Adds the lists of prefix `prefix`, after those before it: `at` holds the number of ids for
+   * each third byte, and is left holding where each one's ids start.
+   */
+  place(prefix: number, at: Uint32Array): void {
+    for (let low = 0; low < 256; low++) {
+      const c = at[low];
+      if (c === 0) continue;
+      at[low] = this.filled;
+      this.filled += c;
+      this.keys[this.count] = gramOf(prefix, low);
+      this.ends[this.count++] = this.filled;
+    }
+  }
+
+  postings(): BatchPostings {
+    return { trigrams: this.keys.subarray(0, this.count), ends: this.ends.subarray(0, this.count), ids: this.ids };
+  }
+}
+
+/**
  * The per-key lists of a batch: `keys[d]` holds the distinct keys (trigrams or quadgram
  * buckets, below `keySpace`) of the document with id `ids[d]`, ids ascending. Two counting
  * sorts, as a merge places level 0 (mergeGroups): the entries by two-byte prefix (in document
@@ -192,29 +229,18 @@ function buildPostings(docIds: readonly number[], keys: readonly Uint32Array[], 
       owners[at] = id;
     }
   }
-  const ids = new Uint32Array(total);
-  const trigrams = new Uint32Array(total);
-  const ends = new Uint32Array(total);
+  const lists = new ListLayout(total, total);
   const at = new Uint32Array(256);
-  let distinct = 0;
-  let base = 0;
   for (let p = 0; p < prefixCount; p++) {
     const first = starts[p];
     const last = starts[p + 1];
     if (first === last) continue;
     at.fill(0);
     for (let o = first; o < last; o++) at[lows[o]]++;
-    for (let low = 0; low < 256; low++) {
-      const c = at[low];
-      if (c === 0) continue;
-      at[low] = base;
-      base += c;
-      trigrams[distinct] = gramOf(p, low);
-      ends[distinct++] = base;
-    }
-    for (let o = first; o < last; o++) ids[at[lows[o]]++] = owners[o];
+    lists.place(p, at);
+    for (let o = first; o < last; o++) lists.ids[at[lows[o]]++] = owners[o];
   }
-  return { trigrams: trigrams.subarray(0, distinct), ends: ends.subarray(0, distinct), ids };
+  return lists.postings();
 }
 
 /**
@@ -246,12 +272,8 @@ function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
       start = groupEnd(group, n, i);
     }
   }
-  const ids = new Uint32Array(total);
-  const trigrams = new Uint32Array(entries);
-  const ends = new Uint32Array(entries);
+  const lists = new ListLayout(entries, total);
   const at = new Uint32Array(256);
-  let distinct = 0;
-  let base = 0;
   for (let p = 0; p <= maxPrefix; p++) {
     const first = starts[p];
     const last = starts[p + 1];
@@ -267,14 +289,7 @@ function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
         start = groupEnd(group, n, i);
       }
     }
-    for (let low = 0; low < 256; low++) {
-      const c = at[low];
-      if (c === 0) continue;
-      at[low] = base;
-      base += c;
-      trigrams[distinct] = gramOf(p, low);
-      ends[distinct++] = base;
-    }
+    lists.place(p, at);
     for (let o = first; o < last; o++) {
       const group = groups[order[o]];
       const n = groupSize(group);
@@ -282,12 +297,12 @@ function mergeGroups(prefixes: number[], groups: Buffer[]): BatchPostings {
       for (let i = 0, start = 0; i < n; i++) {
         const end = groupEnd(group, n, i);
         const low = groupLow(group, i);
-        at[low] = decodeBlockAt(group, data + start, data + end, ids, at[low]);
+        at[low] = decodeBlockAt(group, data + start, data + end, lists.ids, at[low]);
         start = end;
       }
     }
   }
-  return { trigrams: trigrams.subarray(0, distinct), ends: ends.subarray(0, distinct), ids };
+  return lists.postings();
 }
 
 /** The metadata a document's row can change without its text: equal on both sides. */
