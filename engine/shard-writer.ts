@@ -6,8 +6,8 @@
  *
  * A batch is indexed before its transaction starts: line counts, the distinct trigrams of each
  * new document, then, per trigram, the sorted list of the batch's doc ids (counting sorts by
- * two-byte prefix, then by third byte). The transaction stores the texts and appends the lists as one new
- * segment of `recent` (level 0): one write per distinct two-byte trigram prefix, all at the end
+ * two-byte prefix, then by third byte). The transaction stores the texts and appends the lists
+ * as one new segment of `recent` (level 0): one write per distinct two-byte trigram prefix, all at the end
  * of the B-tree, so no existing page is copied, however small the batch. Quadgram buckets
  * (QUAD_BUCKET_BITS-bit keys) go through the same steps into `recentQuads` and `quads`, in the same
  * transactions: below, "trigram" stands for either key.

@@ -263,7 +263,7 @@ export class BlobStore {
   }
 }
 
-/** The bytes of a local copy, which it then releases; null for none. */
+/** The bytes of a local copy, which it then releases. */
 async function readCopy(copy: LocalCopy): Promise<Buffer> {
   try {
     return await readFile(copy.path);

@@ -9,10 +9,13 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { LocalCopy, ObjectStore, StoredObject } from './object-store.js';
 
+/** Directories a store remembers having made: 16 accounts' worth of blob and text directories. */
+const MADE_KEPT = 8192;
+
 /** Objects as files under a directory. */
 export class LocalObjectStore implements ObjectStore {
   readonly location: string;
-  /** Directories this process made or found: a put into one skips making it. */
+  /** Directories this process made or found lately (at most MADE_KEPT): a put into one skips making it. */
   private readonly made = new Set<string>();
 
   constructor(private readonly root: string) {
@@ -28,12 +31,14 @@ export class LocalObjectStore implements ObjectStore {
     const dir = dirname(target);
     if (!this.made.has(dir)) {
       await mkdir(dir, { recursive: true });
+      // Bounded: with many accounts, forgetting costs one mkdir a directory, remembering all grows.
+      if (this.made.size >= MADE_KEPT) this.made.clear();
       this.made.add(dir);
     }
     try {
       await rename(file, target);
     } catch (error) {
-      // The directory went away since (an account's objects removed): make it again.
+      // The directory went away since this process made it (removed by hand): make it again.
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       await mkdir(dir, { recursive: true });
       await rename(file, target);
