@@ -5,13 +5,14 @@
  *
  *   node --import tsx bench/ingest-storage.ts <dir> [files=all|N|spread:N] [rounds=1] [concurrency=48] [stores=local,s3]
  *
- * `files` takes the first N files (by path) of the tree, or with `spread:N` N files spread evenly
- * through it (every (all ÷ N)-th by path: every part of the tree in its share). Reports, per store and round, the
- * seconds from the first upload to the last file ready and the MB/s of text that makes, the
- * CPU each of the service's threads spent a file (its `vfs_thread_cpu_seconds`; `process`: all
- * its threads; `children`: its extraction processes; `postgres`: its embedded PostgreSQL;
- * `client`: the uploading benchmark itself; steadier than wall time on a shared machine), the requests the S3 server's proxy logged on the run's bucket
- * by method, and the ratio S3 ÷ local.
+ * `files` takes the first N files (by path) of the tree, or with `spread:N` N files spread
+ * evenly through it (every (all ÷ N)-th by path: every part of the tree in its share). Reports,
+ * per store and round, the seconds from the first upload to the last file ready and the MB/s of
+ * text that makes; the CPU each of the service's threads spent a file (its
+ * `vfs_thread_cpu_seconds`; `process`: all its threads; `children`: its extraction processes;
+ * `postgres`: its embedded PostgreSQL; `client`: the uploading benchmark itself; steadier than
+ * wall time on a shared machine); the requests the S3 server's proxy logged on the run's bucket
+ * by method; and the ratio S3 ÷ local.
  */
 import { startSwift, swiftStorageEnv } from '../test/helpers/swift.js';
 import { cpuSince, descendants, postgresPids } from './cpu.js';

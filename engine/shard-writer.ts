@@ -31,7 +31,6 @@ import {
   BLOCK_HEADER_BYTES,
   blockCount,
   blockCountAt,
-  blockSize,
   decodeBlock,
   decodeBlockAt,
   decodePostings,
@@ -631,16 +630,16 @@ export class ShardWriter {
         end++;
       }
       if (end < to) gaps -= varintSize(ids[end] - ids[end - 1]); // becomes the next block's first id
-      db.put(postingKey(trigram, ids[pos]), this.encoded(ids, pos, end));
+      db.put(postingKey(trigram, ids[pos]), this.encoded(ids, pos, end, size));
       pos = end;
     }
-    if (pos < to) db.put(tailKey, this.encoded(ids, pos, to));
+    if (pos < to) db.put(tailKey, this.encoded(ids, pos, to, BLOCK_HEADER_BYTES + varintSize(ids[pos]) + gaps));
     else db.remove(tailKey);
   }
 
-  /** The block of ids[from..to) in valueScratch, for a put inside a write transaction. */
-  private encoded(ids: Uint32Array, from: number, to: number): Buffer {
-    const out = scratchFor(blockSize(ids, from, to));
+  /** The block of ids[from..to) (`bytes` long) in valueScratch, for a put inside a write transaction. */
+  private encoded(ids: Uint32Array, from: number, to: number, bytes: number): Buffer {
+    const out = scratchFor(bytes);
     return out.subarray(0, encodeBlockInto(out, 0, ids, from, to));
   }
 

@@ -15,6 +15,7 @@ import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
+  type GetObjectCommandOutput,
   HeadBucketCommand,
   ListObjectsV2Command,
   S3Client,
@@ -89,33 +90,33 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async read(key: string): Promise<Buffer | null> {
-    try {
-      const reply = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
-      return Buffer.from(await reply.Body!.transformToByteArray());
-    } catch (error) {
-      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return null;
-      throw error;
-    }
+    const body = await this.body(key);
+    return body === null ? null : Buffer.from(await body.transformToByteArray());
   }
 
   async getFile(key: string, scratchDir: string): Promise<LocalCopy | null> {
-    let body: Readable;
-    try {
-      const reply = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
-      body = reply.Body as Readable;
-    } catch (error) {
-      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return null;
-      throw error;
-    }
+    const body = await this.body(key);
+    if (body === null) return null;
     await mkdir(scratchDir, { recursive: true });
     const path = join(scratchDir, randomBytes(12).toString('hex'));
     try {
-      await pipeline(body, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
+      await pipeline(body as Readable, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
     } catch (error) {
       await rm(path, { force: true });
       throw error;
     }
     return { path, temporary: true, release: () => rm(path, { force: true }) };
+  }
+
+  /** The body of the object under `key`, or null when there is none. */
+  private async body(key: string): Promise<NonNullable<GetObjectCommandOutput['Body']> | null> {
+    try {
+      const reply = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
+      return reply.Body!;
+    } catch (error) {
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return null;
+      throw error;
+    }
   }
 
   async delete(key: string): Promise<void> {

@@ -14,8 +14,9 @@
  * files were ingested). A workspace whose changes have settled after SETTLED_CHANGES or more is
  * snapshotted too, at most once every `everyMs`: a bulk upload's shard is saved whole soon after
  * it ends, so that a copy filled on another node (a node killed, its workspaces read elsewhere)
- * takes one object request instead of one a file. In a cluster only the first warm node of a workspace snapshots
- * it, counting the changes it ingested and those its copy took from the change log.
+ * takes one object request instead of one a file. In a cluster only the first warm node of a
+ * workspace snapshots it, counting the changes it ingested and those its copy took from the
+ * change log.
  *
  * At start, before any thread opens a shard, a missing shard is restored from its latest snapshot
  * (restoreMissingShards); shard repair then compares it with the file rows as for any shard and
