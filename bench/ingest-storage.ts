@@ -10,7 +10,8 @@
  * per store and round, the seconds from the first upload to the last file ready and the MB/s of
  * text that makes; the CPU each of the service's threads spent a file (its
  * `vfs_thread_cpu_seconds`; `process`: all its threads; `children`: its extraction processes;
- * `postgres`: its embedded PostgreSQL; `client`: the uploading benchmark itself; steadier than
+ * `postgres`: its embedded PostgreSQL; `client`: the uploading benchmark itself; `s3Server`: the
+ * Swift cluster's processes, idle on a local run; steadier than
  * wall time on a shared machine); the requests the S3 server's proxy logged on the run's bucket
  * by method; and the ratio S3 ÷ local.
  */
@@ -74,6 +75,8 @@ async function ingest(
       postgres: await cpuSince(await postgresPids(service.dataDir), new Map()),
       // This process: the uploading client.
       client: ((usage) => (usage.user + usage.system) / 1e6)(process.cpuUsage()),
+      // The S3 server's processes (whether or not this run uses it).
+      s3Server: await cpuSince([...swift.pids(), ...(await Promise.all(swift.pids().map(descendants))).flat()], new Map()),
     };
   };
   try {

@@ -212,7 +212,7 @@ function grantsFor(app: string): string {
     GRANT EXECUTE ON FUNCTION take_rate_limits(text[], float8[], float8[], integer[], integer[], integer[], integer[]), count_auth_failures(text[], integer[], integer, float8),
       locked_addresses(integer, integer), sweep_cluster_limits() TO ${app};
     GRANT SELECT ON plans, accounts TO ${app};
-    GRANT SELECT, INSERT, UPDATE, DELETE ON workspaces, files, tokens, ingest_jobs TO ${app};
+    GRANT SELECT, INSERT, UPDATE, DELETE ON workspaces, files, tokens, ingest_jobs, blob_packs TO ${app};
     GRANT SELECT, INSERT ON audit_events TO ${app};
     GRANT USAGE ON SEQUENCE audit_events_id_seq, ingest_jobs_id_seq, file_generations TO ${app};
     GRANT SELECT, INSERT, UPDATE ON account_usage TO ${app};

@@ -78,6 +78,13 @@ export interface UploadLimits {
   maxStorageBytes: number;
 }
 
+/** Where a packed blob's bytes are: a part of one object of the store (ingest/blob-store.ts, "packs"). */
+export interface PackedAt {
+  pack: string;
+  offset: number;
+  size: number;
+}
+
 /** How one upload of a batch ended: recorded (with the blob it replaced, if another), or refused. */
 export type UploadOutcome = { ok: true; replacedBlob: string | null } | { ok: false; error: VfsError };
 
@@ -87,10 +94,12 @@ export type UploadOutcome = { ok: true; replacedBlob: string | null } | { ok: fa
  * WAL flush for the whole batch). Uploads are decided in order against the
  * file-count and storage limits, a replaced file's old size counting back;
  * refused ones get FILE_QUOTA or STORAGE_QUOTA (403) and are not written. For
- * the accepted ones, `publish` moves each blob into place under its blob lock
- * (so a concurrent cleanup cannot remove it before this commits), then the
- * rows and jobs are written in one statement. A batch names each path at most
- * once.
+ * the accepted ones, under their blob locks (so a concurrent cleanup cannot
+ * remove a blob before this commits), `publish` moves each blob into place,
+ * or, for a blob already stored in a pack (`packed[index]`), its place is
+ * recorded unless the blob already has one; then the rows and jobs are written
+ * in one statement. A batch names each path at most once. Returns each upload's
+ * outcome and the packs that a blob's place now names.
  */
 export async function recordUploads(
   tx: Tx,
@@ -98,7 +107,8 @@ export async function recordUploads(
   uploads: readonly UploadRecord[],
   limits: UploadLimits,
   publish: (index: number) => Promise<void>,
-): Promise<UploadOutcome[]> {
+  packed: ReadonlyArray<PackedAt | null> = [],
+): Promise<{ outcomes: UploadOutcome[]; packs: Set<string> }> {
   const usage = (await lockUsage(tx, accountId))!;
   // The rows that get replaced are locked here, in key order (see lockUsage).
   const existing = await tx.query<{ workspace_id: string; path: string; size_bytes: string; blob_sha256: string }>(
@@ -125,14 +135,34 @@ export async function recordUploads(
       outcomes.push({ ok: true, replacedBlob: before !== undefined && before.blob_sha256 !== up.blobSha256 ? before.blob_sha256 : null });
     }
   });
-  if (accepted.length === 0) return outcomes;
+  const packs = new Set<string>();
+  if (accepted.length === 0) return { outcomes, packs };
   const rows = accepted.map((i) => uploads[i]);
   await lockBlobs(
     tx,
     accountId,
     rows.map((up) => up.blobSha256),
   );
-  await Promise.all(accepted.map((i) => publish(i)));
+  await Promise.all(accepted.filter((i) => (packed[i] ?? null) === null).map((i) => publish(i)));
+  const places = new Map<string, PackedAt>();
+  for (const i of accepted) if ((packed[i] ?? null) !== null) places.set(uploads[i].blobSha256, packed[i]!);
+  if (places.size > 0) {
+    // A blob stored before keeps its place: a place is only ever removed with its blob (under the
+    // blob's lock, which this holds), so the pack it names is there.
+    const { rows: placed } = await tx.query<{ pack: string }>(
+      `INSERT INTO blob_packs (account_id, sha256, pack, byte_offset, size_bytes)
+       SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[])
+       ON CONFLICT (account_id, sha256) DO NOTHING RETURNING pack`,
+      [
+        accountId,
+        [...places.keys()],
+        [...places.values()].map((p) => p.pack),
+        [...places.values()].map((p) => p.offset),
+        [...places.values()].map((p) => p.size),
+      ],
+    );
+    for (const { pack } of placed) packs.add(pack);
+  }
   await tx.query(
     `WITH u AS (
        SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
@@ -158,7 +188,7 @@ export async function recordUploads(
       accountId,
     ],
   );
-  return outcomes;
+  return { outcomes, packs };
 }
 
 /** A file's ingest status and visibility, or null when there is no such file. */
@@ -206,6 +236,40 @@ export async function deleteFile(tx: Tx, accountId: string, workspaceId: string,
 export async function referencedBlobs(tx: Tx, shas: string[]): Promise<Set<string>> {
   const { rows } = await tx.query<{ blob_sha256: string }>('SELECT DISTINCT blob_sha256 FROM files WHERE blob_sha256 = ANY($1)', [shas]);
   return new Set(rows.map((r) => r.blob_sha256));
+}
+
+/** Where an account's blob is packed, or null when it is an object of its own (or not stored). */
+export async function blobPlace(tx: Tx, accountId: string, sha: string): Promise<PackedAt | null> {
+  const { rows } = await tx.query<{ pack: string; byte_offset: string; size_bytes: string }>(
+    'SELECT pack, byte_offset, size_bytes FROM blob_packs WHERE account_id = $1 AND sha256 = $2',
+    [accountId, sha],
+  );
+  return rows.length === 0 ? null : { pack: rows[0].pack, offset: Number(rows[0].byte_offset), size: Number(rows[0].size_bytes) };
+}
+
+/**
+ * Forgets where the given blobs of an account are packed (the caller holds their blob locks and
+ * removes them); returns the packs that then hold no blob, for the caller to remove once this
+ * commits (no place names them again: a new place always names a new pack).
+ */
+export async function unpackBlobs(tx: Tx, accountId: string, shas: readonly string[]): Promise<string[]> {
+  const { rows } = await tx.query<{ pack: string }>('DELETE FROM blob_packs WHERE account_id = $1 AND sha256 = ANY($2) RETURNING pack', [accountId, [...shas]]);
+  return emptyPacks(tx, accountId, [...new Set(rows.map((r) => r.pack))]);
+}
+
+/** Of an account's packs, those no blob is placed in any more, each locked until the transaction ends. */
+export async function emptyPacks(tx: Tx, accountId: string, packs: readonly string[]): Promise<string[]> {
+  if (packs.length === 0) return [];
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 2)) FROM unnest($1::text[]) AS k ORDER BY k', [[...packs]]);
+  const { rows } = await tx.query<{ pack: string }>('SELECT DISTINCT pack FROM blob_packs WHERE account_id = $1 AND pack = ANY($2)', [accountId, [...packs]]);
+  const used = new Set(rows.map((r) => r.pack));
+  return packs.filter((p) => !used.has(p));
+}
+
+/** The blobs placed in one of an account's packs. */
+export async function packedBlobs(tx: Tx, accountId: string, pack: string): Promise<string[]> {
+  const { rows } = await tx.query<{ sha256: string }>('SELECT sha256 FROM blob_packs WHERE account_id = $1 AND pack = $2', [accountId, pack]);
+  return rows.map((r) => r.sha256);
 }
 
 /** Serializes publishing and removing each of an account's blobs until the transaction ends: locks taken in one order everywhere (no deadlock between takers). */

@@ -19,10 +19,18 @@
  * node takes it (`open`) instead of fetching the original back from the store. One taker gets
  * it; an upload ingested later, or elsewhere, fetches from the store, and a hand-off nobody
  * took goes with the temp files (an hour untouched, or the next start).
+ *
+ * Packs (an S3 store, where each object request costs the store far more than its bytes): the
+ * small originals of one batch of uploads go to the store together, concatenated into one
+ * object `packs/<account id>/<id>`, before the batch's transaction opens; the transaction records
+ * each blob's place (`blob_packs`), and reads ask PostgreSQL where a blob is, then read that range.
+ * A pack goes once no blob is placed in it (ingest/uploads.ts).
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, utimes, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Database } from '../db/database.js';
+import { blobPlace, type PackedAt } from '../db/files.js';
 import type { LocalCopy, ObjectStore } from '../storage/object-store.js';
 import { EXTRACTOR_VERSION } from './extract/version.js';
 
@@ -32,6 +40,8 @@ export class BlobUpload {
   /** Bytes received so far. */
   size = 0;
   private sha: string | null = null;
+  /** Stored in a pack (BlobStore.pack): the temp file is gone. */
+  packed = false;
 
   constructor(
     private readonly store: BlobStore,
@@ -56,24 +66,33 @@ export class BlobUpload {
     return this.sha;
   }
 
+  /** The SHA-256 of a sealed blob. */
+  get sha256(): string {
+    if (this.sha === null) throw new Error('the blob is not sealed');
+    return this.sha;
+  }
+
   /** Stores the sealed blob in the account's part of the object store (durably); an identical blob already there is kept. */
   async publish(accountId: string): Promise<string> {
-    if (this.sha === null) throw new Error('publish before seal');
-    // EEXIST: an upload of the same bytes has left its hand-off, which serves as well.
-    const handOff = this.store.handOff ? this.store.handOffPath(accountId, this.sha) : null;
-    const linked =
-      handOff !== null &&
-      (await link(this.tempPath, handOff).then(
-        () => true,
-        () => false,
-      ));
+    const handOff = await this.leaveHandOff(accountId);
     try {
-      await this.store.objects.putFile(blobKey(accountId, this.sha), this.tempPath);
+      await this.store.objects.putFile(blobKey(accountId, this.sha256), this.tempPath);
     } catch (error) {
-      if (linked) await rm(handOff, { force: true });
+      if (handOff !== null) await rm(handOff, { force: true });
       throw error;
     }
-    return this.sha;
+    return this.sha256;
+  }
+
+  /** Leaves this node's ingest a hand-off of the sealed blob, where uploads are handed off; returns its path, or null. */
+  async leaveHandOff(accountId: string): Promise<string | null> {
+    if (!this.store.handOff) return null;
+    const path = this.store.handOffPath(accountId, this.sha256);
+    // EEXIST: an upload of the same bytes has left its hand-off, which serves as well.
+    return link(this.tempPath, path).then(
+      () => path,
+      () => null,
+    );
   }
 
   /** Drops the temp file (refused or abandoned upload). */
@@ -86,6 +105,11 @@ export class BlobUpload {
 /** Whether a node hands its uploads to its own ingest: with an S3 store, on a single node (where its ingest takes them). */
 export function handsOff(storage: { kind: 'local' | 's3' }, cluster: boolean): boolean {
   return storage.kind === 's3' && !cluster;
+}
+
+/** Whether small originals are packed: on an S3 store, where a request costs the store far more than its bytes (a local directory renames each upload into place). */
+export function packsOriginals(storage: { kind: 'local' | 's3' }): boolean {
+  return storage.kind === 's3';
 }
 
 /** The object key of an account's blob. */
@@ -112,8 +136,81 @@ export class BlobStore {
      * ingest, `open` looks for one. Both threads' stores must say the same.
      */
     readonly handOff = false,
+    /** Small originals are packed (see above), their places kept in this database; null: every blob is an object of its own. */
+    private readonly packing: Database | null = null,
   ) {
     this.tmp = join(root, 'tmp');
+  }
+
+  /** Whether small originals are packed. */
+  get packs(): boolean {
+    return this.packing !== null;
+  }
+
+  /**
+   * Stores the sealed blobs of one account's batch that are small enough (PACK_BLOB_MAX) in
+   * packs of at most PACK_BYTES, one object request each, durably; their temp files are then
+   * gone (each leaves its hand-off first). Returns each upload's place (null: not packed, to be
+   * published on its own) and the packs made.
+   */
+  async pack(accountId: string, uploads: readonly BlobUpload[]): Promise<{ places: Array<PackedAt | null>; packs: string[] }> {
+    const places: Array<PackedAt | null> = uploads.map(() => null);
+    const packs: string[] = [];
+    let members: number[] = [];
+    let bytes = 0;
+    const flush = async (): Promise<void> => {
+      if (members.length === 0) return;
+      const key = `packs/${accountId}/${Date.now().toString(36)}-${randomBytes(8).toString('hex')}`;
+      const parts: Buffer[] = [];
+      const at = new Map<string, PackedAt>();
+      let offset = 0;
+      for (const i of members) {
+        const upload = uploads[i];
+        let place = at.get(upload.sha256);
+        if (place === undefined) {
+          const part = await readFile(upload.tempPath);
+          place = { pack: key, offset, size: part.length };
+          at.set(upload.sha256, place);
+          parts.push(part);
+          offset += part.length;
+        }
+        places[i] = place;
+      }
+      const handOffs = (await Promise.all(members.map((i) => uploads[i].leaveHandOff(accountId)))).filter((p) => p !== null);
+      try {
+        await this.objects.put(key, Buffer.concat(parts, offset));
+      } catch (error) {
+        await Promise.all(handOffs.map((path) => rm(path, { force: true })));
+        throw error;
+      }
+      packs.push(key);
+      for (const i of members) {
+        uploads[i].packed = true;
+        await rm(uploads[i].tempPath, { force: true });
+      }
+      members = [];
+      bytes = 0;
+    };
+    for (let i = 0; i < uploads.length; i++) {
+      const size = uploads[i].size;
+      if (size > PACK_BLOB_MAX) continue;
+      if (bytes + size > PACK_BYTES) await flush();
+      members.push(i);
+      bytes += size;
+    }
+    await flush();
+    return { places, packs };
+  }
+
+  /** Where a blob is packed, or null when it is an object of its own. */
+  private async place(accountId: string, sha: string): Promise<PackedAt | null> {
+    return this.packing === null ? null : this.packing.inAccount(accountId, (tx) => blobPlace(tx, accountId, sha));
+  }
+
+  /** A packed blob's bytes, or null when it is not packed (or its pack is gone). */
+  private async readPacked(accountId: string, sha: string): Promise<Buffer | null> {
+    const place = await this.place(accountId, sha);
+    return place === null ? null : this.objects.readRange(place.pack, place.offset, place.size);
   }
 
   /** Where a published upload waits for this node's ingest. */
@@ -143,7 +240,13 @@ export class BlobStore {
    * not stored.
    */
   async open(accountId: string, sha: string): Promise<LocalCopy | null> {
-    return (await this.takeHandOff(accountId, sha)) ?? this.objects.getFile(blobKey(accountId, sha), this.tmp);
+    const handOff = await this.takeHandOff(accountId, sha);
+    if (handOff !== null) return handOff;
+    const packed = await this.readPacked(accountId, sha);
+    if (packed === null) return this.objects.getFile(blobKey(accountId, sha), this.tmp);
+    const path = join(this.tmp, randomBytes(12).toString('hex'));
+    await writeFile(path, packed, { flag: 'wx', mode: 0o600 });
+    return { path, temporary: true, release: () => rm(path, { force: true }) };
   }
 
   /** The upload's hand-off, taken (see above), or null when none is waiting on this node. */
@@ -175,7 +278,8 @@ export class BlobStore {
   async text(accountId: string, sha: string, isOriginal: boolean | null): Promise<Buffer | null> {
     if (isOriginal !== true) return this.cachedText(accountId, sha);
     const handOff = await this.takeHandOff(accountId, sha);
-    return handOff === null ? this.objects.read(blobKey(accountId, sha)) : readCopy(handOff);
+    if (handOff !== null) return readCopy(handOff);
+    return (await this.readPacked(accountId, sha)) ?? this.objects.read(blobKey(accountId, sha));
   }
 
   /** The text this extractor version extracted from the blob before, or null when it was never kept. */
@@ -271,6 +375,11 @@ async function readCopy(copy: LocalCopy): Promise<Buffer> {
     await copy.release();
   }
 }
+
+/** Largest original put in a pack; a larger one is an object of its own. */
+export const PACK_BLOB_MAX = 1024 * 1024;
+/** Most bytes in one pack (held in memory while it is put). */
+export const PACK_BYTES = 16 * 1024 * 1024;
 
 /** Blobs checked in one transaction by a sweep (one advisory lock each), and removed in one deletion. */
 export const SWEEP_CHUNK = 100;

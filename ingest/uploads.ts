@@ -6,7 +6,19 @@
  */
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
-import { deleteFile, lockBlobs, recordUploads, referencedBlobs, type UploadLimits, type UploadOutcome, type UploadRecord } from '../db/files.js';
+import {
+  deleteFile,
+  emptyPacks,
+  lockBlobs,
+  type PackedAt,
+  packedBlobs,
+  recordUploads,
+  referencedBlobs,
+  unpackBlobs,
+  type UploadLimits,
+  type UploadOutcome,
+  type UploadRecord,
+} from '../db/files.js';
 import { type BlobStore, type BlobUpload, SWEEP_CHUNK } from './blob-store.js';
 import { sweepSnapshots } from './shards/snapshots.js';
 
@@ -96,9 +108,25 @@ export class Uploads {
 
   private async commit(accountId: string, items: PendingUpload[]): Promise<void> {
     const published = new Set<number>();
+    // Small originals go to the store in packs before the transaction opens (blob-store.ts).
+    let packed: { places: Array<PackedAt | null>; packs: string[] } = { places: [], packs: [] };
+    if (this.blobs.packs) {
+      try {
+        packed = await this.blobs.pack(
+          accountId,
+          items.map((p) => p.upload),
+        );
+      } catch {
+        const error = new VfsError('UNAVAILABLE', { what: 'blob storage' }, { 'retry-after': '1' });
+        for (const p of items) p.reject(error);
+        await Promise.all(items.map((p) => p.upload.discard()));
+        return;
+      }
+    }
     let outcomes: UploadOutcome[];
+    let placedIn: Set<string>;
     try {
-      outcomes = await this.db.inAccount(accountId, (tx) =>
+      ({ outcomes, packs: placedIn } = await this.db.inAccount(accountId, (tx) =>
         recordUploads(
           tx,
           accountId,
@@ -112,15 +140,20 @@ export class Uploads {
               throw new VfsError('UNAVAILABLE', { what: 'blob storage' }, { 'retry-after': '1' });
             }
           },
+          packed.places,
         ),
-      );
+      ));
     } catch (error) {
-      // The commit may have failed with the database out of reach: then the published blobs stay
-      // until a sweep removes them, and the callers hear of the failure at once.
+      // The commit may have failed with the database out of reach: then the published blobs and
+      // the packs stay until a sweep removes them, and the callers hear of the failure at once.
       for (const p of items) p.reject(error);
       await Promise.all(items.map((p, i) => (published.has(i) ? this.collectLater(accountId, p.record.blobSha256) : p.upload.discard())));
+      await this.blobs.objects.deleteMany(packed.packs).catch(() => {});
       return;
     }
+    // A pack whose uploads were all refused, or whose blobs were all stored before, holds nothing anyone will read.
+    const unused = packed.packs.filter((key) => !placedIn.has(key));
+    if (unused.length > 0) await this.blobs.objects.deleteMany(unused).catch(() => {});
     this.events.enqueued();
     await Promise.all(
       items.map(async (p, i) => {
@@ -178,7 +211,39 @@ export class Uploads {
  */
 export async function sweepBlobs(db: Database, blobs: BlobStore, tempGraceMs: number, signal?: AbortSignal): Promise<number> {
   const snapshots = await sweepSnapshots(db, blobs.objects, tempGraceMs, signal);
-  return snapshots + (await blobs.sweep((accountId, shas) => collectBlobs(db, blobs, accountId, shas), tempGraceMs, signal));
+  const collect = (accountId: string, shas: string[]): Promise<number> => collectBlobs(db, blobs, accountId, shas);
+  return snapshots + (await blobs.sweep(collect, tempGraceMs, signal)) + (await sweepPacks(db, blobs, collect, tempGraceMs, signal));
+}
+
+/**
+ * Every pack's blobs that no file references (and with the last of them, the pack), and packs
+ * no blob was ever placed in (a batch whose transaction failed) once older than `tempGraceMs`
+ * (a pack is put before its transaction records its blobs).
+ */
+async function sweepPacks(
+  db: Database,
+  blobs: BlobStore,
+  collect: (accountId: string, shas: string[]) => Promise<number>,
+  tempGraceMs: number,
+  signal?: AbortSignal,
+): Promise<number> {
+  const cutoff = Date.now() - tempGraceMs;
+  let removed = 0;
+  for await (const { key, lastModified } of blobs.objects.list('packs/')) {
+    if (signal?.aborted === true) break;
+    const accountId = /^packs\/([^/]+)\/[^/]+$/.exec(key)?.[1];
+    if (accountId === undefined) continue;
+    const shas = await db.inAccount(accountId, (tx) => packedBlobs(tx, accountId, key));
+    for (let at = 0; at < shas.length; at += SWEEP_CHUNK) removed += await collect(accountId, shas.slice(at, at + SWEEP_CHUNK));
+    if (shas.length === 0 && lastModified.getTime() <= cutoff) {
+      removed += await db.inAccount(accountId, async (tx) => {
+        const empty = await emptyPacks(tx, accountId, [key]);
+        await blobs.objects.deleteMany(empty);
+        return empty.length;
+      });
+    }
+  }
+  return removed;
 }
 
 /**
@@ -187,11 +252,16 @@ export async function sweepBlobs(db: Database, blobs: BlobStore, tempGraceMs: nu
  * deletion; returns how many.
  */
 async function collectBlobs(db: Database, blobs: BlobStore, accountId: string, shas: readonly string[]): Promise<number> {
-  return db.inAccount(accountId, async (tx) => {
+  const { gone, emptied } = await db.inAccount(accountId, async (tx) => {
     await lockBlobs(tx, accountId, [...shas]);
     const keep = await referencedBlobs(tx, [...shas]);
     const gone = shas.filter((sha) => !keep.has(sha));
+    const emptied = await unpackBlobs(tx, accountId, gone);
     await blobs.remove(accountId, gone);
-    return gone.length;
+    return { gone, emptied };
   });
+  // Once the places are gone for good (a pack removed before that commit could be named by a
+  // place that a failed commit kept); a failure here leaves the pack to the sweep.
+  await blobs.objects.deleteMany(emptied);
+  return gone.length;
 }

@@ -4,7 +4,8 @@
  * that a committed row names is on disk for good. Storing a key again renames the same bytes
  * over it (keys are content-addressed), which also marks it recently used for a sweep's grace.
  */
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { LocalCopy, ObjectStore, StoredObject } from './object-store.js';
@@ -46,12 +47,47 @@ export class LocalObjectStore implements ObjectStore {
     await fsyncDir(dir);
   }
 
+  async put(key: string, bytes: Buffer): Promise<void> {
+    const temp = join(this.root, `${key}.${randomBytes(6).toString('hex')}.tmp`);
+    await mkdir(dirname(temp), { recursive: true });
+    const file = await open(temp, 'wx', 0o600);
+    try {
+      await file.writeFile(bytes);
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    await this.putFile(key, temp);
+  }
+
   async read(key: string): Promise<Buffer | null> {
     try {
       return await readFile(join(this.root, key));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw error;
+    }
+  }
+
+  async readRange(key: string, offset: number, length: number): Promise<Buffer | null> {
+    let file: FileHandle;
+    try {
+      file = await open(join(this.root, key), 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+    try {
+      const bytes = Buffer.allocUnsafe(length);
+      let at = 0;
+      while (at < length) {
+        const { bytesRead } = await file.read(bytes, at, length - at, offset + at);
+        if (bytesRead === 0) throw new Error(`${key} ends before byte ${offset + length}`);
+        at += bytesRead;
+      }
+      return bytes;
+    } finally {
+      await file.close();
     }
   }
 

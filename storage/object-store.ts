@@ -32,8 +32,12 @@ export interface ObjectStore {
    * content-addressed) and is kept.
    */
   putFile(key: string, file: string): Promise<void>;
+  /** Stores `bytes` under a new key; resolves once the object is durable. */
+  put(key: string, bytes: Buffer): Promise<void>;
   /** The object's bytes in memory (for objects small enough to hold); null when there is no such object. */
   read(key: string): Promise<Buffer | null>;
+  /** `length` bytes of the object from `offset` (for a part of a pack); null when there is no such object. */
+  readRange(key: string, offset: number, length: number): Promise<Buffer | null>;
   /** A local file with the object's bytes, under `scratchDir` when it has to be fetched; null when there is no such object. */
   getFile(key: string, scratchDir: string): Promise<LocalCopy | null>;
   /** Removes an object; no error when there is none. */

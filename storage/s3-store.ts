@@ -18,6 +18,7 @@ import {
   type GetObjectCommandOutput,
   HeadBucketCommand,
   ListObjectsV2Command,
+  PutObjectCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
@@ -89,9 +90,21 @@ export class S3ObjectStore implements ObjectStore {
     await unlink(file);
   }
 
+  async put(key: string, bytes: Buffer): Promise<void> {
+    await this.client.send(new PutObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key), Body: bytes }));
+  }
+
   async read(key: string): Promise<Buffer | null> {
     const body = await this.body(key);
     return body === null ? null : Buffer.from(await body.transformToByteArray());
+  }
+
+  async readRange(key: string, offset: number, length: number): Promise<Buffer | null> {
+    const body = await this.body(key, `bytes=${offset}-${offset + length - 1}`);
+    if (body === null) return null;
+    const bytes = Buffer.from(await body.transformToByteArray());
+    if (bytes.length !== length) throw new Error(`${key}: ${bytes.length} bytes where ${length} were asked from byte ${offset}`);
+    return bytes;
   }
 
   async getFile(key: string, scratchDir: string): Promise<LocalCopy | null> {
@@ -108,10 +121,10 @@ export class S3ObjectStore implements ObjectStore {
     return { path, temporary: true, release: () => rm(path, { force: true }) };
   }
 
-  /** The body of the object under `key`, or null when there is none. */
-  private async body(key: string): Promise<NonNullable<GetObjectCommandOutput['Body']> | null> {
+  /** The body of the object under `key` (of its `range` when given), or null when there is none. */
+  private async body(key: string, range?: string): Promise<NonNullable<GetObjectCommandOutput['Body']> | null> {
     try {
-      const reply = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
+      const reply = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key), Range: range }));
       return reply.Body!;
     } catch (error) {
       if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return null;

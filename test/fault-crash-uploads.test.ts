@@ -37,9 +37,15 @@ describe('SIGKILL during uploads', () => {
     // a blob and committing its row, or in the middle of a body, leaves them.
     const objects = openObjectStore(loadConfig(svc.environment).storage);
     let account: string | undefined;
-    for await (const { key } of objects.list('blobs/')) {
-      account = /^blobs\/([^/]+)\/[0-9a-f]{2}\//.exec(key)?.[1];
-      if (account !== undefined) break;
+    // The account of any stored original: an object of its own, or a pack (an S3 store's).
+    for (const prefix of ['blobs/', 'packs/']) {
+      for await (const { key } of objects.list(prefix)) {
+        account ??= /^(?:blobs\/([^/]+)\/[0-9a-f]{2}|packs\/([^/]+))\//
+          .exec(key)
+          ?.slice(1)
+          .find((a) => a !== undefined);
+        if (account !== undefined) break;
+      }
     }
     const orphan = join(svc.dataDir, 'orphan');
     await writeFile(orphan, 'orphan');

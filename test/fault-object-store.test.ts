@@ -7,6 +7,8 @@
 import { createHash } from 'node:crypto';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openObjectStore } from '../storage/open-store.js';
+import { storedOriginals } from './helpers/originals.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
 import { startSwift, type SwiftCluster, swiftStorageEnv } from './helpers/swift.js';
 
@@ -47,6 +49,18 @@ async function keys(): Promise<string[]> {
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
+/** Where the bucket holds the original of `body` (its own object or a place in a pack; helpers/originals.ts). */
+async function originalsOf(body: string): Promise<string[]> {
+  const objects = openObjectStore(t.config.storage);
+  const db = await t.superuser();
+  try {
+    return (await storedOriginals(objects, db)).filter((o) => o.sha === sha256(body)).map((o) => o.where);
+  } finally {
+    await db.end();
+    objects.close();
+  }
+}
+
 /** What a reader sees of the ready file. */
 async function reads(): Promise<string[]> {
   const cat = await t.call('GET', '/v1/workspaces/ws/cat?path=/ready.txt');
@@ -55,18 +69,22 @@ async function reads(): Promise<string[]> {
 }
 
 describe('originals in an S3 bucket', () => {
-  it('are stored under the prefix, content-addressed per account, once for the same bytes', async () => {
+  it('are packed under the prefix, each stored once per account for the same bytes', async () => {
     expect((await put(t, 'ws', 'copy-a.txt', 'same bytes\n')).status).toBe(202);
     expect((await put(t, 'other', 'copy-b.txt', 'same bytes\n')).status).toBe(202);
     await settled(t, 'ws');
     await settled(t, 'other');
     const stored = await keys();
-    expect(stored.filter((k) => k.startsWith('svc/blobs/') && k.endsWith(`/${sha256('same bytes\n')}`))).toHaveLength(1);
+    // Small originals go in packs (blob-store.ts): one place each, in a pack under the prefix.
+    const same = await originalsOf('same bytes\n');
+    expect(same).toHaveLength(1);
+    expect(same[0]).toMatch(/^packs\/[0-9a-f-]{36}\/[0-9a-z]+-[0-9a-f]{16}#[0-9a-f]{64}$/);
+    expect(stored).toContain(`svc/${same[0].split('#')[0]}`);
+    // The second upload's pack held only bytes stored before: it was removed at once.
+    expect(stored.filter((k) => k.startsWith('svc/packs/'))).toHaveLength(2); // ready.txt's and copy-a's
     // A text file is its own text: nothing is kept beside it (a PDF's text is: kept-texts.test.ts).
     expect(stored.filter((k) => k.startsWith('svc/text/'))).toEqual([]);
-    expect(
-      stored.some((k) => new RegExp(`^svc/blobs/[0-9a-f-]{36}/${sha256('the needle is here\n').slice(0, 2)}/${sha256('the needle is here\n')}$`).test(k)),
-    ).toBe(true);
+    expect(await originalsOf('the needle is here\n')).toHaveLength(1);
     expect(await reads()).toEqual(['200      1\tthe needle is here\n', '200 /ready.txt:1:the needle is here\n']);
   });
 
@@ -81,26 +99,33 @@ describe('originals in an S3 bucket', () => {
       expect((await put(t, 'doomed', path, body)).status).toBe(202);
     }
     expect((await settled(t, 'doomed')).map((f) => f.status)).toEqual(['ready', 'ready', 'ready']);
-    const ends = (keys: string[], body: string): string[] => keys.filter((k) => k.endsWith(`/${sha256(body)}`));
-    expect(ends(await keys(), bom)).toHaveLength(2); // the original and its kept text
+    expect(await originalsOf(bom)).toHaveLength(1);
+    const texts = async (body: string): Promise<string[]> => (await keys()).filter((k) => k.startsWith('svc/text/') && k.endsWith(`/${sha256(body)}`));
+    expect(await texts(bom)).toHaveLength(1);
+    const packsBefore = (await keys()).filter((k) => k.startsWith('svc/packs/'));
     // The proxy logs a multi-object deletion as a POST with the query in its path, once answered.
     const multiDeletes = async (): Promise<number> => (await swift.proxyLog()).split(`POST /${BUCKET}/%3Fdelete`).length - 1;
     const deletions = await multiDeletes();
 
     expect((await t.call('DELETE', '/v1/workspaces/doomed')).status).toBe(204);
-    const after = await keys();
-    expect(ends(after, 'only in the doomed workspace\n')).toEqual([]);
-    expect(ends(after, bom)).toEqual([]);
-    expect(ends(after, 'same bytes\n')).toHaveLength(1); // 'ws' and 'other' still name it
-    await expect.poll(multiDeletes, { timeout: 5_000 }).toBe(deletions + 1);
+    expect(await originalsOf('only in the doomed workspace\n')).toEqual([]);
+    expect(await originalsOf(bom)).toEqual([]);
+    expect(await texts(bom)).toEqual([]);
+    expect(await originalsOf('same bytes\n')).toHaveLength(1); // 'ws' and 'other' still name it
+    // Its two packs went with their only blobs; the others stay.
+    expect((await keys()).filter((k) => k.startsWith('svc/packs/'))).toHaveLength(packsBefore.length - 2);
+    // One deletion of the blobs' own keys and texts (under their locks), one of the emptied packs (after the commit).
+    await expect.poll(multiDeletes, { timeout: 5_000 }).toBe(deletions + 2);
   });
 
-  it('a deleted file takes its original and its text with it when nothing else references them', async () => {
+  it('a deleted file takes its original and its pack with it when nothing else references them', async () => {
     expect((await put(t, 'ws', 'doomed.txt', 'only here\n')).status).toBe(202);
     await settled(t, 'ws');
-    expect((await keys()).some((k) => k.endsWith(sha256('only here\n')))).toBe(true);
+    const [where] = await originalsOf('only here\n');
+    expect(where).toBeDefined();
     expect((await t.call('DELETE', '/v1/workspaces/ws/files/doomed.txt')).status).toBe(204);
-    expect((await keys()).some((k) => k.endsWith(sha256('only here\n')))).toBe(false);
+    expect(await originalsOf('only here\n')).toEqual([]);
+    expect(await keys()).not.toContain(`svc/${where.split('#')[0]}`);
   });
 });
 

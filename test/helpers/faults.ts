@@ -9,9 +9,13 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import pg from 'pg';
 import { newCredential } from '../../core/credentials.js';
+import { clusterSocketDir } from '../../db/embedded-postgres.js';
 import { loadConfig } from '../../service/config.js';
+import { EMBEDDED_NAMES } from '../../service/service.js';
 import { openObjectStore } from '../../storage/open-store.js';
+import { storedOriginals } from './originals.js';
 import { type ServiceProcess, runAdmin, startServiceProcess } from './process.js';
 import { exportAudit } from './audit-export.js';
 import { seededRandom } from './random.js';
@@ -95,6 +99,13 @@ export class FaultService {
   async api(method: string, path: string, body?: string | Uint8Array, key = this.key): Promise<Response> {
     if (this.current === null) throw new Error('the service is not running');
     return fetch(this.current.url + path, { method, headers: { authorization: `Bearer ${key}` }, body, signal: AbortSignal.timeout(30_000) });
+  }
+
+  /** A client of the service's embedded PostgreSQL as its superuser, on the service's database (the service runs). */
+  async database(): Promise<pg.Client> {
+    const client = new pg.Client({ host: clusterSocketDir(this.dataDir), port: 5432, user: 'postgres', database: EMBEDDED_NAMES.database });
+    await client.connect();
+    return client;
   }
 
   /** Runs the operator command on this data directory. */
@@ -337,14 +348,13 @@ export async function checkUploads(svc: FaultService, ws: string, run: UploadRun
         .digest('hex'),
     ),
   );
-  const onDisk = new Set<string>();
   const objects = openObjectStore(loadConfig(svc.environment).storage);
+  const db = await svc.database();
+  let onDisk: Set<string>;
   try {
-    for await (const { key } of objects.list('blobs/')) {
-      const sha = /^blobs\/[^/]+\/[0-9a-f]{2}\/([0-9a-f]{64})$/.exec(key)?.[1];
-      if (sha !== undefined) onDisk.add(sha);
-    }
+    onDisk = new Set((await storedOriginals(objects, db)).map((o) => o.sha));
   } finally {
+    await db.end();
     objects.close();
   }
   return {

@@ -16,6 +16,7 @@ import { createLogger } from '../../service/log.js';
 import { type Service, startWithDatabase } from '../../service/service.js';
 import { openObjectStore } from '../../storage/open-store.js';
 import { swiftStorageEnv } from './swift.js';
+import { storedOriginals } from './originals.js';
 
 /** A running service with the default account's key and a client for it. */
 export interface TestService {
@@ -34,7 +35,7 @@ export interface TestService {
   superuser(): Promise<pg.Client>;
   /** Makes another account and returns its management key. */
   newAccount(name: string, plan?: string): Promise<string>;
-  /** The stored originals (object keys, `blobs/…`) and the upload temp files (`tmp/<name>`), whichever store the service uses. */
+  /** The stored originals (`blobs/…`, or `packs/…#<sha>`: helpers/originals.ts) and the upload temp files (`tmp/<name>`), whichever store the service uses. */
   blobFiles(): Promise<string[]>;
   /** Calls the API. */
   call(method: string, path: string, options?: CallOptions): Promise<Reply>;
@@ -129,12 +130,14 @@ export async function startTestService(env: Record<string, string> = {}, options
     call,
     blobFiles: async () => {
       const objects = openObjectStore(config.storage);
+      const client = new pg.Client({ ...superuserAddress, database: names.database });
+      await client.connect();
       try {
-        const keys: string[] = [];
-        for await (const { key } of objects.list('blobs/')) if (!key.startsWith('blobs/tmp/')) keys.push(key);
+        const keys = (await storedOriginals(objects, client)).map((o) => o.where);
         const temps = await readdir(join(dataDir, 'blobs', 'tmp')).catch(() => [] as string[]);
         return [...keys, ...temps.map((name) => `tmp/${name}`)];
       } finally {
+        await client.end();
         objects.close();
       }
     },

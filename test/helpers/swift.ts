@@ -119,6 +119,8 @@ export interface SwiftCluster extends SwiftAddress {
   resumeProxy(): void;
   /** The proxy's log so far: one line per request it served (proxy_logging), besides its own messages. */
   proxyLog(): Promise<string>;
+  /** The pids of the cluster's servers (their workers are their children), for measuring their CPU. */
+  pids(): number[];
   /** Kills every process of the cluster and removes its directory. */
   stop(): Promise<void>;
 }
@@ -185,6 +187,7 @@ export async function startSwift(): Promise<SwiftCluster> {
       pauseProxy: () => signalGroup(proxy().child, 'SIGSTOP'),
       resumeProxy: () => signalGroup(proxy().child, 'SIGCONT'),
       proxyLog: () => readFile(join(dir, 'proxy.log'), 'utf8').catch(() => ''),
+      pids: () => [...daemons.values()].flatMap((d) => (d.child.pid === undefined ? [] : [d.child.pid])),
       async stop() {
         await stopAll();
         await rm(dir, { recursive: true, force: true });
