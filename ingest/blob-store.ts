@@ -40,27 +40,40 @@ export class BlobUpload {
   /** Bytes received so far. */
   size = 0;
   private sha: string | null = null;
-  /** Stored in a pack (BlobStore.pack): the temp file is gone. */
-  packed = false;
+  /** A body small enough for a pack, held in memory as well (the store packs); null once too large or not packing. */
+  private held: Buffer[] | null;
 
   constructor(
     private readonly store: BlobStore,
     private readonly file: FileHandle,
     /** Path of the temp file. */
     readonly tempPath: string,
-  ) {}
+  ) {
+    this.held = store.packs ? [] : null;
+  }
 
   /** Appends a chunk (the caller serializes writes). */
   async write(chunk: Buffer): Promise<void> {
     this.hash.update(chunk);
     this.size += chunk.length;
+    if (this.held !== null && this.size > PACK_BLOB_MAX) this.held = null;
+    this.held?.push(Buffer.from(chunk));
     let offset = 0;
     while (offset < chunk.length) offset += (await this.file.write(chunk, offset, chunk.length - offset)).bytesWritten;
   }
 
-  /** Flushes the bytes to disk and closes the file; returns the SHA-256 (hex). */
+  /** The whole body, when it is held for a pack. */
+  get heldBytes(): Buffer | null {
+    return this.held === null ? null : Buffer.concat(this.held, this.size);
+  }
+
+  /**
+   * Flushes the bytes to disk (unless they go in a pack, whose put makes them durable: the temp
+   * file then serves only as the hand-off, and a crash removes it) and closes the file; returns
+   * the SHA-256 (hex).
+   */
   async seal(): Promise<string> {
-    await this.file.sync();
+    if (this.held === null) await this.file.sync();
     await this.file.close();
     this.sha = this.hash.digest('hex');
     return this.sha;
@@ -168,7 +181,7 @@ export class BlobStore {
         const upload = uploads[i];
         let place = at.get(upload.sha256);
         if (place === undefined) {
-          const part = await readFile(upload.tempPath);
+          const part = upload.heldBytes ?? (await readFile(upload.tempPath));
           place = { pack: key, offset, size: part.length };
           at.set(upload.sha256, place);
           parts.push(part);
@@ -184,10 +197,7 @@ export class BlobStore {
         throw error;
       }
       packs.push(key);
-      for (const i of members) {
-        uploads[i].packed = true;
-        await rm(uploads[i].tempPath, { force: true });
-      }
+      for (const i of members) await rm(uploads[i].tempPath, { force: true });
       members = [];
       bytes = 0;
     };

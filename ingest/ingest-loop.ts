@@ -40,6 +40,9 @@ function extractedType(path: string, result: ExtractResult): string {
   return 'other';
 }
 
+/** How long the queue stays empty before level 0 is merged (see run). */
+const MERGE_QUIET_MS = 500;
+
 /** Attempts of a file that hit the extraction's time or memory cap (ExtractResult `capped`): one retry. */
 const CAPPED_ATTEMPTS = 2;
 
@@ -137,11 +140,16 @@ export class IngestLoop {
         this.onError('ingest: claiming jobs failed', error);
       }
       if (jobs.length === 0) {
-        // Nothing queued: merge what the last batches left in level 0, so that reads look up fewer lists.
         await writing;
-        await this.shards.mergeWritten().catch((error: unknown) => this.onError("ingest: merging a shard's recent postings failed", error));
-        await this.snapshots?.makeDue(true);
-        await this.idle();
+        // Nothing queued for a moment: merge what the last batches left in level 0, so that reads
+        // look up fewer lists. Not at once: during a bulk upload the queue empties between its
+        // batches (on S3 a pack's uploads arrive together), and a merge at each gap rewrote the
+        // same lists again and again.
+        if (await this.quiet(MERGE_QUIET_MS)) {
+          await this.shards.mergeWritten().catch((error: unknown) => this.onError("ingest: merging a shard's recent postings failed", error));
+          await this.snapshots?.makeDue(true);
+          await this.idle();
+        }
         continue;
       }
       try {
@@ -158,12 +166,20 @@ export class IngestLoop {
   }
 
   private async idle(): Promise<void> {
-    if (this.woken || !this.running) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, this.options.pollMs);
+    await this.quiet(this.options.pollMs);
+  }
+
+  /** Waits `ms` unless woken (or stopped) first; true when the whole wait passed. */
+  private async quiet(ms: number): Promise<boolean> {
+    if (this.woken || !this.running) return false;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.wakeUp = null;
+        resolve(true);
+      }, ms);
       this.wakeUp = () => {
         clearTimeout(timer);
-        resolve();
+        resolve(false);
       };
     });
   }
