@@ -201,14 +201,20 @@ export class BlobStore {
       members = [];
       bytes = 0;
     };
-    for (let i = 0; i < uploads.length; i++) {
-      const size = uploads[i].size;
-      if (size > PACK_BLOB_MAX) continue;
-      if (bytes + size > PACK_BYTES) await flush();
-      members.push(i);
-      bytes += size;
+    try {
+      for (let i = 0; i < uploads.length; i++) {
+        const size = uploads[i].size;
+        if (size > PACK_BLOB_MAX) continue;
+        if (bytes + size > PACK_BYTES) await flush();
+        members.push(i);
+        bytes += size;
+      }
+      await flush();
+    } catch (error) {
+      // The batch fails whole: the packs put before the failure hold nothing anyone will read (else the sweep takes them).
+      await this.objects.deleteMany(packs).catch(() => {});
+      throw error;
     }
-    await flush();
     return { places, packs };
   }
 
