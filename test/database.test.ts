@@ -38,6 +38,7 @@ describe('catalog', () => {
       'account_usage',
       'accounts',
       'audit_events',
+      'blob_packs',
       'files',
       'ingest_jobs',
       'management_keys',
