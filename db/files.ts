@@ -1,4 +1,5 @@
 /** File rows of a workspace: the listing (uploads and ingest state live beside it). */
+import pMap from 'p-map';
 import { VfsError } from '../core/errors.js';
 import { recordChanges } from './changes.js';
 import type { Tx } from './database.js';
@@ -78,6 +79,12 @@ export interface UploadLimits {
   maxStorageBytes: number;
 }
 
+/**
+ * Blobs of one batch put into the store at once: a batch holds up to 256 uploads, and each put of
+ * a large file on S3 holds up to two 8 MiB parts in memory.
+ */
+const PUBLISH_CONCURRENCY = 8;
+
 /** Where a packed blob's bytes are: a part of one object of the store (ingest/blob-store.ts, "packs"). */
 export interface PackedAt {
   pack: string;
@@ -143,7 +150,11 @@ export async function recordUploads(
     accountId,
     rows.map((up) => up.blobSha256),
   );
-  await Promise.all(accepted.filter((i) => (packed[i] ?? null) === null).map((i) => publish(i)));
+  await pMap(
+    accepted.filter((i) => (packed[i] ?? null) === null),
+    (i) => publish(i),
+    { concurrency: PUBLISH_CONCURRENCY },
+  );
   const places = new Map<string, PackedAt>();
   for (const i of accepted) if ((packed[i] ?? null) !== null) places.set(uploads[i].blobSha256, packed[i]!);
   if (places.size > 0) {
