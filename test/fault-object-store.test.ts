@@ -7,6 +7,9 @@
 import { createHash } from 'node:crypto';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { BlobStore } from '../ingest/blob-store.js';
+import { sweepBlobs } from '../ingest/uploads.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { storedOriginals } from './helpers/originals.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
@@ -126,6 +129,39 @@ describe('originals in an S3 bucket', () => {
     expect((await t.call('DELETE', '/v1/workspaces/ws/files/doomed.txt')).status).toBe(204);
     expect(await originalsOf('only here\n')).toEqual([]);
     expect(await keys()).not.toContain(`svc/${where.split('#')[0]}`);
+  });
+});
+
+describe('the sweep on packs', () => {
+  it('removes the places of blobs no file names, a pack once none is left, and a pack no place ever named once past the grace period', async () => {
+    expect((await put(t, 'ws', 'swept.txt', 'only in a pack the sweep empties\n')).status).toBe(202);
+    await settled(t, 'ws');
+    const [where] = await originalsOf('only in a pack the sweep empties\n');
+    const pack = where.split('#')[0];
+    const account = pack.split('/')[1];
+    // A file row gone without its blob's cleanup (as a crash between the two leaves it), and a
+    // pack put by a batch whose transaction never committed.
+    const su = await t.superuser();
+    await su.query("DELETE FROM files WHERE path = '/swept.txt'");
+    await su.end();
+    const objects = openObjectStore(t.config.storage);
+    try {
+      await objects.put(`packs/${account}/0-0000000000000000`, Buffer.from('an orphaned pack'));
+      const blobs = new BlobStore(join(t.dataDir, 'blobs'), objects);
+      // Within the grace period only the blob no file names goes, and with it its pack.
+      expect(await sweepBlobs(t.service.db, blobs, 3600_000)).toBe(1);
+      expect(await originalsOf('only in a pack the sweep empties\n')).toEqual([]);
+      expect(await keys()).not.toContain(`svc/${pack}`);
+      expect(await keys()).toContain(`svc/packs/${account}/0-0000000000000000`);
+      // Swift's S3 API gives times rounded up to the second: past it, the grace of 0 has passed for sure.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      expect(await sweepBlobs(t.service.db, blobs, 0)).toBe(1);
+      expect(await keys()).not.toContain(`svc/packs/${account}/0-0000000000000000`);
+      // Every other file still reads.
+      expect(await reads()).toEqual(['200      1\tthe needle is here\n', '200 /ready.txt:1:the needle is here\n']);
+    } finally {
+      objects.close();
+    }
   });
 });
 
