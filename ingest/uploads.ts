@@ -148,7 +148,7 @@ export class Uploads {
       // the packs stay until a sweep removes them, and the callers hear of the failure at once.
       for (const p of items) p.reject(error);
       await Promise.all(items.map((p, i) => (published.has(i) ? this.collectLater(accountId, p.record.blobSha256) : p.upload.discard())));
-      await this.blobs.objects.deleteMany(packed.packs).catch(() => {});
+      await this.collectPacksLater(accountId, packed.packs);
       return;
     }
     // A pack whose uploads were all refused, or whose blobs were all stored before, holds nothing anyone will read.
@@ -188,6 +188,15 @@ export class Uploads {
     let removed = 0;
     for (let at = 0; at < shas.length; at += SWEEP_CHUNK) removed += await collectBlobs(this.db, this.blobs, accountId, shas.slice(at, at + SWEEP_CHUNK));
     return removed;
+  }
+
+  /**
+   * Removes those of a failed batch's packs that no place names (the commit may have gone through
+   * unseen: then its places name them), leaving them to the next sweep when the database is out of reach.
+   */
+  private async collectPacksLater(accountId: string, packs: readonly string[]): Promise<void> {
+    if (packs.length === 0) return;
+    await this.db.inAccount(accountId, async (tx) => this.blobs.objects.deleteMany(await emptyPacks(tx, accountId, packs))).catch(() => {});
   }
 
   /** `collect`, leaving a blob it cannot remove now (database out of reach) to the next sweep. */
