@@ -75,7 +75,7 @@ export class EmbeddedCluster {
     // The cluster's user must be able to pass through the data directory to reach its own part.
     if (runAs.uid !== undefined) await chmod(root, (await stat(root)).mode | 0o011);
     await privateDir(socketDir, runAs);
-    const cluster = new EmbeddedCluster(pgData, bin, runAs, { host: socketDir, port: SOCKET_PORT, user: 'postgres' });
+    const cluster = new EmbeddedCluster(pgData, bin, runAs, clusterAddress(root));
     if (!(await exists(join(pgData, 'PG_VERSION')))) await cluster.initialize(root, log);
     const options = [
       "-c listen_addresses=''",
@@ -206,6 +206,11 @@ async function systemUser(): Promise<RunAs> {
 /** The directory of the Unix socket of the cluster under `dataDir` (socket paths must be short). */
 export function clusterSocketDir(dataDir: string): string {
   return join(tmpdir(), 'agent-vfs-pg-' + createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12));
+}
+
+/** Where the superuser of the cluster under `dataDir` connects (its Unix socket). */
+export function clusterAddress(dataDir: string): ClusterAddress {
+  return { host: clusterSocketDir(dataDir), port: SOCKET_PORT, user: 'postgres' };
 }
 
 /** Creates a directory only the cluster's user can enter. */

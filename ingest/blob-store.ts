@@ -31,6 +31,7 @@ import { link, mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFi
 import { join } from 'node:path';
 import type { Database } from '../db/database.js';
 import { blobPlace, type PackedAt } from '../db/files.js';
+import { writeSynced } from '../storage/local-store.js';
 import type { LocalCopy, ObjectStore } from '../storage/object-store.js';
 import { EXTRACTOR_VERSION } from './extract/version.js';
 
@@ -307,13 +308,7 @@ export class BlobStore {
   async keepText(accountId: string, sha: string, text: Buffer): Promise<void> {
     const path = join(this.tmp, randomBytes(12).toString('hex'));
     // Synced before it is published: a text cut short by a crash would be served as the whole.
-    const file = await open(path, 'wx', 0o600);
-    try {
-      await file.writeFile(text);
-      await file.sync();
-    } finally {
-      await file.close();
-    }
+    await writeSynced(path, text);
     try {
       await this.objects.putFile(textKey(accountId, sha), path);
     } catch (error) {

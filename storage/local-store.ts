@@ -50,13 +50,7 @@ export class LocalObjectStore implements ObjectStore {
   async put(key: string, bytes: Buffer): Promise<void> {
     const temp = join(this.root, `${key}.${randomBytes(6).toString('hex')}.tmp`);
     await mkdir(dirname(temp), { recursive: true });
-    const file = await open(temp, 'wx', 0o600);
-    try {
-      await file.writeFile(bytes);
-      await file.sync();
-    } finally {
-      await file.close();
-    }
+    await writeSynced(temp, bytes);
     await this.putFile(key, temp);
   }
 
@@ -125,6 +119,17 @@ async function* walk(root: string, dir: string, prefix: string): AsyncIterable<S
       const info = await stat(join(root, key)).catch(() => null);
       if (info !== null) yield { key, lastModified: info.mtime };
     }
+  }
+}
+
+/** Writes `bytes` to a new file at `path` (private to this user) and fsyncs it, so that it can be renamed into place whole. */
+export async function writeSynced(path: string, bytes: Buffer): Promise<void> {
+  const file = await open(path, 'wx', 0o600);
+  try {
+    await file.writeFile(bytes);
+    await file.sync();
+  } finally {
+    await file.close();
   }
 }
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import pg from 'pg';
 import { newCredential } from '../../core/credentials.js';
-import { clusterSocketDir } from '../../db/embedded-postgres.js';
+import { clusterAddress } from '../../db/embedded-postgres.js';
 import { loadConfig } from '../../service/config.js';
 import { EMBEDDED_NAMES } from '../../service/service.js';
 import { openObjectStore } from '../../storage/open-store.js';
@@ -103,7 +103,7 @@ export class FaultService {
 
   /** A client of the service's embedded PostgreSQL as its superuser, on the service's database (the service runs). */
   async database(): Promise<pg.Client> {
-    const client = new pg.Client({ host: clusterSocketDir(this.dataDir), port: 5432, user: 'postgres', database: EMBEDDED_NAMES.database });
+    const client = new pg.Client({ ...clusterAddress(this.dataDir), database: EMBEDDED_NAMES.database });
     await client.connect();
     return client;
   }
