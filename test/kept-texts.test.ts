@@ -198,6 +198,11 @@ describe('the object store', () => {
       await objects.putFile(`${prefix}/ab/one`, await file('the bytes\n'));
       expect((await objects.read(`${prefix}/ab/one`))?.toString()).toBe('the bytes\n');
       expect(await readdir(scratch)).toEqual([]); // each put consumed its file
+      // Bytes put from memory, read back whole and by range (a pack's part).
+      await objects.put(`${prefix}/ab/packed`, Buffer.from('0123456789'));
+      expect((await objects.readRange(`${prefix}/ab/packed`, 3, 4))?.toString()).toBe('3456');
+      expect(await objects.readRange(`${prefix}/ab/absent`, 0, 1)).toBeNull();
+      await expect(objects.readRange(`${prefix}/ab/packed`, 8, 4)).rejects.toThrow();
       const storage = t.config.storage;
       if (storage.kind === 'local') {
         // The directory goes (as a hand-made cleanup would take it): the store makes it again.
@@ -207,7 +212,7 @@ describe('the object store', () => {
         expect(await objects.read(`${prefix}/ab/one`)).toBeNull();
       }
     } finally {
-      await objects.deleteMany([`${prefix}/ab/one`, `${prefix}/ab/two`]);
+      await objects.deleteMany([`${prefix}/ab/one`, `${prefix}/ab/two`, `${prefix}/ab/packed`]);
       objects.close();
       await rm(scratch, { recursive: true, force: true });
     }
