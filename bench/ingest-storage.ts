@@ -3,10 +3,11 @@
  * a single-node Swift cluster with its S3 API on loopback (the tests' server), then the same
  * files uploaded into a fresh service on each store, alternating which goes first.
  *
- *   node --import tsx bench/ingest-storage.ts <dir> [files=all|N|spread:N] [rounds=1] [concurrency=48] [stores=local,s3]
+ *   node --import tsx bench/ingest-storage.ts <dir> [files=all|N|spread:N[:KiB]] [rounds=1] [concurrency=48] [stores=local,s3]
  *
  * `files` takes the first N files (by path) of the tree, or with `spread:N` N files spread
- * evenly through it (every (all ÷ N)-th by path: every part of the tree in its share). Reports,
+ * evenly through it (every (all ÷ N)-th by path: every part of the tree in its share; with
+ * `spread:N:KiB`, spread over the files of at most that size). Reports,
  * per store and round, the seconds from the first upload to the last file ready and the MB/s of
  * text that makes; the CPU each of the service's threads spent a file (its
  * `vfs_thread_cpu_seconds`; `process`: all its threads; `children`: its extraction processes;
@@ -15,13 +16,14 @@
  * wall time on a shared machine); the requests the S3 server's proxy logged on the run's bucket
  * by method; and the ratio S3 ÷ local.
  */
+import { stat } from 'node:fs/promises';
 import { startSwift, swiftStorageEnv } from '../test/helpers/swift.js';
 import { cpuSince, descendants, postgresPids } from './cpu.js';
 import { call, freePort, startBenchService, threadSeries, uploadAll, waitReady, walk } from './lib.js';
 
 const [dir, filesArg, roundsArg, concurrencyArg, storesArg] = process.argv.slice(2);
 if (dir === undefined) {
-  process.stderr.write('usage: node --import tsx bench/ingest-storage.ts <dir> [files=all|N|spread:N] [rounds=1] [concurrency=48] [stores=local,s3]\n');
+  process.stderr.write('usage: node --import tsx bench/ingest-storage.ts <dir> [files=all|N|spread:N[:KiB]] [rounds=1] [concurrency=48] [stores=local,s3]\n');
   process.exit(2);
 }
 const all = await walk(dir);
@@ -29,12 +31,19 @@ const files =
   filesArg === undefined || filesArg === 'all'
     ? all
     : filesArg.startsWith('spread:')
-      ? spread(all, Number(filesArg.slice('spread:'.length)))
+      ? spread(await upTo(all, Number(filesArg.split(':')[2] ?? Number.POSITIVE_INFINITY)), Number(filesArg.split(':')[1]))
       : all.slice(0, Number(filesArg));
 const rounds = Number(roundsArg ?? 1);
 const concurrency = Number(concurrencyArg ?? 48);
 /** The stores to run, each round in turn (the order flips every round). */
 const stores = (storesArg ?? 'local,s3').split(',').filter((store): store is 'local' | 's3' => store === 'local' || store === 's3');
+
+/** The files of `all` of at most `kib` KiB. */
+async function upTo(all: Array<[string, string]>, kib: number): Promise<Array<[string, string]>> {
+  if (kib === Number.POSITIVE_INFINITY) return all;
+  const sizes = await Promise.all(all.map(async ([full]) => (await stat(full)).size));
+  return all.filter((_, i) => sizes[i] <= kib * 1024);
+}
 
 /** `n` of `all`, evenly spaced by position. */
 function spread<T>(all: T[], n: number): T[] {

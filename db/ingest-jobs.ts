@@ -9,6 +9,7 @@
 import { recordChanges } from './changes.js';
 import type { Database, Tx } from './database.js';
 import { FILE_ROW_COLUMNS, type FileRow, fileRow, type JobFile } from './file-rows.js';
+import type { PackedAt } from './files.js';
 
 /** A claimed job. */
 export interface Job {
@@ -54,23 +55,35 @@ export async function claimJobs(db: Database, max: number, leaseSeconds: number)
  */
 export type KnownText = 'none' | 'original' | 'kept';
 
-/** A job's file, and what the account knows of its bytes. */
+/** A job's file, what the account knows of its bytes, and where they are packed (null: an object of their own). */
 export interface IngestFile extends JobFile {
   knownText: KnownText;
+  packedAt: PackedAt | null;
 }
 
 /** The current rows of the jobs' files (one account's jobs); a job whose file is gone has no entry. */
 export async function jobFiles(tx: Tx, jobs: Job[]): Promise<Map<string, IngestFile>> {
-  const { rows } = await tx.query<FileRow & { known_text: KnownText }>(
+  const { rows } = await tx.query<FileRow & { known_text: KnownText; pack: string | null; byte_offset: string | null; packed_bytes: string | null }>(
     `SELECT ${FILE_ROW_COLUMNS},
             CASE coalesce(f.text_is_original,
                           (SELECT bool_or(g.text_is_original) FROM files g
                             WHERE g.account_id = f.account_id AND g.blob_sha256 = f.blob_sha256 AND g.status = 'ready'))
-              WHEN true THEN 'original' WHEN false THEN 'kept' ELSE 'none' END AS known_text
-       FROM files f JOIN unnest($1::uuid[], $2::text[]) AS j(ws, path) ON f.workspace_id = j.ws AND f.path = j.path`,
+              WHEN true THEN 'original' WHEN false THEN 'kept' ELSE 'none' END AS known_text,
+            p.pack, p.byte_offset, p.size_bytes AS packed_bytes
+       FROM files f JOIN unnest($1::uuid[], $2::text[]) AS j(ws, path) ON f.workspace_id = j.ws AND f.path = j.path
+       LEFT JOIN blob_packs p ON p.account_id = f.account_id AND p.sha256 = f.blob_sha256`,
     [jobs.map((j) => j.workspaceId), jobs.map((j) => j.path)],
   );
-  return new Map(rows.map((r) => [jobKey(r.workspace_id, r.path), { ...fileRow(r), knownText: r.known_text }]));
+  return new Map(
+    rows.map((r) => [
+      jobKey(r.workspace_id, r.path),
+      {
+        ...fileRow(r),
+        knownText: r.known_text,
+        packedAt: r.pack === null ? null : { pack: r.pack, offset: Number(r.byte_offset), size: Number(r.packed_bytes) },
+      },
+    ]),
+  );
 }
 
 /** Key of a job's file in the map `jobFiles` returns. */

@@ -20,11 +20,13 @@
  * it; an upload ingested later, or elsewhere, fetches from the store, and a hand-off nobody
  * took goes with the temp files (an hour untouched, or the next start).
  *
- * Packs (an S3 store, where each object request costs the store far more than its bytes): the
- * small originals of one batch of uploads go to the store together, concatenated into one
- * object `packs/<account id>/<id>`, before the batch's transaction opens; the transaction records
- * each blob's place (`blob_packs`), and reads ask PostgreSQL where a blob is, then read that range.
- * A pack goes once no blob is placed in it (ingest/uploads.ts).
+ * Packs: the small originals of one batch of uploads go to the store together, concatenated into
+ * one object `packs/<account id>/<id>`, before the batch's transaction opens; the transaction
+ * records each blob's place (`blob_packs`), and reads ask PostgreSQL where a blob is (ingest is
+ * told with its job), then read that range. A pack goes once no blob is placed in it
+ * (ingest/uploads.ts). On S3 an object request costs the store far more than its bytes; on a local
+ * directory a file of its own cost a create, writes, two fsyncs and a rename to store, and an
+ * open, a stat and a read to ingest. A small upload is held in memory until its pack is put.
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { link, mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
@@ -35,32 +37,55 @@ import { writeSynced } from '../storage/local-store.js';
 import type { LocalCopy, ObjectStore } from '../storage/object-store.js';
 import { EXTRACTOR_VERSION } from './extract/version.js';
 
-/** A blob being received. */
+/**
+ * A blob being received. Where the store packs, a body small enough for a pack is held in memory
+ * only (the pack's put makes it durable); a larger one, and every one where the store does not
+ * pack, streams into a temp file.
+ */
 export class BlobUpload {
   private readonly hash: Hash = createHash('sha256');
   /** Bytes received so far. */
   size = 0;
   private sha: string | null = null;
-  /** A body small enough for a pack, held in memory as well (the store packs); null once too large or not packing. */
+  /** The body while it is small enough for a pack (the store packs); null once too large or not packing. */
   private held: Buffer[] | null;
+  /** The temp file, once opened. */
+  private file: FileHandle | null = null;
 
   constructor(
     private readonly store: BlobStore,
-    private readonly file: FileHandle,
-    /** Path of the temp file. */
+    /** Path of the temp file, where the body is not held. */
     readonly tempPath: string,
   ) {
     this.held = store.packs ? [] : null;
+  }
+
+  /** Opens the temp file (at `begin` where nothing is held, so that a store out of reach fails before the body is read). */
+  async openFile(): Promise<void> {
+    this.file = await open(this.tempPath, 'wx', 0o600);
   }
 
   /** Appends a chunk (the caller serializes writes). */
   async write(chunk: Buffer): Promise<void> {
     this.hash.update(chunk);
     this.size += chunk.length;
-    if (this.held !== null && this.size > PACK_BLOB_MAX) this.held = null;
-    this.held?.push(Buffer.from(chunk));
+    if (this.held !== null) {
+      if (this.size <= PACK_BLOB_MAX) {
+        this.held.push(Buffer.from(chunk));
+        return;
+      }
+      // Too large for a pack: into the temp file from here on, what was held first.
+      const held = this.held;
+      this.held = null;
+      await this.openFile();
+      for (const part of held) await this.writeFile(part);
+    }
+    await this.writeFile(chunk);
+  }
+
+  private async writeFile(chunk: Buffer): Promise<void> {
     let offset = 0;
-    while (offset < chunk.length) offset += (await this.file.write(chunk, offset, chunk.length - offset)).bytesWritten;
+    while (offset < chunk.length) offset += (await this.file!.write(chunk, offset, chunk.length - offset)).bytesWritten;
   }
 
   /** The whole body, when it is held for a pack. */
@@ -68,14 +93,12 @@ export class BlobUpload {
     return this.held === null ? null : Buffer.concat(this.held, this.size);
   }
 
-  /**
-   * Flushes the bytes to disk (unless they go in a pack, whose put makes them durable: the temp
-   * file then serves only as the hand-off, and a crash removes it) and closes the file; returns
-   * the SHA-256 (hex).
-   */
+  /** Flushes a temp file to disk and closes it (a held body waits for its pack); returns the SHA-256 (hex). */
   async seal(): Promise<string> {
-    if (this.held === null) await this.file.sync();
-    await this.file.close();
+    if (this.file !== null) {
+      await this.file.sync();
+      await this.file.close();
+    }
     this.sha = this.hash.digest('hex');
     return this.sha;
   }
@@ -102,15 +125,17 @@ export class BlobUpload {
   async leaveHandOff(accountId: string): Promise<string | null> {
     if (!this.store.handOff) return null;
     const path = this.store.handOffPath(accountId, this.sha256);
+    const held = this.heldBytes;
     // EEXIST: an upload of the same bytes has left its hand-off, which serves as well.
-    return link(this.tempPath, path).then(
+    return (held === null ? link(this.tempPath, path) : writeFile(path, held, { flag: 'wx', mode: 0o600 })).then(
       () => path,
       () => null,
     );
   }
 
-  /** Drops the temp file (refused or abandoned upload). */
+  /** Drops the temp file, if one was opened (refused or abandoned upload, or a packed one). */
   async discard(): Promise<void> {
+    if (this.file === null) return;
     await this.file.close().catch(() => {});
     await rm(this.tempPath, { force: true });
   }
@@ -119,11 +144,6 @@ export class BlobUpload {
 /** Whether a node hands its uploads to its own ingest: with an S3 store, on a single node (where its ingest takes them). */
 export function handsOff(storage: { kind: 'local' | 's3' }, cluster: boolean): boolean {
   return storage.kind === 's3' && !cluster;
-}
-
-/** Whether small originals are packed: on an S3 store, where a request costs the store far more than its bytes (a local directory renames each upload into place). */
-export function packsOriginals(storage: { kind: 'local' | 's3' }): boolean {
-  return storage.kind === 's3';
 }
 
 /** The object key of an account's blob. */
@@ -150,7 +170,7 @@ export class BlobStore {
      * ingest, `open` looks for one. Both threads' stores must say the same.
      */
     readonly handOff = false,
-    /** Small originals are packed (see above), their places kept in this database; null: every blob is an object of its own. */
+    /** Small originals are packed (see above), their places kept in this database; null: every blob is an object of its own (a store that only sweeps or reads). */
     private readonly packing: Database | null = null,
   ) {
     this.tmp = join(root, 'tmp');
@@ -198,7 +218,7 @@ export class BlobStore {
         throw error;
       }
       packs.push(key);
-      for (const i of members) await rm(uploads[i].tempPath, { force: true });
+      for (const i of members) await uploads[i].discard();
       members = [];
       bytes = 0;
     };
@@ -224,10 +244,23 @@ export class BlobStore {
     return this.packing === null ? null : this.packing.inAccount(accountId, (tx) => blobPlace(tx, accountId, sha));
   }
 
-  /** A packed blob's bytes, or null when it is not packed (or its pack is gone). */
-  private async readPacked(accountId: string, sha: string): Promise<Buffer | null> {
-    const place = await this.place(accountId, sha);
-    return place === null ? null : this.objects.readRange(place.pack, place.offset, place.size);
+  /** A packed blob's bytes, or null when it is not packed (or its pack is gone); `place` when the caller knows it (undefined: asked here). */
+  private async readPacked(accountId: string, sha: string, place?: PackedAt | null): Promise<Buffer | null> {
+    const at = place === undefined ? await this.place(accountId, sha) : place;
+    return at === null ? null : this.objects.readRange(at.pack, at.offset, at.size);
+  }
+
+  /** The bytes of a blob packed at `place`: this node's hand-off of it when one waits, else read from its pack; null when gone. */
+  async packedBytes(accountId: string, sha: string, place: PackedAt): Promise<Buffer | null> {
+    const handOff = await this.takeHandOff(accountId, sha);
+    return handOff !== null ? readCopy(handOff) : this.readPacked(accountId, sha, place);
+  }
+
+  /** A temp file holding `bytes`, for an extraction process to read. */
+  async copyOf(bytes: Buffer): Promise<LocalCopy> {
+    const path = join(this.tmp, randomBytes(12).toString('hex'));
+    await writeFile(path, bytes, { flag: 'wx', mode: 0o600 });
+    return { path, temporary: true, release: () => rm(path, { force: true }) };
   }
 
   /** Where a published upload waits for this node's ingest. */
@@ -247,23 +280,21 @@ export class BlobStore {
 
   /** Starts receiving a blob. */
   async begin(): Promise<BlobUpload> {
-    const tempPath = join(this.tmp, randomBytes(12).toString('hex'));
-    return new BlobUpload(this, await open(tempPath, 'wx', 0o600), tempPath);
+    const upload = new BlobUpload(this, join(this.tmp, randomBytes(12).toString('hex')));
+    if (!this.packs) await upload.openFile();
+    return upload;
   }
 
   /**
    * A local file holding an account's blob, to read until released: the upload's own hand-off
    * when this node received it and nobody took it yet, else the stored object; null when it is
-   * not stored.
+   * not stored. `place`: where it is packed, when the caller knows (undefined: asked here).
    */
-  async open(accountId: string, sha: string): Promise<LocalCopy | null> {
+  async open(accountId: string, sha: string, place?: PackedAt | null): Promise<LocalCopy | null> {
     const handOff = await this.takeHandOff(accountId, sha);
     if (handOff !== null) return handOff;
-    const packed = await this.readPacked(accountId, sha);
-    if (packed === null) return this.objects.getFile(blobKey(accountId, sha), this.tmp);
-    const path = join(this.tmp, randomBytes(12).toString('hex'));
-    await writeFile(path, packed, { flag: 'wx', mode: 0o600 });
-    return { path, temporary: true, release: () => rm(path, { force: true }) };
+    const packed = await this.readPacked(accountId, sha, place);
+    return packed === null ? this.objects.getFile(blobKey(accountId, sha), this.tmp) : this.copyOf(packed);
   }
 
   /** The upload's hand-off, taken (see above), or null when none is waiting on this node. */
@@ -290,13 +321,13 @@ export class BlobStore {
 
   /**
    * The text of an account's blob as a shard holds it: the original itself when `isOriginal`,
-   * else the text kept beside it; null when that is not stored.
+   * else the text kept beside it; null when that is not stored. `place` as for `open`.
    */
-  async text(accountId: string, sha: string, isOriginal: boolean | null): Promise<Buffer | null> {
+  async text(accountId: string, sha: string, isOriginal: boolean | null, place?: PackedAt | null): Promise<Buffer | null> {
     if (isOriginal !== true) return this.cachedText(accountId, sha);
     const handOff = await this.takeHandOff(accountId, sha);
     if (handOff !== null) return readCopy(handOff);
-    return (await this.readPacked(accountId, sha)) ?? this.objects.read(blobKey(accountId, sha));
+    return (await this.readPacked(accountId, sha, place)) ?? this.objects.read(blobKey(accountId, sha));
   }
 
   /** The text this extractor version extracted from the blob before, or null when it was never kept. */

@@ -10,7 +10,7 @@ import { type IngestFile, type Job, type Outcome, claimJobs, finishJobs, jobFile
 import type { BlobStore } from './blob-store.js';
 import type { LocalCopy } from '../storage/object-store.js';
 import type { ExtractResult } from './extract/types.js';
-import type { ExtractPool } from './extract/pool.js';
+import { type ExtractPool, INLINE_TEXT_BYTES, inlineText } from './extract/pool.js';
 import type { ShardSnapshots } from './shards/snapshots.js';
 import { type ShardDoc, type Shards, shardDoc } from './shards/writers.js';
 
@@ -216,28 +216,35 @@ export class IngestLoop {
    * original byte for byte. A store out of reach is a retryable failure.
    */
   private async extractOne(job: Job, file: IngestFile): Promise<Extracted> {
-    let copy: LocalCopy | null;
+    let copy: LocalCopy | null = null;
+    const started = performance.now();
+    let result: ExtractResult | null = null;
     try {
       if (file.knownText !== 'none') {
         // Read as a shard holds it (BlobStore.text): the original itself takes any hand-off.
         const original = file.knownText === 'original';
-        const text = await this.blobs.text(job.accountId, file.blobSha256, original);
+        const text = await this.blobs.text(job.accountId, file.blobSha256, original, file.packedAt);
         if (text !== null) {
           if (!original) await this.blobs.dropHandOff(job.accountId, file.blobSha256);
           return { job, file, result: original ? { ok: true, text, kind: 'text', original } : { ok: true, text, kind: 'text' } };
         }
       }
-      copy = await this.blobs.open(job.accountId, file.blobSha256);
+      // A small packed original is read into memory and plain text taken from there; any other
+      // file goes to the pool as a local copy.
+      let bytes: Buffer | null = null;
+      if (file.packedAt !== null && file.sizeBytes <= INLINE_TEXT_BYTES) bytes = await this.blobs.packedBytes(job.accountId, file.blobSha256, file.packedAt);
+      result = bytes === null ? null : inlineText(bytes);
+      if (result === null) copy = bytes === null ? await this.blobs.open(job.accountId, file.blobSha256, file.packedAt) : await this.blobs.copyOf(bytes);
     } catch (error) {
       return { job, file, result: { ok: false, error: `the object store is unavailable: ${errorMessage(error)}`, retryable: true } };
     }
-    if (copy === null) return { job, file, result: { ok: false, error: 'the original is missing from the object store', retryable: false } };
-    const started = performance.now();
-    let result: ExtractResult;
-    try {
-      result = await this.pool.extract(copy.path, file.contentType, file.path, file.sizeBytes);
-    } finally {
-      await copy.release();
+    if (result === null) {
+      if (copy === null) return { job, file, result: { ok: false, error: 'the original is missing from the object store', retryable: false } };
+      try {
+        result = await this.pool.extract(copy.path, file.contentType, file.path, file.sizeBytes);
+      } finally {
+        await copy.release();
+      }
     }
     const outcome = result.ok ? 'ok' : result.capped === true ? 'capped' : 'error';
     this.onExtracted?.(extractedType(file.path, result), outcome, (performance.now() - started) / 1000);

@@ -12,7 +12,7 @@ import { Database } from '../db/database.js';
 import { followReaderCloses, openReaderCount, setReaderLimits } from '../engine/index.js';
 import { clearRebuildRequest, workspaceShards } from '../db/shard-repair.js';
 import { openObjectStore } from '../storage/open-store.js';
-import { BlobStore, handsOff, packsOriginals } from './blob-store.js';
+import { BlobStore, handsOff } from './blob-store.js';
 import { ExtractPool } from './extract/pool.js';
 import { IngestLoop } from './ingest-loop.js';
 import type { IngestThreadData, IngestThreadReply, IngestThreadRequest } from './ingest-thread.js';
@@ -47,7 +47,7 @@ const objects = openObjectStore(data.storage);
 // Copies in transit when a process stopped: never a snapshot a row names.
 await rm(join(data.dataDir, 'snapshots-tmp'), { recursive: true, force: true });
 const snapshots = new ShardSnapshots(db, shards, objects, join(data.dataDir, 'snapshots-tmp'), data.snapshot, log);
-const blobs = new BlobStore(join(data.dataDir, 'blobs'), objects, handsOff(data.storage, data.cluster), packsOriginals(data.storage) ? db : null);
+const blobs = new BlobStore(join(data.dataDir, 'blobs'), objects, handsOff(data.storage, data.cluster), db);
 const loop = new IngestLoop(db, blobs, pool, shards, log, data.loop, data.reportExtractions ? reportExtraction : null, snapshots, follows);
 const repair = new ShardRepair(db, shards, log);
 const sync = data.cluster

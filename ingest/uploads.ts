@@ -30,6 +30,15 @@ export interface UploadEvents {
   deleted(workspaceId: string, path: string): Promise<void>;
 }
 
+/** One account's uploads of a batch, their originals packed. */
+interface PackedBatch {
+  accountId: string;
+  items: PendingUpload[];
+  /** Each upload's place in a pack (none where the store does not pack). */
+  places: Array<PackedAt | null>;
+  packs: string[];
+}
+
 /** An upload waiting for its batch. */
 interface PendingUpload {
   upload: BlobUpload;
@@ -83,46 +92,70 @@ export class Uploads {
     });
   }
 
+  /**
+   * Commits the queue batch by batch. A batch's packs are put while the batch before it is being
+   * recorded, and batches are recorded one after another, so that a path's uploads commit in the
+   * order they came.
+   */
   private async flush(): Promise<void> {
     this.flushing = true;
-    // `commit` settles every upload of its batch and never throws.
+    // Neither step throws: each settles the uploads it fails.
+    let recording: Promise<void> = Promise.resolve();
     try {
-      while (this.queue.length > 0) {
-        // A batch names each path once: a second upload of a path waits for the next batch.
-        const batch: PendingUpload[] = [];
-        const paths = new Set<string>();
-        while (this.queue.length > 0 && batch.length < MAX_BATCH) {
-          const key = `${this.queue[0].record.workspaceId}/${this.queue[0].record.path}`;
-          if (paths.has(key)) break;
-          paths.add(key);
-          batch.push(this.queue.shift()!);
+      for (;;) {
+        if (this.queue.length === 0) {
+          await recording;
+          if (this.queue.length === 0) break;
         }
         const byAccount = new Map<string, PendingUpload[]>();
-        for (const p of batch) byAccount.set(p.record.accountId, [...(byAccount.get(p.record.accountId) ?? []), p]);
-        await Promise.all([...byAccount].map(([accountId, items]) => this.commit(accountId, items)));
+        for (const p of this.takeBatch()) byAccount.set(p.record.accountId, [...(byAccount.get(p.record.accountId) ?? []), p]);
+        const packing = Promise.all([...byAccount].map(([accountId, items]) => this.pack(accountId, items)));
+        const before = recording;
+        recording = packing.then(async (batches) => {
+          await before;
+          await Promise.all(batches.map((batch) => (batch === null ? undefined : this.record(batch))));
+        });
+        // The next batch gathers while this one is packed and the one before recorded.
+        await Promise.all([packing, before]);
       }
     } finally {
       this.flushing = false;
     }
   }
 
-  private async commit(accountId: string, items: PendingUpload[]): Promise<void> {
-    const published = new Set<number>();
-    // Small originals go to the store in packs before the transaction opens (blob-store.ts).
-    let packed: { places: Array<PackedAt | null>; packs: string[] } = { places: [], packs: [] };
-    if (this.blobs.packs) {
-      try {
-        packed = await this.blobs.pack(
-          accountId,
-          items.map((p) => p.upload),
-        );
-      } catch {
-        const error = new VfsError('UNAVAILABLE', { what: 'blob storage' }, { 'retry-after': '1' });
-        for (const p of items) p.reject(error);
-        await Promise.all(items.map((p) => p.upload.discard()));
-        return;
-      }
+  /** The next batch: at most MAX_BATCH uploads, naming each path once (a second upload of a path waits for the next batch). */
+  private takeBatch(): PendingUpload[] {
+    const batch: PendingUpload[] = [];
+    const paths = new Set<string>();
+    while (this.queue.length > 0 && batch.length < MAX_BATCH) {
+      const key = `${this.queue[0].record.workspaceId}/${this.queue[0].record.path}`;
+      if (paths.has(key)) break;
+      paths.add(key);
+      batch.push(this.queue.shift()!);
     }
+    return batch;
+  }
+
+  /** Puts the small originals of one account's uploads in packs (blob-store.ts), before their transaction opens; null when that failed (the uploads are then settled). */
+  private async pack(accountId: string, items: PendingUpload[]): Promise<PackedBatch | null> {
+    if (!this.blobs.packs) return { accountId, items, places: [], packs: [] };
+    try {
+      const packed = await this.blobs.pack(
+        accountId,
+        items.map((p) => p.upload),
+      );
+      return { accountId, items, ...packed };
+    } catch {
+      const error = new VfsError('UNAVAILABLE', { what: 'blob storage' }, { 'retry-after': '1' });
+      for (const p of items) p.reject(error);
+      await Promise.all(items.map((p) => p.upload.discard()));
+      return null;
+    }
+  }
+
+  /** Records one account's packed uploads in one transaction, and settles each. */
+  private async record({ accountId, items, ...packed }: PackedBatch): Promise<void> {
+    const published = new Set<number>();
     let outcomes: UploadOutcome[];
     let placedIn: Set<string>;
     try {

@@ -36,7 +36,7 @@ import { ingestQueueStats } from '../db/ingest-jobs.js';
 import { provisionDatabase } from '../db/provision.js';
 import { ServingLock } from '../db/serving-lock.js';
 import { openReaderCount } from '../engine/index.js';
-import { BlobStore, handsOff, packsOriginals } from '../ingest/blob-store.js';
+import { BlobStore, handsOff } from '../ingest/blob-store.js';
 import { restoreMissingShards, SNAPSHOTS } from '../ingest/shards/snapshots.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { IngestThread } from '../ingest/ingest-thread.js';
@@ -173,14 +173,9 @@ async function startParts(
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
   const auth = new Authenticator(db, config.authCacheMs);
 
-  // On an S3 store and one node, this node's ingest takes each upload's own file; on an S3 store
-  // small originals go in packs (blob-store.ts).
-  const blobs = new BlobStore(
-    join(config.dataDir, 'blobs'),
-    objects,
-    handsOff(config.storage, config.cluster !== null),
-    packsOriginals(config.storage) ? db : null,
-  );
+  // On an S3 store and one node, this node's ingest takes each upload's own file; small originals
+  // go in packs (blob-store.ts).
+  const blobs = new BlobStore(join(config.dataDir, 'blobs'), objects, handsOff(config.storage, config.cluster !== null), db);
   await blobs.init();
   log.info(`originals are kept in ${objects.location}`);
   // One service per data directory (data-lock.ts): every temp file left now is an upload of a

@@ -75,7 +75,12 @@ function withDefaults(options: ExtractPoolOptions): Required<ExtractPoolOptions>
 }
 
 /** Files up to this size that are plainly text are read in the calling thread (see above). */
-const INLINE_TEXT_BYTES = 256 * 1024;
+export const INLINE_TEXT_BYTES = 256 * 1024;
+
+/** The text of bytes small enough to read in the calling thread and plainly text, or null: they go to a process. */
+export function inlineText(bytes: Buffer): ExtractResult | null {
+  return bytes.length <= INLINE_TEXT_BYTES ? plainText(bytes) : null;
+}
 const MEMORY_SAMPLE_MS = 100;
 const RSS_ANON = /^RssAnon:\s+(\d+)\s+kB/m;
 const VM_SWAP = /^VmSwap:\s+(\d+)\s+kB/m;
@@ -273,7 +278,7 @@ export class ExtractPool {
     if (sizeBytes <= INLINE_TEXT_BYTES) {
       // Unreadable here: the process reports why.
       const bytes = await readFile(blobPath).catch(() => null);
-      const text = bytes !== null && bytes.length <= INLINE_TEXT_BYTES ? plainText(bytes) : null;
+      const text = bytes === null ? null : inlineText(bytes);
       if (text !== null) return text;
     }
     if (this.#busy < this.#options.threads) {
