@@ -51,14 +51,15 @@ function spread<T>(all: T[], n: number): T[] {
   return Array.from({ length: n }, (_, i) => all[Math.floor((i * all.length) / n)]);
 }
 
-const swift = await startSwift();
+// Started only when a round uses it.
+const swift = stores.includes('s3') ? await startSwift() : null;
 const bucket = (round: number): string => `vfs-bench-${round}`;
-const s3Env = (round: number): Record<string, string> => swiftStorageEnv(swift, `s3://${bucket(round)}/originals`);
+const s3Env = (round: number): Record<string, string> => swiftStorageEnv(swift!, `s3://${bucket(round)}/originals`);
 
 /** Requests the S3 API served on a bucket, by method, from the proxy's own log (the S3 form of each request, as the client sent it). */
 async function requestsOn(name: string): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
-  for (const [, method] of (await swift.proxyLog()).matchAll(new RegExp(` (GET|PUT|HEAD|POST|DELETE) /${name}(?:/|\\?| )`, 'g'))) {
+  for (const [, method] of (await swift!.proxyLog()).matchAll(new RegExp(` (GET|PUT|HEAD|POST|DELETE) /${name}(?:/|\\?| )`, 'g'))) {
     counts[method] = (counts[method] ?? 0) + 1;
   }
   return counts;
@@ -84,8 +85,8 @@ async function ingest(
       postgres: await cpuSince(await postgresPids(service.dataDir), new Map()),
       // This process: the uploading client.
       client: ((usage) => (usage.user + usage.system) / 1e6)(process.cpuUsage()),
-      // The S3 server's processes (whether or not this run uses it).
-      s3Server: await cpuSince([...swift.pids(), ...(await Promise.all(swift.pids().map(descendants))).flat()], new Map()),
+      // The S3 server's processes (whether or not this run uses it; none when no round does).
+      s3Server: swift === null ? 0 : await cpuSince([...swift.pids(), ...(await Promise.all(swift.pids().map(descendants))).flat()], new Map()),
     };
   };
   try {
@@ -136,5 +137,5 @@ try {
     ) + '\n',
   );
 } finally {
-  await swift.stop();
+  await swift?.stop();
 }

@@ -103,9 +103,8 @@ export type UploadOutcome = { ok: true; replacedBlob: string | null } | { ok: fa
  * refused ones get FILE_QUOTA or STORAGE_QUOTA (403) and are not written. For
  * the accepted ones, under their blob locks (so a concurrent cleanup cannot
  * remove a blob before this commits), `publish` moves each blob into place,
- * or, for a blob already stored in a pack (`packed[index]`), its place is
- * recorded unless the blob already has one; then the rows and jobs are written
- * in one statement. A batch names each path at most once. Returns each upload's
+ * and then one statement writes the rows, the jobs and the place of each blob
+ * stored in a pack (`packed[index]`) unless the blob already has one. A batch names each path at most once. Returns each upload's
  * outcome and the packs that a blob's place now names.
  */
 export async function recordUploads(
@@ -142,8 +141,7 @@ export async function recordUploads(
       outcomes.push({ ok: true, replacedBlob: before !== undefined && before.blob_sha256 !== up.blobSha256 ? before.blob_sha256 : null });
     }
   });
-  const packs = new Set<string>();
-  if (accepted.length === 0) return { outcomes, packs };
+  if (accepted.length === 0) return { outcomes, packs: new Set() };
   const rows = accepted.map((i) => uploads[i]);
   await lockBlobs(
     tx,
@@ -157,37 +155,28 @@ export async function recordUploads(
   );
   const places = new Map<string, PackedAt>();
   for (const i of accepted) if ((packed[i] ?? null) !== null) places.set(uploads[i].blobSha256, packed[i]!);
-  if (places.size > 0) {
-    // A blob stored before keeps its place: a place is only ever removed with its blob (under the
-    // blob's lock, which this holds), so the pack it names is there.
-    const { rows: placed } = await tx.query<{ pack: string }>(
-      `INSERT INTO blob_packs (account_id, sha256, pack, byte_offset, size_bytes)
-       SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[])
-       ON CONFLICT (account_id, sha256) DO NOTHING RETURNING pack`,
-      [
-        accountId,
-        [...places.keys()],
-        [...places.values()].map((p) => p.pack),
-        [...places.values()].map((p) => p.offset),
-        [...places.values()].map((p) => p.size),
-      ],
-    );
-    for (const { pack } of placed) packs.add(pack);
-  }
-  await tx.query(
+  // With the rows, each packed blob's place. A blob stored before keeps its place: a place is only
+  // ever removed with its blob (under the blob's lock, which this holds), so the pack it names is there.
+  const { rows: placed } = await tx.query<{ pack: string }>(
     `WITH u AS (
        SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
          AS u(ws, path, size, content_type, visibility, blob)),
+     p AS (
+       INSERT INTO blob_packs (account_id, sha256, pack, byte_offset, size_bytes)
+       SELECT $7, * FROM unnest($8::text[], $9::text[], $10::bigint[], $11::bigint[])
+       ON CONFLICT (account_id, sha256) DO NOTHING RETURNING pack),
      f AS (
        INSERT INTO files (workspace_id, account_id, path, status, size_bytes, content_type, visibility, blob_sha256)
        SELECT ws, $7, path, 'pending', size, content_type, string_to_array(visibility, ','), blob FROM u
        ON CONFLICT (workspace_id, path) DO UPDATE SET status = 'pending', size_bytes = excluded.size_bytes,
          content_type = excluded.content_type, visibility = excluded.visibility, blob_sha256 = excluded.blob_sha256,
          generation = nextval('file_generations'), error_detail = NULL, text_is_original = NULL, updated_at = now()
-       RETURNING workspace_id, path, generation)
-     INSERT INTO ingest_jobs (account_id, workspace_id, path, generation) SELECT $7, workspace_id, path, generation FROM f
-     ON CONFLICT (workspace_id, path) DO UPDATE SET generation = excluded.generation, attempts = 0,
-       run_after = now(), lease_until = NULL, last_error = NULL`,
+       RETURNING workspace_id, path, generation),
+     j AS (
+       INSERT INTO ingest_jobs (account_id, workspace_id, path, generation) SELECT $7, workspace_id, path, generation FROM f
+       ON CONFLICT (workspace_id, path) DO UPDATE SET generation = excluded.generation, attempts = 0,
+         run_after = now(), lease_until = NULL, last_error = NULL)
+     SELECT DISTINCT pack FROM p`,
     [
       rows.map((up) => up.workspaceId),
       rows.map((up) => up.path),
@@ -197,8 +186,13 @@ export async function recordUploads(
       rows.map((up) => (up.visibility === null ? null : up.visibility.join(','))),
       rows.map((up) => up.blobSha256),
       accountId,
+      [...places.keys()],
+      [...places.values()].map((p) => p.pack),
+      [...places.values()].map((p) => p.offset),
+      [...places.values()].map((p) => p.size),
     ],
   );
+  const packs = new Set(placed.map((r) => r.pack));
   return { outcomes, packs };
 }
 
@@ -223,9 +217,14 @@ export async function fileState(tx: Tx, workspaceId: string, path: string): Prom
  */
 export async function lockUsage(tx: Tx, accountId: string, create = true): Promise<{ files: string; bytes: string } | undefined> {
   // Deletions pass create = false: an account without a usage row has no files to delete, and a
-  // refused request must not write one.
-  if (create) await tx.query('INSERT INTO account_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING', [accountId]);
-  const { rows } = await tx.query<{ files: string; bytes: string }>('SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE', [accountId]);
+  // refused request must not write one. Else one statement makes the row if need be and locks it.
+  const { rows } = await tx.query<{ files: string; bytes: string }>(
+    create
+      ? `INSERT INTO account_usage AS a (account_id) VALUES ($1)
+         ON CONFLICT (account_id) DO UPDATE SET files = a.files RETURNING files, bytes`
+      : 'SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE',
+    [accountId],
+  );
   return rows[0];
 }
 

@@ -14,8 +14,8 @@
  * blob; texts of another extractor version are swept. A text that is its original byte for byte
  * (most text files) is not kept: the original is its text (files.text_is_original).
  *
- * With `handOff` (an S3 store and one node), `publish` leaves a second name of the sealed temp file
- * in the temp directory (`handoff-<account id>-<sha256>`, a hard link), and the ingest of that
+ * With `handOff` (an S3 store and one node), `publish` of an upload too large for a pack leaves a
+ * second name of its sealed temp file in the temp directory (`handoff-<account id>-<sha256>`, a hard link), and the ingest of that
  * node takes it (`open`) instead of fetching the original back from the store. One taker gets
  * it; an upload ingested later, or elsewhere, fetches from the store, and a hand-off nobody
  * took goes with the temp files (an hour untouched, or the next start).
@@ -29,6 +29,7 @@
  * open, a stat and a read to ingest. A small upload is held in memory until its pack is put.
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
+import pMap from 'p-map';
 import { link, mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Database } from '../db/database.js';
@@ -51,13 +52,16 @@ export class BlobUpload {
   private held: Buffer[] | null;
   /** The temp file, once opened. */
   private file: FileHandle | null = null;
+  private temp: string | null = null;
 
-  constructor(
-    private readonly store: BlobStore,
-    /** Path of the temp file, where the body is not held. */
-    readonly tempPath: string,
-  ) {
+  constructor(private readonly store: BlobStore) {
     this.held = store.packs ? [] : null;
+  }
+
+  /** Path of the temp file, where the body is not held (named when first asked). */
+  get tempPath(): string {
+    this.temp ??= this.store.tempName();
+    return this.temp;
   }
 
   /** Opens the temp file (at `begin` where nothing is held, so that a store out of reach fails before the body is read). */
@@ -122,12 +126,11 @@ export class BlobUpload {
   }
 
   /** Leaves this node's ingest a hand-off of the sealed blob, where uploads are handed off; returns its path, or null. */
-  async leaveHandOff(accountId: string): Promise<string | null> {
+  private async leaveHandOff(accountId: string): Promise<string | null> {
     if (!this.store.handOff) return null;
     const path = this.store.handOffPath(accountId, this.sha256);
-    const held = this.heldBytes;
     // EEXIST: an upload of the same bytes has left its hand-off, which serves as well.
-    return (held === null ? link(this.tempPath, path) : writeFile(path, held, { flag: 'wx', mode: 0o600 })).then(
+    return link(this.tempPath, path).then(
       () => path,
       () => null,
     );
@@ -183,9 +186,9 @@ export class BlobStore {
 
   /**
    * Stores the sealed blobs of one account's batch that are small enough (PACK_BLOB_MAX) in
-   * packs of at most PACK_BYTES, one object request each, durably; their temp files are then
-   * gone (each leaves its hand-off first). Returns each upload's place (null: not packed, to be
-   * published on its own) and the packs made.
+   * packs of at most PACK_BYTES, one object request each, durably (each is held in memory, see
+   * BlobUpload). Returns each upload's place (null: not packed, to be published on its own) and
+   * the packs made.
    */
   async pack(accountId: string, uploads: readonly BlobUpload[]): Promise<{ places: Array<PackedAt | null>; packs: string[] }> {
     const places: Array<PackedAt | null> = uploads.map(() => null);
@@ -202,7 +205,7 @@ export class BlobStore {
         const upload = uploads[i];
         let place = at.get(upload.sha256);
         if (place === undefined) {
-          const part = upload.heldBytes ?? (await readFile(upload.tempPath));
+          const part = upload.heldBytes!;
           place = { pack: key, offset, size: part.length };
           at.set(upload.sha256, place);
           parts.push(part);
@@ -210,15 +213,8 @@ export class BlobStore {
         }
         places[i] = place;
       }
-      const handOffs = (await Promise.all(members.map((i) => uploads[i].leaveHandOff(accountId)))).filter((p) => p !== null);
-      try {
-        await this.objects.put(key, Buffer.concat(parts, offset));
-      } catch (error) {
-        await Promise.all(handOffs.map((path) => rm(path, { force: true })));
-        throw error;
-      }
+      await this.objects.put(key, Buffer.concat(parts, offset));
       packs.push(key);
-      for (const i of members) await uploads[i].discard();
       members = [];
       bytes = 0;
     };
@@ -250,15 +246,41 @@ export class BlobStore {
     return at === null ? null : this.objects.readRange(at.pack, at.offset, at.size);
   }
 
-  /** The bytes of a blob packed at `place`: this node's hand-off of it when one waits, else read from its pack; null when gone. */
-  async packedBytes(accountId: string, sha: string, place: PackedAt): Promise<Buffer | null> {
-    const handOff = await this.takeHandOff(accountId, sha);
-    return handOff !== null ? readCopy(handOff) : this.readPacked(accountId, sha, place);
+  /**
+   * The bytes of blobs packed at `places`, in that order (null where a pack is gone). Blobs of a
+   * pack that lie close together are read in one range: a batch's uploads are packed together.
+   */
+  async readPlaces(places: readonly PackedAt[]): Promise<Array<Buffer | null>> {
+    const out: Array<Buffer | null> = places.map(() => null);
+    const order = places.map((_, i) => i).sort((a, b) => comparePlaces(places[a], places[b]));
+    const runs: Array<{ pack: string; start: number; end: number; members: number[] }> = [];
+    for (const i of order) {
+      const { pack, offset, size } = places[i];
+      const run = runs.at(-1);
+      if (run !== undefined && run.pack === pack && offset <= run.end + RANGE_GAP) {
+        run.members.push(i);
+        run.end = Math.max(run.end, offset + size);
+      } else runs.push({ pack, start: offset, end: offset + size, members: [i] });
+    }
+    await pMap(
+      runs,
+      async ({ pack, start, end, members }) => {
+        const bytes = await this.objects.readRange(pack, start, end - start);
+        for (const i of members) out[i] = bytes?.subarray(places[i].offset - start, places[i].offset - start + places[i].size) ?? null;
+      },
+      { concurrency: RANGE_READS },
+    );
+    return out;
+  }
+
+  /** A new name in the temp directory. */
+  tempName(): string {
+    return join(this.tmp, randomBytes(12).toString('hex'));
   }
 
   /** A temp file holding `bytes`, for an extraction process to read. */
   async copyOf(bytes: Buffer): Promise<LocalCopy> {
-    const path = join(this.tmp, randomBytes(12).toString('hex'));
+    const path = this.tempName();
     await writeFile(path, bytes, { flag: 'wx', mode: 0o600 });
     return { path, temporary: true, release: () => rm(path, { force: true }) };
   }
@@ -280,7 +302,7 @@ export class BlobStore {
 
   /** Starts receiving a blob. */
   async begin(): Promise<BlobUpload> {
-    const upload = new BlobUpload(this, join(this.tmp, randomBytes(12).toString('hex')));
+    const upload = new BlobUpload(this);
     if (!this.packs) await upload.openFile();
     return upload;
   }
@@ -301,7 +323,7 @@ export class BlobStore {
   private async takeHandOff(accountId: string, sha: string): Promise<LocalCopy | null> {
     // Where uploads are not handed off none is ever waiting (and a failed rename costs an error a file).
     if (!this.handOff) return null;
-    const taken = join(this.tmp, randomBytes(12).toString('hex'));
+    const taken = this.tempName();
     try {
       // One taker: a rename succeeds once. Touched, so the temp sweep (by age) leaves it while read.
       await rename(this.handOffPath(accountId, sha), taken);
@@ -337,7 +359,7 @@ export class BlobStore {
 
   /** Keeps the text extracted from a blob, so that the same bytes are never extracted again by this extractor version. */
   async keepText(accountId: string, sha: string, text: Buffer): Promise<void> {
-    const path = join(this.tmp, randomBytes(12).toString('hex'));
+    const path = this.tempName();
     // Synced before it is published: a text cut short by a crash would be served as the whole.
     await writeSynced(path, text);
     try {
@@ -416,6 +438,15 @@ async function readCopy(copy: LocalCopy): Promise<Buffer> {
   } finally {
     await copy.release();
   }
+}
+
+/** Blobs of one pack at most this far apart are read in one range (readPlaces). */
+const RANGE_GAP = 64 * 1024;
+/** Ranges read at once. */
+const RANGE_READS = 8;
+
+function comparePlaces(a: PackedAt, b: PackedAt): number {
+  return a.pack < b.pack ? -1 : a.pack > b.pack ? 1 : a.offset - b.offset;
 }
 
 /** Largest original put in a pack; a larger one is an object of its own. */

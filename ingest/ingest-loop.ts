@@ -10,7 +10,7 @@ import { type IngestFile, type Job, type Outcome, claimJobs, finishJobs, jobFile
 import type { BlobStore } from './blob-store.js';
 import type { LocalCopy } from '../storage/object-store.js';
 import type { ExtractResult } from './extract/types.js';
-import { type ExtractPool, INLINE_TEXT_BYTES, inlineText } from './extract/pool.js';
+import { type ExtractPool, inlineText } from './extract/pool.js';
 import type { ShardSnapshots } from './shards/snapshots.js';
 import { type ShardDoc, type Shards, shardDoc } from './shards/writers.js';
 
@@ -190,6 +190,13 @@ export class IngestLoop {
     const work: Array<Promise<Extracted>> = [];
     for (const [accountId, accountJobs] of groupBy(jobs, (j) => j.accountId)) {
       const files = await this.db.inAccount(accountId, (tx) => jobFiles(tx, accountJobs));
+      // Packed originals are read first, together: a batch's uploads share a pack, and its
+      // neighbours come in one range (a kept text is read on its own).
+      const packed = [...files.values()].filter((f) => f.packedAt !== null && f.knownText !== 'kept');
+      const read = await this.blobs.readPlaces(packed.map((f) => f.packedAt!)).then(
+        (bytes) => new Map(packed.map((f, i) => [f, bytes[i]])),
+        (error: unknown) => error,
+      );
       for (const job of accountJobs) {
         const file = files.get(jobKey(job.workspaceId, job.path));
         // Deleted, or uploaded again since this job was made: a newer job carries it.
@@ -203,7 +210,7 @@ export class IngestLoop {
           });
           continue;
         }
-        work.push(this.extractOne(job, file));
+        work.push(read instanceof Map ? this.extractOne(job, file, read.get(file) ?? null) : Promise.resolve({ job, file, result: unavailable(read) }));
       }
     }
     return { extracted: await Promise.all(work), settled };
@@ -215,7 +222,7 @@ export class IngestLoop {
    * of the blob (this node's upload itself when it can take it), and kept unless it is the
    * original byte for byte. A store out of reach is a retryable failure.
    */
-  private async extractOne(job: Job, file: IngestFile): Promise<Extracted> {
+  private async extractOne(job: Job, file: IngestFile, packed: Buffer | null): Promise<Extracted> {
     let copy: LocalCopy | null = null;
     const started = performance.now();
     let result: ExtractResult | null = null;
@@ -223,20 +230,18 @@ export class IngestLoop {
       if (file.knownText !== 'none') {
         // Read as a shard holds it (BlobStore.text): the original itself takes any hand-off.
         const original = file.knownText === 'original';
-        const text = await this.blobs.text(job.accountId, file.blobSha256, original, file.packedAt);
+        const text = original && packed !== null ? packed : await this.blobs.text(job.accountId, file.blobSha256, original, file.packedAt);
         if (text !== null) {
           if (!original) await this.blobs.dropHandOff(job.accountId, file.blobSha256);
           return { job, file, result: original ? { ok: true, text, kind: 'text', original } : { ok: true, text, kind: 'text' } };
         }
       }
-      // A small packed original is read into memory and plain text taken from there; any other
-      // file goes to the pool as a local copy.
-      let bytes: Buffer | null = null;
-      if (file.packedAt !== null && file.sizeBytes <= INLINE_TEXT_BYTES) bytes = await this.blobs.packedBytes(job.accountId, file.blobSha256, file.packedAt);
-      result = bytes === null ? null : inlineText(bytes);
-      if (result === null) copy = bytes === null ? await this.blobs.open(job.accountId, file.blobSha256, file.packedAt) : await this.blobs.copyOf(bytes);
+      // A packed original is in memory: plain text is taken from there, anything else goes to the
+      // pool as a local copy, as does an original of its own.
+      result = packed === null ? null : inlineText(packed);
+      if (result === null) copy = packed === null ? await this.blobs.open(job.accountId, file.blobSha256, file.packedAt) : await this.blobs.copyOf(packed);
     } catch (error) {
-      return { job, file, result: { ok: false, error: `the object store is unavailable: ${errorMessage(error)}`, retryable: true } };
+      return { job, file, result: unavailable(error) };
     }
     if (result === null) {
       if (copy === null) return { job, file, result: { ok: false, error: 'the original is missing from the object store', retryable: false } };
@@ -296,8 +301,9 @@ export class IngestLoop {
   }
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** A store out of reach: a retryable failure. */
+function unavailable(error: unknown): ExtractResult {
+  return { ok: false, error: `the object store is unavailable: ${error instanceof Error ? error.message : String(error)}`, retryable: true };
 }
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {

@@ -27,15 +27,19 @@ export class LocalObjectStore implements ObjectStore {
     await mkdir(this.root, { recursive: true });
   }
 
+  /** Makes a directory unless this process made or found it lately. */
+  private async madeDir(dir: string): Promise<void> {
+    if (this.made.has(dir)) return;
+    await mkdir(dir, { recursive: true });
+    // Bounded: with many accounts, forgetting costs one mkdir a directory, remembering all grows.
+    if (this.made.size >= MADE_KEPT) this.made.clear();
+    this.made.add(dir);
+  }
+
   async putFile(key: string, file: string): Promise<void> {
     const target = join(this.root, key);
     const dir = dirname(target);
-    if (!this.made.has(dir)) {
-      await mkdir(dir, { recursive: true });
-      // Bounded: with many accounts, forgetting costs one mkdir a directory, remembering all grows.
-      if (this.made.size >= MADE_KEPT) this.made.clear();
-      this.made.add(dir);
-    }
+    await this.madeDir(dir);
     try {
       await rename(file, target);
     } catch (error) {
@@ -49,8 +53,13 @@ export class LocalObjectStore implements ObjectStore {
 
   async put(key: string, bytes: Buffer): Promise<void> {
     const temp = join(this.root, `${key}.${randomBytes(6).toString('hex')}.tmp`);
-    await mkdir(dirname(temp), { recursive: true });
-    await writeSynced(temp, bytes);
+    await this.madeDir(dirname(temp));
+    await writeSynced(temp, bytes).catch(async (error: NodeJS.ErrnoException) => {
+      // As in putFile: the directory went away since this process made it.
+      if (error.code !== 'ENOENT') throw error;
+      await mkdir(dirname(temp), { recursive: true });
+      await writeSynced(temp, bytes);
+    });
     await this.putFile(key, temp);
   }
 
