@@ -69,13 +69,13 @@ export class BlobUpload {
     this.file = await open(this.tempPath, 'wx', 0o600);
   }
 
-  /** Appends a chunk (the caller serializes writes). */
+  /** Appends a chunk, which is the upload's from then on (the caller serializes writes). */
   async write(chunk: Buffer): Promise<void> {
     this.hash.update(chunk);
     this.size += chunk.length;
     if (this.held !== null) {
       if (this.size <= PACK_BLOB_MAX) {
-        this.held.push(Buffer.from(chunk));
+        this.held.push(chunk);
         return;
       }
       // Too large for a pack: into the temp file from here on, what was held first.
@@ -94,7 +94,7 @@ export class BlobUpload {
 
   /** The whole body, when it is held for a pack. */
   get heldBytes(): Buffer | null {
-    return this.held === null ? null : Buffer.concat(this.held, this.size);
+    return this.held === null ? null : this.held.length === 1 ? this.held[0] : Buffer.concat(this.held, this.size);
   }
 
   /** Flushes a temp file to disk and closes it (a held body waits for its pack); returns the SHA-256 (hex). */
