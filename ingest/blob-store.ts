@@ -15,10 +15,10 @@
  * (most text files) is not kept: the original is its text (files.text_is_original).
  *
  * With `handOff` (an S3 store and one node), `publish` of an upload too large for a pack leaves a
- * second name of its sealed temp file in the temp directory (`handoff-<account id>-<sha256>`, a hard link), and the ingest of that
- * node takes it (`open`) instead of fetching the original back from the store. One taker gets
- * it; an upload ingested later, or elsewhere, fetches from the store, and a hand-off nobody
- * took goes with the temp files (an hour untouched, or the next start).
+ * second name of its sealed temp file in the temp directory (`handoff-<account id>-<sha256>`, a
+ * hard link), and the ingest of that node takes it (`open`) instead of fetching the original back
+ * from the store. One taker gets it; an upload ingested later, or elsewhere, fetches from the
+ * store, and a hand-off nobody took goes with the temp files (an hour untouched, or the next start).
  *
  * Packs: the small originals of one batch of uploads go to the store together, concatenated into
  * one object `packs/<account id>/<id>`, before the batch's transaction opens; the transaction
@@ -29,9 +29,9 @@
  * open, a stat and a read to ingest. A small upload is held in memory until its pack is put.
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
-import pMap from 'p-map';
 import { link, mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import pMap from 'p-map';
 import type { Database } from '../db/database.js';
 import { blobPlace, type PackedAt } from '../db/files.js';
 import { writeSynced } from '../storage/local-store.js';
