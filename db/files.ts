@@ -104,8 +104,9 @@ export type UploadOutcome = { ok: true; replacedBlob: string | null } | { ok: fa
  * the accepted ones, under their blob locks (so a concurrent cleanup cannot
  * remove a blob before this commits), `publish` moves each blob into place,
  * and then one statement writes the rows, the jobs and the place of each blob
- * stored in a pack (`packed[index]`) unless the blob already has one. A batch names each path at most once. Returns each upload's
- * outcome and the packs that a blob's place now names.
+ * stored in a pack (`packed[index]`) unless the blob already has one. A batch
+ * names each path at most once. Returns each upload's outcome and the packs
+ * that a blob's place now names.
  */
 export async function recordUploads(
   tx: Tx,

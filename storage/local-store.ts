@@ -27,39 +27,36 @@ export class LocalObjectStore implements ObjectStore {
     await mkdir(this.root, { recursive: true });
   }
 
-  /** Makes a directory unless this process made or found it lately. */
-  private async madeDir(dir: string): Promise<void> {
-    if (this.made.has(dir)) return;
-    await mkdir(dir, { recursive: true });
-    // Bounded: with many accounts, forgetting costs one mkdir a directory, remembering all grows.
-    if (this.made.size >= MADE_KEPT) this.made.clear();
-    this.made.add(dir);
+  /**
+   * Runs `act`, which creates an entry in `dir`, once the directory is there: made unless this
+   * process made or found it lately, and made again if it went away since (removed by hand).
+   */
+  private async inDir(dir: string, act: () => Promise<void>): Promise<void> {
+    if (!this.made.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      // Bounded: with many accounts, forgetting costs one mkdir a directory, remembering all grows.
+      if (this.made.size >= MADE_KEPT) this.made.clear();
+      this.made.add(dir);
+    }
+    try {
+      await act();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await mkdir(dir, { recursive: true });
+      await act();
+    }
   }
 
   async putFile(key: string, file: string): Promise<void> {
     const target = join(this.root, key);
     const dir = dirname(target);
-    await this.madeDir(dir);
-    try {
-      await rename(file, target);
-    } catch (error) {
-      // The directory went away since this process made it (removed by hand): make it again.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      await mkdir(dir, { recursive: true });
-      await rename(file, target);
-    }
+    await this.inDir(dir, () => rename(file, target));
     await fsyncDir(dir);
   }
 
   async put(key: string, bytes: Buffer): Promise<void> {
     const temp = join(this.root, `${key}.${randomBytes(6).toString('hex')}.tmp`);
-    await this.madeDir(dirname(temp));
-    await writeSynced(temp, bytes).catch(async (error: NodeJS.ErrnoException) => {
-      // As in putFile: the directory went away since this process made it.
-      if (error.code !== 'ENOENT') throw error;
-      await mkdir(dirname(temp), { recursive: true });
-      await writeSynced(temp, bytes);
-    });
+    await this.inDir(dirname(temp), () => writeSynced(temp, bytes));
     await this.putFile(key, temp);
   }
 
