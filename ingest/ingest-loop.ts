@@ -2,8 +2,10 @@
  * The ingest loop: claim a batch of jobs, extract their text in the pool,
  * write the batch into the workspace shards (durably), then record the
  * outcomes. Extraction of the next batch overlaps the writes of the current
- * one; writes happen strictly in claim order, so a newer generation of a path
- * always lands in the shard after an older one.
+ * one, except during a bulk upload, when the next claim waits a little after
+ * the write to take more at once (GATHER_FROM); writes happen strictly in
+ * claim order, so a newer generation of a path always lands in the shard
+ * after an older one.
  */
 import type { Database } from '../db/database.js';
 import { type IngestFile, type Job, type Outcome, claimJobs, finishJobs, jobFiles, jobKey, lastJobError } from '../db/ingest-jobs.js';
@@ -16,8 +18,13 @@ import { type ShardDoc, type Shards, shardDoc } from './shards/writers.js';
 
 /** Settings of the loop; every field has a default. */
 export interface IngestOptions {
-  /** Jobs claimed at once (default 128). */
+  /** Jobs claimed at once (default 512). */
   batchSize?: number;
+  /**
+   * During a bulk upload (the last claim took at least GATHER_FROM jobs), how long the next claim
+   * waits once the last batch is written (default 100 ms), so that more of it comes in one batch.
+   */
+  gatherMs?: number;
   /** Seconds a claim lasts before another worker may take the job (default 120). */
   leaseSeconds?: number;
   /** Claims after which a job that keeps failing or killing its worker ends in `error` (default 5). */
@@ -26,7 +33,17 @@ export interface IngestOptions {
   pollMs?: number;
 }
 
-const DEFAULTS: Required<IngestOptions> = { batchSize: 128, leaseSeconds: 120, maxAttempts: 5, pollMs: 1000 };
+const DEFAULTS: Required<IngestOptions> = { batchSize: 512, gatherMs: 100, leaseSeconds: 120, maxAttempts: 5, pollMs: 1000 };
+
+/**
+ * A claim of at least this many jobs means a bulk upload is under way: the next claim then waits
+ * until this batch is written and gatherMs more have passed. A batch costs about the same whatever it holds (the
+ * database's round trips, a shard transaction and its level-0 segment, and so a share of the
+ * next merge, which comes every MAX_RECENT_SEGMENTS segments), so while uploads keep coming,
+ * fewer and larger batches make each file cheaper, at the price of up to gatherMs more before
+ * it is ready. A claim of fewer jobs (a single upload, a trickle) is followed by the next at once.
+ */
+const GATHER_FROM = 32;
 
 /** Extensions that name a file type in the metrics; any other file is `text` when read as text, else `other`. */
 const TYPED_EXTENSIONS = new Set(['pdf', 'docx', 'pptx', 'xlsx', 'odt', 'odp', 'ods', 'epub']);
@@ -67,6 +84,8 @@ export class IngestLoop {
   private wakeUp: (() => void) | null = null;
   private woken = false;
   private done: Promise<void> = Promise.resolve();
+  /** Whether the last claim took a bulk upload's jobs (GATHER_FROM). */
+  private bulk = false;
 
   constructor(
     private readonly db: Database,
@@ -132,10 +151,13 @@ export class IngestLoop {
         for (const chore of this.chores.splice(0)) await chore.task().then(chore.resolve, chore.reject);
         continue;
       }
+      await this.gather(writing);
+      if (!this.running) break;
       let jobs: Job[] = [];
       try {
         this.woken = false;
         jobs = await claimJobs(this.db, this.options.batchSize, this.options.leaseSeconds);
+        this.bulk = jobs.length >= GATHER_FROM;
       } catch (error) {
         this.onError('ingest: claiming jobs failed', error);
       }
@@ -163,6 +185,13 @@ export class IngestLoop {
       }
     }
     await writing;
+  }
+
+  /** After a bulk upload's claim, waits until its batch is written and gatherMs more have passed (GATHER_FROM). */
+  private async gather(writing: Promise<void>): Promise<void> {
+    if (!this.bulk) return;
+    await writing;
+    await new Promise((resolve) => setTimeout(resolve, this.options.gatherMs));
   }
 
   private async idle(): Promise<void> {
