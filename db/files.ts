@@ -101,7 +101,7 @@ export type UploadOutcome = { ok: true; replacedBlob: string | null } | { ok: fa
  * WAL flush for the whole batch). Uploads are decided in order against the
  * file-count and storage limits, a replaced file's old size counting back;
  * refused ones get FILE_QUOTA or STORAGE_QUOTA (403) and are not written. For
- * the accepted ones, under their blob locks (so a concurrent cleanup cannot
+ * the accepted ones, under the batch's blob locks (so a concurrent cleanup cannot
  * remove a blob before this commits), `publish` moves each blob into place,
  * and then one statement writes the rows, the jobs and the place of each blob
  * stored in a pack (`packed[index]`) unless the blob already has one. A batch
@@ -116,17 +116,38 @@ export async function recordUploads(
   publish: (index: number) => Promise<void>,
   packed: ReadonlyArray<PackedAt | null> = [],
 ): Promise<{ outcomes: UploadOutcome[]; packs: Set<string> }> {
-  const usage = (await lockUsage(tx, accountId))!;
-  // The rows that get replaced are locked here, in key order (see lockUsage).
-  const existing = await tx.query<{ workspace_id: string; path: string; size_bytes: string; blob_sha256: string }>(
-    `SELECT f.workspace_id, f.path, f.size_bytes, f.blob_sha256
-       FROM files f JOIN unnest($1::uuid[], $2::text[]) AS u(ws, path) ON f.workspace_id = u.ws AND f.path = u.path
-      ORDER BY f.workspace_id, f.path FOR UPDATE OF f`,
-    [uploads.map((u) => u.workspaceId), uploads.map((u) => u.path)],
+  // One round trip takes every lock of the batch, in the order of lockUsage: the account's usage
+  // row (made if need be), the rows that get replaced (in key order), then the blob locks of all
+  // the batch's blobs (a refused upload's too: held a moment longer, they change nothing). Each
+  // step waits for the one before it: `existing` reads `usage`, `blobs` reads `existing`.
+  const { rows: locked } = await tx.query<{ files: string; bytes: string; existing: ExistingRow[] | null }>(
+    `WITH usage AS (
+       INSERT INTO account_usage AS a (account_id) VALUES ($1)
+       ON CONFLICT (account_id) DO UPDATE SET files = a.files RETURNING files, bytes),
+     existing AS (
+       SELECT f.workspace_id, f.path, f.size_bytes, f.blob_sha256
+         FROM files f JOIN unnest($2::uuid[], $3::text[]) AS u(ws, path) ON f.workspace_id = u.ws AND f.path = u.path
+        WHERE EXISTS (SELECT FROM usage)
+        ORDER BY f.workspace_id, f.path FOR UPDATE OF f),
+     blobs AS (
+       SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($4::text[]) AS k
+        WHERE (SELECT count(*) FROM existing) >= 0 ORDER BY k)
+     SELECT files, bytes, (SELECT count(*) FROM blobs) AS blobs,
+            (SELECT json_agg(existing) FROM existing) AS existing
+       FROM usage`,
+    [
+      accountId,
+      uploads.map((u) => u.workspaceId),
+      uploads.map((u) => u.path),
+      blobKeys(
+        accountId,
+        uploads.map((u) => u.blobSha256),
+      ),
+    ],
   );
-  const old = new Map(existing.rows.map((r) => [`${r.workspace_id}/${r.path}`, r]));
-  let files = Number(usage.files);
-  let bytes = Number(usage.bytes);
+  const old = new Map((locked[0].existing ?? []).map((r) => [`${r.workspace_id}/${r.path}`, r]));
+  let files = Number(locked[0].files);
+  let bytes = Number(locked[0].bytes);
   const outcomes: UploadOutcome[] = [];
   const accepted: number[] = [];
   uploads.forEach((up, i) => {
@@ -144,11 +165,6 @@ export async function recordUploads(
   });
   if (accepted.length === 0) return { outcomes, packs: new Set() };
   const rows = accepted.map((i) => uploads[i]);
-  await lockBlobs(
-    tx,
-    accountId,
-    rows.map((up) => up.blobSha256),
-  );
   await pMap(
     accepted.filter((i) => (packed[i] ?? null) === null),
     (i) => publish(i),
@@ -285,7 +301,18 @@ export async function packedBlobs(tx: Tx, accountId: string, pack: string): Prom
 
 /** Serializes publishing and removing each of an account's blobs until the transaction ends: locks taken in one order everywhere (no deadlock between takers). */
 export async function lockBlobs(tx: Tx, accountId: string, shas: string[]): Promise<void> {
-  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k', [
-    [...new Set(shas.map((sha) => `${accountId}/${sha}`))],
-  ]);
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k', [blobKeys(accountId, shas)]);
+}
+
+/** The keys of an account's blob locks (lockBlobs), each once. */
+function blobKeys(accountId: string, shas: readonly string[]): string[] {
+  return [...new Set(shas.map((sha) => `${accountId}/${sha}`))];
+}
+
+/** A file row an upload replaces, as recordUploads locks it. */
+interface ExistingRow {
+  workspace_id: string;
+  path: string;
+  size_bytes: number;
+  blob_sha256: string;
 }

@@ -36,12 +36,14 @@ export interface IngestOptions {
 const DEFAULTS: Required<IngestOptions> = { batchSize: 512, gatherMs: 100, leaseSeconds: 120, maxAttempts: 5, pollMs: 1000 };
 
 /**
- * A claim of at least this many jobs means a bulk upload is under way: the next claim then waits
- * until this batch is written and gatherMs more have passed. A batch costs about the same whatever it holds (the
- * database's round trips, a shard transaction and its level-0 segment, and so a share of the
- * next merge, which comes every MAX_RECENT_SEGMENTS segments), so while uploads keep coming,
- * fewer and larger batches make each file cheaper, at the price of up to gatherMs more before
- * it is ready. A claim of fewer jobs (a single upload, a trickle) is followed by the next at once.
+ * A claim of at least this many jobs, but not a full one, means a bulk upload is under way and
+ * the queue is drained: the next claim then waits until this batch is written and gatherMs more
+ * have passed (after a full claim, the next takes what is left at once). A batch costs about
+ * the same whatever it holds (the database's round trips, a shard transaction and its level-0
+ * segment, and so a share of the next merge, which comes every MAX_RECENT_SEGMENTS segments), so
+ * while uploads keep coming, fewer and larger batches make each file cheaper, at the price of up
+ * to gatherMs more before it is ready. A claim of fewer jobs (a single upload, a trickle) is
+ * followed by the next at once.
  */
 const GATHER_FROM = 32;
 
@@ -157,7 +159,7 @@ export class IngestLoop {
       try {
         this.woken = false;
         jobs = await claimJobs(this.db, this.options.batchSize, this.options.leaseSeconds);
-        this.bulk = jobs.length >= GATHER_FROM;
+        this.bulk = jobs.length >= GATHER_FROM && jobs.length < this.options.batchSize;
       } catch (error) {
         this.onError('ingest: claiming jobs failed', error);
       }

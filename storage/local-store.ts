@@ -1,10 +1,10 @@
 /**
  * The object store on a local directory: `npm start`'s default. An object is the file
- * `<root>/<key>`, written by renaming a file into place and fsyncing its directory, so a key
- * that a committed row names is on disk for good. Storing a key again renames the same bytes
- * over it (keys are content-addressed), which also marks it recently used for a sweep's grace.
+ * `<root>/<key>`, written by renaming a file into place (`put`, whose key is new: written in
+ * place) and fsyncing its directory, so a key that a committed row names is on disk for good.
+ * Storing a key again renames the same bytes over it (keys are content-addressed), which also
+ * marks it recently used for a sweep's grace.
  */
-import { randomBytes } from 'node:crypto';
 import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -55,9 +55,24 @@ export class LocalObjectStore implements ObjectStore {
   }
 
   async put(key: string, bytes: Buffer): Promise<void> {
-    const temp = join(this.root, `${key}.${randomBytes(6).toString('hex')}.tmp`);
-    await this.inDir(dirname(temp), () => writeSynced(temp, bytes));
-    await this.putFile(key, temp);
+    // A new key, which nothing names before this resolves: written in place (no temp file, no
+    // rename), its bytes and its directory's entry synced together. A crash on the way leaves at
+    // most a part under a key nothing names, which a sweep removes like any unnamed pack.
+    const target = join(this.root, key);
+    const dir = dirname(target);
+    let file: FileHandle | undefined;
+    await this.inDir(dir, async () => {
+      file = await open(target, 'wx', 0o600);
+    });
+    try {
+      await file!.writeFile(bytes);
+      await Promise.all([file!.sync(), fsyncDir(dir)]);
+    } catch (error) {
+      await rm(target, { force: true });
+      throw error;
+    } finally {
+      await file!.close();
+    }
   }
 
   async read(key: string): Promise<Buffer | null> {
