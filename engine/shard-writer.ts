@@ -583,14 +583,18 @@ export class ShardWriter {
   /** Inside a write transaction: appends each trigram's new ids to its level-1 blocks. */
   private appendPostings(db: GramIndex['postings'], batch: BatchPostings): void {
     const { trigrams, ends, ids } = batch;
+    // Into an empty level 1 (a shard's first merge) every list is new and its keys come in order:
+    // no tail to look up, and each put goes at the end of the B-tree (MDB_APPEND).
+    let empty = true;
+    for (const _ of db.getKeys({ limit: 1 })) empty = false;
     let from = 0;
     for (let k = 0; k < trigrams.length; k++) {
       const trigram = trigrams[k];
       const to = ends[k];
       const tailKey = postingKey(trigram, TAIL_BLOCK_ID);
-      const raw = readFast(db, tailKey);
+      const raw = empty ? undefined : readFast(db, tailKey);
       if (raw === undefined) {
-        this.writeBlocks(db, trigram, ids, from, to, tailKey);
+        this.writeBlocks(db, trigram, ids, from, to, tailKey, empty);
       } else {
         // `raw` views the thread's read buffer, which the next read reuses: it is used up here.
         const size = raw.byteLength + appendedBytes(raw, ids, from, to);
@@ -610,9 +614,14 @@ export class ShardWriter {
 
   /**
    * Writes ids[from..to) (ascending, after every id already stored for the trigram) as sealed
-   * blocks plus a tail block of at most TAIL_BLOCK_BYTES; replaces any existing tail.
+   * blocks plus a tail block of at most TAIL_BLOCK_BYTES; replaces any existing tail. With
+   * `append`, every key written is after every key in `db` (which then holds no tail of the trigram).
    */
-  private writeBlocks(db: GramIndex['postings'], trigram: number, ids: Uint32Array, from: number, to: number, tailKey: Buffer): void {
+  private writeBlocks(db: GramIndex['postings'], trigram: number, ids: Uint32Array, from: number, to: number, tailKey: Buffer, append = false): void {
+    const put = (key: Buffer, value: Buffer): void => {
+      if (append) db.putSync(key, value, { append: true });
+      else db.put(key, value);
+    };
     let gaps = 0; // encoded size of the gaps after ids[from]
     for (let i = from + 1; i < to; i++) gaps += varintSize(ids[i] - ids[i - 1]);
     let pos = from;
@@ -630,11 +639,11 @@ export class ShardWriter {
         end++;
       }
       if (end < to) gaps -= varintSize(ids[end] - ids[end - 1]); // becomes the next block's first id
-      db.put(postingKey(trigram, ids[pos]), this.encoded(ids, pos, end, size));
+      put(postingKey(trigram, ids[pos]), this.encoded(ids, pos, end, size));
       pos = end;
     }
-    if (pos < to) db.put(tailKey, this.encoded(ids, pos, to, BLOCK_HEADER_BYTES + varintSize(ids[pos]) + gaps));
-    else db.remove(tailKey);
+    if (pos < to) put(tailKey, this.encoded(ids, pos, to, BLOCK_HEADER_BYTES + varintSize(ids[pos]) + gaps));
+    else if (!append) db.remove(tailKey);
   }
 
   /** The block of ids[from..to) (`bytes` long) in valueScratch, for a put inside a write transaction. */
