@@ -17,6 +17,7 @@ import {
   GetObjectCommand,
   type GetObjectCommandOutput,
   HeadBucketCommand,
+  HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
@@ -100,6 +101,9 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async readRange(key: string, offset: number, length: number): Promise<Buffer | null> {
+    // No byte range is empty (S3 answers `bytes=5-4` with the whole object): an empty part (an
+    // empty file's, in a pack) only needs its object to be there.
+    if (length === 0) return (await this.exists(key)) ? Buffer.alloc(0) : null;
     const body = await this.body(key, `bytes=${offset}-${offset + length - 1}`);
     if (body === null) return null;
     const bytes = Buffer.from(await body.transformToByteArray());
@@ -119,6 +123,17 @@ export class S3ObjectStore implements ObjectStore {
       throw error;
     }
     return { path, temporary: true, release: () => rm(path, { force: true }) };
+  }
+
+  /** Whether there is an object under `key`. */
+  private async exists(key: string): Promise<boolean> {
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
+      return true;
+    } catch (error) {
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return false;
+      throw error;
+    }
   }
 
   /** The body of the object under `key` (of its `range` when given), or null when there is none. */
