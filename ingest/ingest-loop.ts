@@ -38,12 +38,13 @@ const DEFAULTS: Required<IngestOptions> = { batchSize: 512, gatherMs: 100, lease
 /**
  * A claim of at least this many jobs, but not a full one, means a bulk upload is under way and
  * the queue is drained: the next claim then waits until this batch is written and gatherMs more
- * have passed (after a full claim, the next takes what is left at once). A batch costs about
- * the same whatever it holds (the database's round trips, a shard transaction and its level-0
- * segment, and so a share of the next merge, which comes every MAX_RECENT_SEGMENTS segments), so
- * while uploads keep coming, fewer and larger batches make each file cheaper, at the price of up
- * to gatherMs more before it is ready. A claim of fewer jobs (a single upload, a trickle) is
- * followed by the next at once.
+ * have passed. A batch costs about the same whatever it holds (the database's round trips, a
+ * shard transaction and its level-0 segment, and so a share of the next merge, which comes every
+ * MAX_RECENT_SEGMENTS segments), so while uploads keep coming, fewer and larger batches make each
+ * file cheaper, at the price of up to gatherMs more before it is ready. The next claim comes at
+ * once after a full claim (more is queued), after fewer jobs (a single upload, a trickle), and
+ * after an extraction that took gatherMs or more (originals read from S3, PDFs): uploads gather
+ * meanwhile anyway, and extracting the next batch while this one is written is worth more.
  */
 const GATHER_FROM = 32;
 
@@ -156,10 +157,10 @@ export class IngestLoop {
       await this.gather(writing);
       if (!this.running) break;
       let jobs: Job[] = [];
+      this.bulk = false;
       try {
         this.woken = false;
         jobs = await claimJobs(this.db, this.options.batchSize, this.options.leaseSeconds);
-        this.bulk = jobs.length >= GATHER_FROM && jobs.length < this.options.batchSize;
       } catch (error) {
         this.onError('ingest: claiming jobs failed', error);
       }
@@ -177,7 +178,9 @@ export class IngestLoop {
         continue;
       }
       try {
+        const started = performance.now();
         const extracted = await this.extract(jobs);
+        this.bulk = jobs.length >= GATHER_FROM && jobs.length < this.options.batchSize && performance.now() - started < this.options.gatherMs;
         // Writes stay in claim order: wait for the previous batch before writing this one.
         await writing;
         writing = this.write(extracted).catch((error: unknown) => this.onError('ingest: writing a batch failed', error));
