@@ -21,8 +21,8 @@ export interface IngestOptions {
   /** Jobs claimed at once (default 512). */
   batchSize?: number;
   /**
-   * During a bulk upload (the last claim took at least GATHER_FROM jobs), how long the next claim
-   * waits once the last batch is written (default 100 ms), so that more of it comes in one batch.
+   * During a bulk upload (GATHER_FROM), how long the next claim waits once the last batch is
+   * written (default 100 ms), so that more of it comes in one batch.
    */
   gatherMs?: number;
   /** Seconds a claim lasts before another worker may take the job (default 120). */
@@ -87,7 +87,7 @@ export class IngestLoop {
   private wakeUp: (() => void) | null = null;
   private woken = false;
   private done: Promise<void> = Promise.resolve();
-  /** Whether the last claim took a bulk upload's jobs (GATHER_FROM). */
+  /** Whether the next claim gathers first (GATHER_FROM). */
   private bulk = false;
 
   constructor(
