@@ -122,15 +122,14 @@ export async function recordUploads(
   // step waits for the one before it: `existing` reads `usage`, `blobs` reads `existing`.
   const { rows: locked } = await tx.query<{ files: string; bytes: string; existing: ExistingRow[] | null }>(
     `WITH usage AS (
-       INSERT INTO account_usage AS a (account_id) VALUES ($1)
-       ON CONFLICT (account_id) DO UPDATE SET files = a.files RETURNING files, bytes),
+       ${MAKE_AND_LOCK_USAGE}),
      existing AS (
        SELECT f.workspace_id, f.path, f.size_bytes, f.blob_sha256
          FROM files f JOIN unnest($2::uuid[], $3::text[]) AS u(ws, path) ON f.workspace_id = u.ws AND f.path = u.path
         WHERE EXISTS (SELECT FROM usage)
         ORDER BY f.workspace_id, f.path FOR UPDATE OF f),
      blobs AS (
-       SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($4::text[]) AS k
+       SELECT ${BLOB_LOCK} FROM unnest($4::text[]) AS k
         WHERE (SELECT count(*) FROM existing) >= 0 ORDER BY k)
      SELECT files, bytes, (SELECT count(*) FROM blobs) AS blobs,
             (SELECT json_agg(existing) FROM existing) AS existing
@@ -222,6 +221,10 @@ export async function fileState(tx: Tx, workspaceId: string, path: string): Prom
   return rows[0] ?? null;
 }
 
+/** Makes account $1's usage row if need be, locks it and returns its counts (lockUsage). */
+const MAKE_AND_LOCK_USAGE = `INSERT INTO account_usage AS a (account_id) VALUES ($1)
+  ON CONFLICT (account_id) DO UPDATE SET files = a.files RETURNING files, bytes`;
+
 /**
  * Locks the account's usage row (creating it unless `create` is false) and returns it.
  *
@@ -236,10 +239,7 @@ export async function lockUsage(tx: Tx, accountId: string, create = true): Promi
   // Deletions pass create = false: an account without a usage row has no files to delete, and a
   // refused request must not write one. Else one statement makes the row if need be and locks it.
   const { rows } = await tx.query<{ files: string; bytes: string }>(
-    create
-      ? `INSERT INTO account_usage AS a (account_id) VALUES ($1)
-         ON CONFLICT (account_id) DO UPDATE SET files = a.files RETURNING files, bytes`
-      : 'SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE',
+    create ? MAKE_AND_LOCK_USAGE : 'SELECT files, bytes FROM account_usage WHERE account_id = $1 FOR UPDATE',
     [accountId],
   );
   return rows[0];
@@ -301,8 +301,11 @@ export async function packedBlobs(tx: Tx, accountId: string, pack: string): Prom
 
 /** Serializes publishing and removing each of an account's blobs until the transaction ends: locks taken in one order everywhere (no deadlock between takers). */
 export async function lockBlobs(tx: Tx, accountId: string, shas: string[]): Promise<void> {
-  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k', [blobKeys(accountId, shas)]);
+  await tx.query(`SELECT ${BLOB_LOCK} FROM unnest($1::text[]) AS k ORDER BY k`, [blobKeys(accountId, shas)]);
 }
+
+/** A blob's lock (lockBlobs), on its key `k` (blobKeys): in statements that take them in key order. */
+const BLOB_LOCK = 'pg_advisory_xact_lock(hashtextextended(k, 1))';
 
 /** The keys of an account's blob locks (lockBlobs), each once. */
 function blobKeys(accountId: string, shas: readonly string[]): string[] {

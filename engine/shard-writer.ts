@@ -618,10 +618,6 @@ export class ShardWriter {
    * `append`, every key written is after every key in `db` (which then holds no tail of the trigram).
    */
   private writeBlocks(db: GramIndex['postings'], trigram: number, ids: Uint32Array, from: number, to: number, tailKey: Buffer, append = false): void {
-    const put = (key: Buffer, value: Buffer): void => {
-      if (append) db.putSync(key, value, { append: true });
-      else db.put(key, value);
-    };
     let gaps = 0; // encoded size of the gaps after ids[from]
     for (let i = from + 1; i < to; i++) gaps += varintSize(ids[i] - ids[i - 1]);
     let pos = from;
@@ -639,10 +635,10 @@ export class ShardWriter {
         end++;
       }
       if (end < to) gaps -= varintSize(ids[end] - ids[end - 1]); // becomes the next block's first id
-      put(postingKey(trigram, ids[pos]), this.encoded(ids, pos, end, size));
+      putBlock(db, postingKey(trigram, ids[pos]), this.encoded(ids, pos, end, size), append);
       pos = end;
     }
-    if (pos < to) put(tailKey, this.encoded(ids, pos, to, BLOCK_HEADER_BYTES + varintSize(ids[pos]) + gaps));
+    if (pos < to) putBlock(db, tailKey, this.encoded(ids, pos, to, BLOCK_HEADER_BYTES + varintSize(ids[pos]) + gaps), append);
     else if (!append) db.remove(tailKey);
   }
 
@@ -710,6 +706,12 @@ export class ShardWriter {
       i = j;
     }
   }
+}
+
+/** Inside a write transaction: puts a block, with `append` at the B-tree's end (MDB_APPEND: its key after every key of `db`). */
+function putBlock(db: GramIndex['postings'], key: Buffer, value: Buffer, append: boolean): void {
+  if (append) db.putSync(key, value, { append: true });
+  else db.put(key, value);
 }
 
 const EMPTY = new Uint32Array(0);

@@ -31,7 +31,7 @@ export class LocalObjectStore implements ObjectStore {
    * Runs `act`, which creates an entry in `dir`, once the directory is there: made unless this
    * process made or found it lately, and made again if it went away since (removed by hand).
    */
-  private async inDir(dir: string, act: () => Promise<void>): Promise<void> {
+  private async inDir<T>(dir: string, act: () => Promise<T>): Promise<T> {
     if (!this.made.has(dir)) {
       await mkdir(dir, { recursive: true });
       // Bounded: with many accounts, forgetting costs one mkdir a directory, remembering all grows.
@@ -39,11 +39,11 @@ export class LocalObjectStore implements ObjectStore {
       this.made.add(dir);
     }
     try {
-      await act();
+      return await act();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       await mkdir(dir, { recursive: true });
-      await act();
+      return await act();
     }
   }
 
@@ -60,18 +60,15 @@ export class LocalObjectStore implements ObjectStore {
     // most a part under a key nothing names, which a sweep removes like any unnamed pack.
     const target = join(this.root, key);
     const dir = dirname(target);
-    let file: FileHandle | undefined;
-    await this.inDir(dir, async () => {
-      file = await open(target, 'wx', 0o600);
-    });
+    const file = await this.inDir(dir, () => open(target, 'wx', 0o600));
     try {
-      await file!.writeFile(bytes);
-      await Promise.all([file!.sync(), fsyncDir(dir)]);
+      await file.writeFile(bytes);
+      await Promise.all([file.sync(), fsyncDir(dir)]);
     } catch (error) {
       await rm(target, { force: true });
       throw error;
     } finally {
-      await file!.close();
+      await file.close();
     }
   }
 

@@ -127,24 +127,13 @@ export class S3ObjectStore implements ObjectStore {
 
   /** Whether there is an object under `key`. */
   private async exists(key: string): Promise<boolean> {
-    try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
-      return true;
-    } catch (error) {
-      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return false;
-      throw error;
-    }
+    return (await orAbsent(this.client.send(new HeadObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) })))) !== null;
   }
 
   /** The body of the object under `key` (of its `range` when given), or null when there is none. */
   private async body(key: string, range?: string): Promise<NonNullable<GetObjectCommandOutput['Body']> | null> {
-    try {
-      const reply = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key), Range: range }));
-      return reply.Body!;
-    } catch (error) {
-      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return null;
-      throw error;
-    }
+    const reply = await orAbsent(this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key), Range: range })));
+    return reply === null ? null : reply.Body!;
   }
 
   async delete(key: string): Promise<void> {
@@ -191,5 +180,15 @@ export class S3ObjectStore implements ObjectStore {
 
   private key(key: string): string {
     return this.settings.prefix + key;
+  }
+}
+
+/** The reply to a request about one object, or null when the store answered 404 (no such object). */
+async function orAbsent<T>(request: Promise<T>): Promise<T | null> {
+  try {
+    return await request;
+  } catch (error) {
+    if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return null;
+    throw error;
   }
 }
