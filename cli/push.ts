@@ -22,7 +22,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { type ApiClient, type Body, errorText, type Reply } from './client.js';
 import { forEachLimited } from './concurrency.js';
-import { contentTypeOf } from './content-type.js';
+import { contentTypeOf } from '../core/content-types.js';
 import { CliError, httpError } from './errors.js';
 import { anyWithStatus, listAll, type RemoteFile } from './files.js';
 import { hashBuffer, hashFile, type LocalFile, type Skipped, walkTree } from './local-tree.js';

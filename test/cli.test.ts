@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { retryAfterSeconds } from '../cli/client.js';
-import { contentTypeOf } from '../cli/content-type.js';
+import { contentTypeOf } from '../core/content-types.js';
 import { remotePath } from '../cli/local-tree.js';
 import { issueManagementKey, setAccountLimits } from '../db/accounts.js';
 import { makePdf } from './helpers/make-pdf.js';

@@ -28,7 +28,8 @@ const RULES: Record<string, readonly string[]> = {
   'ingest/extract/': ['core/'],
   'ingest/shards/': ['core/', 'db/', 'engine/', 'storage/', 'ingest/blob-store.ts'],
   'ingest/': ['core/', 'db/', 'storage/', 'engine/'],
-  'cli/': ['api/contract/read-params.ts'],
+  'cli/': ['core/', 'api/contract/read-params.ts'],
+  'console/': ['core/content-types.ts'],
 };
 
 /** One relative import of a file: the file it names, and whether only types are taken. */

@@ -2,6 +2,7 @@
  * The console's only way to the service: the public /v1 API, same origin, with the signed-in
  * credential as a bearer token. So the console can never do what the API would refuse.
  */
+import { contentTypeOf } from '../../core/content-types';
 import { currentCredential } from './session';
 
 /** A refusal from the service: its status and its message. */
@@ -48,7 +49,11 @@ export async function json<T>(method: string, path: string, body?: unknown): Pro
 }
 
 /** A read tool's plain-text answer. */
-export async function tool(workspace: string, name: 'ls' | 'find' | 'cat' | 'grep', params: Record<string, string | number | boolean | undefined>): Promise<string> {
+export async function tool(
+  workspace: string,
+  name: 'ls' | 'find' | 'cat' | 'grep',
+  params: Record<string, string | number | boolean | undefined>,
+): Promise<string> {
   const query = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '' && v !== false) query.set(k, String(v));
   const response = await fetch(`${workspacePath(workspace)}/${name}?${query}`, { headers: headers() });
@@ -75,7 +80,7 @@ export function upload(workspace: string, path: string, file: Blob, onProgress: 
     const xhr = new XMLHttpRequest();
     xhr.open('PUT', `${workspacePath(workspace)}/files/${encodeFilePath(path)}`);
     for (const [k, v] of Object.entries(headers())) xhr.setRequestHeader(k, v);
-    xhr.setRequestHeader('content-type', file.type || 'application/octet-stream');
+    xhr.setRequestHeader('content-type', contentTypeOf(path));
     xhr.upload.onprogress = (event) => onProgress(event.loaded);
     xhr.onerror = () => reject(new ApiError(0, 'the connection failed'));
     xhr.onload = () => {

@@ -132,6 +132,7 @@ function Uploader({ onFiles, transfers }: { onFiles: (items: { path: string; fil
   return (
     <section class="card" aria-labelledby="upload-title">
       <h2 id="upload-title">Upload</h2>
+      {/* biome-ignore lint/a11y/noStaticElementInteractions: dropping is a shortcut for the pointer; the two file inputs inside are the keyboard's way */}
       <div
         class={over ? 'drop over' : 'drop'}
         onDragOver={(e) => {
@@ -150,14 +151,7 @@ function Uploader({ onFiles, transfers }: { onFiles: (items: { path: string; fil
           <label for="upload-folder" class="button">
             Upload a folder
           </label>
-          <input
-            id="upload-folder"
-            class="file-input"
-            type="file"
-            multiple
-            {...{ webkitdirectory: '' }}
-            onChange={(e) => fromInput(e.currentTarget)}
-          />
+          <input id="upload-folder" class="file-input" type="file" multiple {...{ webkitdirectory: '' }} onChange={(e) => fromInput(e.currentTarget)} />
           <label for="upload-into">Into folder</label>
           <input id="upload-into" value={folder} onInput={(e) => setFolder(e.currentTarget.value)} spellcheck={false} />
         </div>

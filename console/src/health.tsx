@@ -142,7 +142,6 @@ function Chart({ title, times, series, empty }: { title: string; times: number[]
       plot.current?.destroy();
       plot.current = null;
     };
-    // biome-ignore lint/correctness/useExhaustiveDependencies: rebuilt when the series change; data updates go through setData below
   }, [shape, hasData]);
 
   useEffect(() => {

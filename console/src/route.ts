@@ -65,6 +65,5 @@ export function usePoll(tick: () => Promise<void> | void, ms: number, deps: unkn
       stopped = true;
       clearTimeout(timer);
     };
-    // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names what restarts the poll
   }, [...deps, on]);
 }

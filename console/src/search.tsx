@@ -28,7 +28,6 @@ export function SearchTab({ workspace, query }: { workspace: string; query: URLS
     }
   };
   // A search link (the hash holds its parameters) runs when opened.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: runs once per opened link
   useEffect(() => {
     if (query.get('pattern')) void run(query.get('pattern') ?? '', query.get('i') === '1', query.get('glob') ?? '');
   }, [workspace]);
@@ -41,7 +40,7 @@ export function SearchTab({ workspace, query }: { workspace: string; query: URLS
   const lines = output === null ? [] : output.split('\n').filter((l) => l !== '');
   return (
     <div>
-      <form class="row wrap" onSubmit={submit} role="search">
+      <form class="row wrap" onSubmit={submit}>
         <label for="grep-pattern">Pattern</label>
         <input id="grep-pattern" class="wide" value={pattern} onInput={(e) => setPattern(e.currentTarget.value)} spellcheck={false} required />
         <label class="check">
@@ -61,7 +60,6 @@ export function SearchTab({ workspace, query }: { workspace: string; query: URLS
           </p>
           <ol class="hits">
             {lines.map((l, i) => (
-              // biome-ignore lint/suspicious/noArrayIndexKey: the output's lines, in order, never reordered
               <li key={i}>
                 <Hit workspace={workspace} line={l} />
               </li>

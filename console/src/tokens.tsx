@@ -179,7 +179,8 @@ function ConnectAgent({ workspace, mint }: { workspace: string; mint: () => Prom
     <section class="card wide-card" aria-labelledby="connect-title">
       <h2 id="connect-title">Connect an agent</h2>
       <p class="muted">
-        Mints a token that sees every file (time to live as chosen above) and shows each client's configuration for this workspace's MCP endpoint, <code>{url}</code>.
+        Mints a token that sees every file (time to live as chosen above) and shows each client's configuration for this workspace's MCP endpoint,{' '}
+        <code>{url}</code>.
       </p>
       <button type="button" onClick={async () => setToken(await mint())}>
         Mint a token for an agent
@@ -201,9 +202,10 @@ function CopyBlock({ label, text }: { label: string; text: string }) {
   const [copied, setCopied] = useState('');
   return (
     <div class="copy-block">
-      <pre ref={ref} aria-label={label} tabIndex={0}>
-        {text}
-      </pre>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a long configuration scrolls, and a scrolling region must take focus to be scrolled by keyboard */}
+      <section aria-label={label} tabIndex={0}>
+        <pre ref={ref}>{text}</pre>
+      </section>
       <button type="button" class="small" onClick={async () => setCopied((await copy(text, ref.current)) ? 'Copied.' : 'Selected: press Ctrl+C.')}>
         Copy
       </button>

@@ -16,9 +16,9 @@ export function ErrorLine({ error }: { error: string }) {
 export function TableBox({ label, children }: { label: string; children: ComponentChildren }) {
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be focusable to be scrolled by keyboard
-    <div class="table-box" tabIndex={0} role="region" aria-label={label}>
+    <section class="table-box" tabIndex={0} aria-label={label}>
       {children}
-    </div>
+    </section>
   );
 }
 

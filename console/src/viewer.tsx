@@ -78,7 +78,8 @@ export function ViewerTab({ workspace, query }: { workspace: string; query: URLS
               {page.total !== null ? ` of ${page.total}` : ''}
             </span>
           </nav>
-          <div class="code" role="region" aria-label={`Text of ${path}`} tabIndex={0}>
+          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be focusable to be scrolled by keyboard */}
+          <section class="code" aria-label={`Text of ${path}`} tabIndex={0}>
             <table>
               <tbody>
                 {page.lines.map((l) => (
@@ -91,7 +92,7 @@ export function ViewerTab({ workspace, query }: { workspace: string; query: URLS
                 ))}
               </tbody>
             </table>
-          </div>
+          </section>
           {page.lines.length === 0 && <p class="muted">No lines here: the file is empty or shorter than line {offset}.</p>}
           {page.notes.map((n) => (
             <p class="muted" key={n}>

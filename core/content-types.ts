@@ -1,9 +1,9 @@
 /**
- * The Content-Type an upload carries, guessed from the file name's extension.
- * The service stores it and echoes it on reads; extraction itself looks at the
- * bytes, so a wrong guess costs nothing but a misleading label.
+ * The Content-Type an upload carries, guessed from the file name's extension, for the command
+ * line's push and the console's uploads (a browser's own guess calls `.ts` a video). The
+ * service stores it and echoes it on reads; extraction itself looks at the bytes, so a wrong
+ * guess costs nothing but a misleading label. No Node.js import: the console's bundle takes it.
  */
-import { extname } from 'node:path';
 
 const TEXT = 'text/plain; charset=utf-8';
 
@@ -36,5 +36,7 @@ const BY_EXTENSION: Record<string, string> = {
 
 /** The media type of a file by its extension; `application/octet-stream` when the extension is not in the table. */
 export function contentTypeOf(path: string): string {
-  return BY_EXTENSION[extname(path).toLowerCase()] ?? 'application/octet-stream';
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  const dot = name.lastIndexOf('.');
+  return (dot > 0 ? BY_EXTENSION[name.slice(dot).toLowerCase()] : undefined) ?? 'application/octet-stream';
 }
