@@ -151,7 +151,7 @@ function Uploader({ onFiles, transfers }: { onFiles: (items: { path: string; fil
           <label for="upload-folder" class="button">
             Upload a folder
           </label>
-          <input id="upload-folder" class="file-input" type="file" multiple {...{ webkitdirectory: '' }} onChange={(e) => fromInput(e.currentTarget)} />
+          <input id="upload-folder" class="file-input" type="file" multiple {...{ webkitdirectory: true }} onChange={(e) => fromInput(e.currentTarget)} />
           <label for="upload-into">Into folder</label>
           <input id="upload-into" value={folder} onInput={(e) => setFolder(e.currentTarget.value)} spellcheck={false} />
         </div>
