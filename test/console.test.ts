@@ -80,10 +80,20 @@ describe('the console', () => {
     await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/does not know this key/);
 
     await signIn(page, t.key);
-    await page.getByLabel('Workspace name').fill('handbook');
+    await page.getByLabel('Workspace name', { exact: true }).fill('handbook');
     await page.getByRole('button', { name: 'Create workspace' }).click();
     await page.getByRole('link', { name: 'handbook' }).waitFor();
     await checkPage(page, '02-workspaces');
+    // Deleting asks for the name typed out.
+    await page.getByLabel('Workspace name', { exact: true }).fill('scratch');
+    await page.getByRole('button', { name: 'Create workspace' }).click();
+    await page.getByRole('button', { name: 'Delete workspace scratch' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Delete workspace scratch' });
+    expect(await confirm.getByRole('button', { name: 'Delete for good' }).isDisabled()).toBe(true);
+    await confirm.getByLabel('Workspace name to delete').fill('scratch');
+    await confirm.getByRole('button', { name: 'Delete for good' }).click();
+    await expect.poll(() => page.getByRole('link', { name: 'scratch' }).count()).toBe(0);
+    expect((await t.call('GET', '/v1/workspaces')).json.workspaces.map((w: { name: string }) => w.name)).toEqual(['handbook']);
 
     await page.getByRole('link', { name: 'handbook' }).click();
     // A mark on the window: if the page reloaded while ingest ran, it would be gone.
@@ -99,6 +109,19 @@ describe('the console', () => {
     expect(await errorRow.locator('th').textContent()).toBe('/handbook/blob.bin');
     expect(await errorRow.locator('td.detail').textContent()).toMatch(/binary/);
     await checkPage(page, '03-files');
+
+    // A file dropped on the page (as a drag from the desktop delivers it), then deleted after the confirmation.
+    await page.evaluate(`(() => {
+      const data = new DataTransfer();
+      data.items.add(new File(['dropped text\\n'], 'dropped.txt', { type: 'text/plain' }));
+      document.querySelector('.drop').dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+    })()`);
+    await expect.poll(() => table.locator('tr[data-status="ready"]').count(), { timeout: 30_000 }).toBe(4);
+    expect((await t.call('GET', '/v1/workspaces/handbook/cat?path=/dropped.txt')).text).toContain('dropped text');
+    await page.getByRole('button', { name: 'Delete /dropped.txt' }).click();
+    await page.getByRole('dialog', { name: 'Delete a file' }).getByRole('button', { name: 'Delete file' }).click();
+    await expect.poll(() => table.locator('tr[data-status="ready"]').count()).toBe(3);
+    expect((await t.call('GET', '/v1/workspaces/handbook/cat?path=/dropped.txt')).status).toBe(404);
 
     await page.getByRole('list', { name: 'Files as a tree' }).getByRole('link', { name: 'guide.pdf' }).click();
     await expect.poll(() => page.getByRole('region', { name: 'Text of /handbook/guide.pdf' }).textContent()).toMatch(/rotate the keys monthly/);

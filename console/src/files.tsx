@@ -7,7 +7,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { allFiles, ApiError, type FileEntry, json, tool, upload, workspacePath, encodeFilePath } from './api';
 import { bytes, time } from './format';
 import { usePoll, workspaceHref } from './route';
-import { ErrorLine, TableBox } from './ui';
+import { ErrorLine, Modal, TableBox } from './ui';
 
 /** Files loaded into the page at most (the table says when there are more). */
 const MAX_FILES = 5000;
@@ -120,9 +120,16 @@ function Uploader({ onFiles, transfers }: { onFiles: (items: { path: string; fil
   const drop = async (event: DragEvent): Promise<void> => {
     event.preventDefault();
     setOver(false);
-    const entries = [...(event.dataTransfer?.items ?? [])].map((item) => item.webkitGetAsEntry()).filter((e): e is FileSystemEntry => e !== null);
+    // The items are readable only during the event itself: take each entry (a folder to walk) or,
+    // from a browser that gives no entry, the file, before the first await.
+    const dropped = [...(event.dataTransfer?.items ?? [])]
+      .filter((item) => item.kind === 'file')
+      .map((item) => ({ entry: item.webkitGetAsEntry(), file: item.getAsFile() }));
     const found: { relative: string; file: File }[] = [];
-    for (const entry of entries) await walk(entry, found);
+    for (const { entry, file } of dropped) {
+      if (entry !== null) await walk(entry, found);
+      else if (file !== null) found.push({ relative: file.name, file });
+    }
     take(found);
   };
   const total = transfers.reduce((s, t) => s + t.size, 0);
@@ -256,8 +263,9 @@ function FileTable({ workspace, files, onChanged }: { workspace: string; files: 
   const [status, setStatus] = useState('');
   const [error, setError] = useState('');
   const shown = files.filter((f) => (status === '' || f.status === status) && f.path.toLowerCase().includes(filter.toLowerCase()));
+  const [deleting, setDeleting] = useState<string | null>(null);
   const remove = async (path: string): Promise<void> => {
-    if (!confirm(`Delete ${path}?`)) return;
+    setDeleting(null);
     try {
       await json('DELETE', `${workspacePath(workspace)}/files/${encodeFilePath(path)}`);
       onChanged();
@@ -316,7 +324,7 @@ function FileTable({ workspace, files, onChanged }: { workspace: string; files: 
                 <td class="detail">{f.errorDetail ?? ''}</td>
                 <td>{time(f.updatedAt)}</td>
                 <td>
-                  <button type="button" class="danger small" onClick={() => remove(f.path)} aria-label={`Delete ${f.path}`}>
+                  <button type="button" class="danger small" onClick={() => setDeleting(f.path)} aria-label={`Delete ${f.path}`}>
                     Delete
                   </button>
                 </td>
@@ -325,6 +333,21 @@ function FileTable({ workspace, files, onChanged }: { workspace: string; files: 
           </tbody>
         </table>
       </TableBox>
+      {deleting !== null && (
+        <Modal title="Delete a file" onClose={() => setDeleting(null)}>
+          <p>
+            Delete <code>{deleting}</code>? Agents no longer see it once the call returns.
+          </p>
+          <div class="row">
+            <button type="button" class="danger" onClick={() => void remove(deleting)}>
+              Delete file
+            </button>
+            <button type="button" onClick={() => setDeleting(null)}>
+              Cancel
+            </button>
+          </div>
+        </Modal>
+      )}
     </div>
   );
 }
