@@ -3,7 +3,10 @@
  * half written or of two builds at once, and a running service keeps the files it loads later.
  *
  * Each build is a folder of its own, `.build/<id>/`, and `dist` is a symbolic link to the
- * current one. tsc writes into a staging folder; if what it made equals the current build,
+ * current one. tsc writes into a staging folder, and Vite the operator console into its
+ * `console/` (every text file beside its brotli and gzip forms, made here once so the server
+ * never compresses; both are deterministic, so an unchanged console keeps the build's digest).
+ * If what they made equals the current build,
  * nothing changes; else the staging folder becomes a build and a new link is renamed over
  * `dist` (a rename is atomic). Node runs a module from its real path, so a service started on
  * an earlier build goes on loading that build's files (worker threads, child processes, lazy
@@ -12,10 +15,25 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { build as vite } from 'vite';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
@@ -24,6 +42,8 @@ const BUILDS = join(ROOT, '.build');
 const KEEP_BUILDS = 3;
 /** Files that must be executable: package.json's `bin`. */
 const EXECUTABLE = ['cli/main.js'];
+/** The console's files that are sent compressed (images other than SVG are compressed already). */
+const COMPRESSED = /\.(?:js|css|html|svg|json)$/;
 
 /** Whether process `pid` is alive. */
 function running(pid: number): boolean {
@@ -49,6 +69,26 @@ function digest(dir: string): string {
       .update(readFileSync(join(dir, file)))
       .update('\0');
   return hash.digest('hex');
+}
+
+/** Builds the operator console into `outDir`; the reason when it failed, else null. */
+async function buildConsole(outDir: string): Promise<string | null> {
+  try {
+    await vite({ configFile: join(ROOT, 'console/vite.config.ts'), build: { outDir } });
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+  for (const entry of readdirSync(outDir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !COMPRESSED.test(entry.name)) continue;
+    const file = join(entry.parentPath, entry.name);
+    const bytes = readFileSync(file);
+    writeFileSync(
+      `${file}.br`,
+      brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length } }),
+    );
+    writeFileSync(`${file}.gz`, gzipSync(bytes, { level: 9 }));
+  }
+  return null;
 }
 
 /** The build `dist` points at, or null. */
@@ -79,9 +119,13 @@ const staging = join(BUILDS, `staging-${process.pid}-${Date.now()}`);
 try {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   const compiled = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', staging], { cwd: ROOT, stdio: 'inherit' });
+  const consoleFailed = compiled.status === 0 ? await buildConsole(join(staging, 'console')) : null;
   if (compiled.status !== 0) {
     process.stderr.write(`build: tsc failed${compiled.signal === null ? '' : ` (${compiled.signal})`}; dist/ is unchanged\n`);
     process.exitCode = compiled.status ?? 1;
+  } else if (consoleFailed !== null) {
+    process.stderr.write(`build: the console's build (Vite, console/vite.config.ts) failed; dist/ is unchanged:\n${consoleFailed}\n`);
+    process.exitCode = 1;
   } else {
     cpSync(join(ROOT, 'db/migrations'), join(staging, 'db/migrations'), { recursive: true });
     for (const file of EXECUTABLE) chmodSync(join(staging, file), 0o755);

@@ -2,9 +2,10 @@
  * `npm run build`, which `npm start` runs first: while it replaces the compiled service, `dist/`
  * is never missing, half written or a mix of two builds (the command line, or a second start,
  * may run from the same checkout meanwhile), the command line stays executable, and the build a
- * running service was started from stays on disk.
+ * running service was started from stays on disk. A build of unchanged sources is the current
+ * build itself: every file it makes, the console's compressed ones included, is the same.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
@@ -12,7 +13,7 @@ import { ROOT } from '../service/script-args.js';
 
 const DIST = join(ROOT, 'dist');
 const BUILDS = join(ROOT, '.build');
-const WATCHED = ['cli/main.js', 'service/main.js', 'api/server.js', 'db/migrations/001-foundation.sql'];
+const WATCHED = ['cli/main.js', 'service/main.js', 'api/server.js', 'db/migrations/001-foundation.sql', 'console/index.html'];
 
 /** What each watched file holds, read through `dist`. */
 function contents(): Buffer[] {
@@ -25,7 +26,8 @@ test('dist/ is whole and of one build all through a rebuild, and the build befor
   // added to each watched file, put in place as the build does it.
   const stale = join(BUILDS, `${Date.now()}-planted-by-test`);
   cpSync(join(ROOT, readlinkSync(DIST)), stale, { recursive: true });
-  for (const file of WATCHED) appendFileSync(join(stale, file), file.endsWith('.sql') ? '\n-- planted\n' : '\n// planted\n');
+  for (const file of WATCHED)
+    appendFileSync(join(stale, file), file.endsWith('.sql') ? '\n-- planted\n' : file.endsWith('.html') ? '\n<!-- planted -->\n' : '\n// planted\n');
   const link = join(ROOT, `.dist-test-${process.pid}`);
   symlinkSync(join('.build', stale.slice(BUILDS.length + 1)), link);
   renameSync(link, DIST);
@@ -63,4 +65,12 @@ test('dist/ is whole and of one build all through a rebuild, and the build befor
   // The planted build stays for a service started on it, and no staging folder is left.
   expect(existsSync(stale)).toBe(true);
   expect(readdirSync(BUILDS).filter((name) => name.startsWith('staging-'))).toEqual([]);
+});
+
+test('a build of unchanged sources keeps the current build', { timeout: 180_000 }, () => {
+  expect(spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] }).status).toBe(0);
+  const current = readlinkSync(DIST);
+  expect(existsSync(join(DIST, 'console/index.html.br'))).toBe(true);
+  expect(spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] }).status).toBe(0);
+  expect(readlinkSync(DIST)).toBe(current);
 });
