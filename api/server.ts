@@ -1,11 +1,12 @@
 /**
- * The HTTP server: probes, the management plane, the read tools, and a JSON
- * 404 for everything else. Requests are counted (http/in-flight.ts) so that a stop
- * lets those in flight finish.
+ * The HTTP server: probes, the management plane, the read tools, the operator
+ * console, and a JSON 404 for everything else. Requests are counted
+ * (http/in-flight.ts) so that a stop lets those in flight finish.
  */
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
+import { registerConsoleRoutes } from './console-routes.js';
 import { send, sendJson, sendText, snapshot } from './http/context.js';
 import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
 import { InFlight } from './http/in-flight.js';
@@ -37,6 +38,8 @@ export interface RunningServer {
   port: number;
   /** Which HTTP implementation serves, and why the ones tried before it did not load (api/http/uws.ts). */
   http: string;
+  /** Whether the operator console is served at /console/ (false: it was not built). */
+  console: boolean;
   /**
    * Stops accepting connections, answers 503 to new requests on connections
    * already open, and resolves once the requests in flight have finished, or
@@ -82,6 +85,7 @@ export async function startServer(deps: ServerDeps, host: string, port: number, 
   registerFileRoutes(app, deps);
   registerReadRoutes(app, deps);
   registerMcpRoutes(app, deps);
+  const consoleServed = registerConsoleRoutes(app);
 
   app.any('/*', (res, req) => {
     const ctx = snapshot(res, req, 0);
@@ -99,6 +103,7 @@ export async function startServer(deps: ServerDeps, host: string, port: number, 
   return {
     port: uws.us_socket_local_port(socket),
     http: description,
+    console: consoleServed,
     close: (graceMs) => {
       uws.us_listen_socket_close(socket);
       return inFlight.drain(graceMs);

@@ -16,6 +16,7 @@ export const ERRORS = {
   STORAGE_QUOTA: { status: 403, template: 'account storage limit reached: the plan allows {limit} bytes' },
   ORIGIN_FORBIDDEN: { status: 403, template: 'origin {origin} may not call this endpoint: it is not in VFS_MCP_ALLOWED_ORIGINS' },
   NO_SUCH_ROUTE: { status: 404, template: 'no such route: {method} {url}' },
+  CONSOLE_NOT_BUILT: { status: 404, template: 'the console is not built: run npm run build (it builds console/ into dist/console/)' },
   NO_SUCH_WORKSPACE: { status: 404, template: 'no such workspace: {name}' },
   NO_SUCH_FILE: { status: 404, template: 'no such file: {path}' },
   FILE_NOT_READY: { status: 404, template: 'file {path} is not readable: its status is {status}' },

@@ -1,7 +1,7 @@
 /**
  * `npm start`: reads the configuration, starts the service, prints its base
- * URL (and, on a first start, the management key), and stops cleanly on
- * SIGINT or SIGTERM.
+ * URL and the console's (and, on a first start, the management key), and stops
+ * cleanly on SIGINT or SIGTERM.
  */
 import { loadConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
@@ -18,6 +18,7 @@ try {
     process.stdout.write(`\nCreated the default account. Its management key (shown only this once):\n\n  ${service.createdKey}\n\n`);
   }
   process.stdout.write(`agent-vfs listening on ${service.url}\n`);
+  if (service.consoleUrl !== null) process.stdout.write(`console on ${service.consoleUrl}\n`);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

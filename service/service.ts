@@ -61,6 +61,8 @@ export interface Service {
   createdKey: string | null;
   /** The metrics URL when VFS_METRICS_PORT is set, else null. */
   metricsUrl: string | null;
+  /** The operator console's URL, e.g. http://127.0.0.1:8080/console/; null when it was not built. */
+  consoleUrl: string | null;
   /** Stops accepting requests, finishes those in flight, closes the databases (and stops the embedded cluster). */
   stop(): Promise<void>;
 }
@@ -343,6 +345,7 @@ async function startParts(
   );
   log.info(`HTTP: ${server.http}`);
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  if (!server.console) log.info('the console is not built (npm run build builds it): /console/ answers 404');
   // The change log is kept VFS_CHANGES_KEEP_SECONDS (every node trims it; trimming twice is harmless).
   const trim = setInterval(
     () => void trimChanges(db, config.keepChangesSeconds).catch((error: unknown) => log.error('trimming the change log failed', error)),
@@ -399,6 +402,7 @@ async function startParts(
     url: `http://${shownHost}:${server.port}`,
     port: server.port,
     metricsUrl: metricsServer === null ? null : `http://${shownHost}:${metricsServer.port}/metrics`,
+    consoleUrl: server.console ? `http://${shownHost}:${server.port}/console/` : null,
     db,
     createdKey,
     stop: async () => {

@@ -197,6 +197,8 @@ const STATUS_TEXT: Record<number, string> = {
   201: 'Created',
   202: 'Accepted',
   204: 'No Content',
+  304: 'Not Modified',
+  308: 'Permanent Redirect',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
@@ -234,11 +236,13 @@ export function send(
     for (const [name, value] of Object.entries(headers)) ctx.res.writeHeader(name, value);
     // A HEAD answer describes the body it does not send (RFC 9110 9.3.2). This uWS build does
     // not close after endWithoutBody() even when told to, so a HEAD whose client asked to
-    // close ends as an empty response, which it does close.
+    // close ends as an empty response, which it does close. A 304 has no body either: its
+    // `Content-Length: 0` (native builds) is a header caches never take from a 304 (RFC 9111
+    // 3.2), and given no length @based/uws 6.0.1 wrote `Content-Length: 9223372036854775808`.
     const close = closeConnection || ctx.wantsClose;
-    if (status === 204 && !close) ctx.res.endWithoutBody(0, false);
+    if ((status === 204 || status === 304) && !close) ctx.res.endWithoutBody(0, false);
     else if (ctx.method === 'HEAD' && !close) ctx.res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.length, false);
-    else if (ctx.method === 'HEAD' || status === 204) ctx.res.end('', true);
+    else if (ctx.method === 'HEAD' || status === 204 || status === 304) ctx.res.end('', true);
     else ctx.res.end(body, closeConnection);
   });
 }
