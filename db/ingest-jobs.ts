@@ -93,7 +93,7 @@ export function jobKey(workspaceId: string, path: string): string {
 
 /**
  * Records outcomes of one account's jobs: files become ready or error (only if
- * still at the job's generation), finished jobs leave the queue, retries wait,
+ * still at the job's generation; `finished_at` says when), finished jobs leave the queue, retries wait,
  * and each workspace's version moves by the number of files that changed.
  *
  * Returns the `ready` jobs whose file was deleted while they ran: their
@@ -117,7 +117,7 @@ export async function finishJobs(tx: Tx, outcomes: Outcome[]): Promise<Job[]> {
     const { rows } = await tx.query<{ workspace_id: string; n: string; ready: string[] }>(
       `WITH o AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bool[]) AS o(ws, path, gen, status, detail, original)),
             changed AS (
-              UPDATE files f SET status = o.status, error_detail = o.detail, text_is_original = o.original FROM o
+              UPDATE files f SET status = o.status, error_detail = o.detail, text_is_original = o.original, finished_at = now() FROM o
                WHERE f.workspace_id = o.ws AND f.path = o.path AND f.generation = o.gen
               RETURNING f.workspace_id, f.path, f.status),
             dequeued AS (
