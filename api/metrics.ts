@@ -35,7 +35,8 @@ export interface MetricSources {
   threads(): ThreadStat[];
 }
 
-const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Upper bounds in seconds of the latency histograms' buckets (recent-reads.ts counts in the same ones). */
+export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** The service's metrics. */
 export class Metrics {

@@ -18,6 +18,7 @@ import type { Guard } from './gate/guard.js';
 import { type RequestContext, snapshot } from './http/context.js';
 import type { Lookups } from './gate/lookups.js';
 import type { Metrics } from './metrics.js';
+import type { RecentReads } from './recent-reads.js';
 import { workspaceParam } from './contract/params.js';
 import { queryReader } from './contract/query.js';
 import { READ_PARAMS, type Tool } from './contract/read-params.js';
@@ -41,6 +42,8 @@ export interface ReadRouteDeps {
   grepTimeoutMs: number;
   /** Where read latencies are observed; null when metrics are off. */
   metrics: Metrics | null;
+  /** The last five minutes of read-tool calls per account, for GET /v1/status; recorded whether or not metrics are on. */
+  recentReads: RecentReads;
   /** On a node of a cluster, what brings the node's copy of a workspace up to date before a read; else null. */
   freshness: Freshness | null;
 }
@@ -170,7 +173,7 @@ export function countGrep(deps: ReadRouteDeps, grep: GrepStats | undefined): voi
 /**
  * What records one call of `tool` by `caller` with parameters `query`: it appends the audit
  * event with the call's result count (null when it failed) and its latency since `started`,
- * and observes that latency in the metrics.
+ * and observes that latency in the metrics and the account's recent reads.
  */
 export function auditCall(
   deps: ReadRouteDeps,
@@ -181,6 +184,7 @@ export function auditCall(
 ): (resultCount: number | null) => Promise<void> {
   return (resultCount) => {
     const seconds = (performance.now() - started) / 1000;
+    deps.recentReads.record(caller.principal.accountId, tool, seconds);
     if (deps.metrics !== null) {
       const mode = tool === 'grep' ? (query.get('output_mode') ?? 'files_with_matches') : '';
       // Only the modes there are: a label per wrong value would grow the metrics without end.

@@ -1,11 +1,13 @@
 /**
  * The HTTP server: probes, the management plane, the read tools, the operator
- * console, and a JSON 404 for everything else. Requests are counted
- * (http/in-flight.ts) so that a stop lets those in flight finish.
+ * console and the two routes it needs beside the API, and a JSON 404 for
+ * everything else. Requests are counted (http/in-flight.ts) so that a stop lets
+ * those in flight finish.
  */
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import { VfsError } from '../core/errors.js';
 import type { Database } from '../db/database.js';
+import { type ConsoleApiDeps, registerConsoleApiRoutes } from './console-api.js';
 import { registerConsoleRoutes } from './console-routes.js';
 import { send, sendJson, sendText, snapshot } from './http/context.js';
 import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
@@ -25,7 +27,7 @@ import { type HttpChoice, loadUws } from './http/uws.js';
 const EXCLUSIVE_PORT = 1;
 
 /** What the server needs from the rest of the service. */
-export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps, McpRouteDeps {
+export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps, McpRouteDeps, ConsoleApiDeps {
   db: Database;
   /** Writes one line per request (method, route, status, milliseconds, request id); null: none. */
   requestLog: ((fields: Record<string, unknown>) => void) | null;
@@ -85,6 +87,7 @@ export async function startServer(deps: ServerDeps, host: string, port: number, 
   registerFileRoutes(app, deps);
   registerReadRoutes(app, deps);
   registerMcpRoutes(app, deps);
+  registerConsoleApiRoutes(app, deps);
   const consoleServed = registerConsoleRoutes(app);
 
   app.any('/*', (res, req) => {

@@ -4,7 +4,7 @@
  * copy it holds. No tenant data lives here: the application role reads and
  * writes it, and the operator command lists it.
  */
-import type { Database } from './database.js';
+import type { Database, Tx } from './database.js';
 
 /** A node's state as it reports it; a node not seen for the dead time is `dead` whatever its row says. */
 export type NodeState = 'active' | 'draining' | 'stopped';
@@ -76,6 +76,43 @@ export async function listNodes(db: Database, deadSeconds: number): Promise<Node
       behind: (r.behind ?? []).map((b) => ({ workspaceId: b.workspace_id, versions: Number(b.versions) })),
     }));
   });
+}
+
+/** A node as one account sees it: no address, and only the copies of its own workspaces. */
+export interface AccountNode {
+  id: string;
+  state: NodeState | 'dead';
+  /** Seen within the dead time. */
+  alive: boolean;
+  seenAt: Date;
+  /** Copies of the account's workspaces the node holds. */
+  copies: number;
+  /** Versions those copies are behind their workspaces', summed. */
+  versionsBehind: number;
+}
+
+/**
+ * Every node (dead once unseen for `deadSeconds`) with the copies it holds of the transaction's
+ * account's workspaces and how far behind they are, summed; run inside the account.
+ */
+export async function accountNodes(tx: Tx, deadSeconds: number): Promise<AccountNode[]> {
+  // SECURITY: the join with workspaces runs under row level security, so only the account's own
+  // workspaces are counted; a node's address and the copies of other accounts stay out.
+  const { rows } = await tx.query<{ id: string; state: NodeState; dead: boolean; seen_at: Date; copies: number; behind: number }>(
+    `SELECT n.id, n.state, n.seen_at < now() - make_interval(secs => $1) AS dead, n.seen_at, count(w.id)::int AS copies,
+            coalesce(sum(greatest(w.version - a.value::bigint, 0)), 0)::float8 AS behind
+       FROM nodes n LEFT JOIN LATERAL jsonb_each_text(n.applied) a ON true LEFT JOIN workspaces w ON w.id = a.key::uuid
+      GROUP BY n.id ORDER BY n.id`,
+    [deadSeconds],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    state: r.dead && r.state !== 'stopped' ? 'dead' : r.state,
+    alive: !r.dead,
+    seenAt: r.seen_at,
+    copies: r.copies,
+    versionsBehind: r.behind,
+  }));
 }
 
 /** The ids of the active nodes seen within `deadMs`. */

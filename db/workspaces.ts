@@ -41,6 +41,12 @@ export async function findWorkspace(tx: Tx, name: string): Promise<WorkspaceRow 
   return rows[0] ?? null;
 }
 
+/** The name of the account's workspace `id`, or null (gone, or another account's). */
+export async function workspaceName(tx: Tx, id: string): Promise<string | null> {
+  const { rows } = await tx.query<{ name: string }>('SELECT name FROM workspaces WHERE id = $1', [id]);
+  return rows[0]?.name ?? null;
+}
+
 /** The named workspace, or 404. */
 export async function requireWorkspace(tx: Tx, name: string): Promise<WorkspaceRow> {
   const ws = await findWorkspace(tx, name);

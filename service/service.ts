@@ -24,6 +24,7 @@ import { Freshness } from '../api/freshness.js';
 import { Guard } from '../api/gate/guard.js';
 import { Lookups } from '../api/gate/lookups.js';
 import { Metrics, type MetricsServer, startMetricsServer } from '../api/metrics.js';
+import { RecentReads } from '../api/recent-reads.js';
 import { startServer } from '../api/server.js';
 import { paced } from '../core/paced.js';
 import { threadStat, ThreadStatsListener } from '../core/thread-stats.js';
@@ -310,6 +311,8 @@ async function startParts(
       auth,
       guard,
       metrics,
+      recentReads: new RecentReads(),
+      nodeDeadMs: config.cluster?.deadMs ?? null,
       uploads,
       log: (message, error, fields) => log.error(message, error, fields),
       requestLog: log.debugging ? (fields) => log.debug('request', fields) : null,

@@ -60,12 +60,12 @@ describe('the document', () => {
     expect(doc.info.version).toBe('1.0.0');
   });
 
-  it('describes every SPEC.md endpoint, the MCP endpoint and itself, and nothing else', () => {
+  it("describes every SPEC.md endpoint, the MCP endpoint, the console's two and itself, and nothing else", () => {
     expect(
       operations()
         .map(([name]) => name)
         .sort(),
-    ).toEqual([...SPEC_ENDPOINTS, 'post /v1/workspaces/{ws}/mcp', 'get /v1/openapi.json'].sort());
+    ).toEqual([...SPEC_ENDPOINTS, 'post /v1/workspaces/{ws}/mcp', 'get /v1/openapi.json', 'get /v1/whoami', 'get /v1/status'].sort());
   });
 
   it('gives every operation the statuses SPEC.md lists for it, 401 and 429 on every authenticated one', () => {

@@ -23,8 +23,8 @@ interface Reply {
   headers?: string[];
 }
 
-/** Who may call a route. */
-type Access = 'management' | 'read' | 'mcp' | 'public';
+/** Who may call a route: `credential` is any management key or scoped token, answering JSON. */
+type Access = 'management' | 'credential' | 'read' | 'mcp' | 'public';
 
 /** One operation of the document. */
 interface Route {
@@ -52,6 +52,14 @@ const MANAGEMENT_ERRORS: Record<number, Reply> = {
   429: error('Too many failed authentication attempts from the address.', ['Retry-After']),
   500: error('Internal error.'),
   503: error('A database or blob storage is unavailable, or the service is stopping; retry.', ['Retry-After']),
+};
+
+/** The answers every route open to any credential may give beside its own. */
+const CREDENTIAL_ERRORS: Record<number, Reply> = {
+  401: error('Missing, malformed or unrecognized bearer credential.', ['WWW-Authenticate']),
+  429: error('Too many requests for the credential, or too many failed authentication attempts from the address.', ['Retry-After']),
+  500: error('Internal error.'),
+  503: error('A database is unavailable, or the service is stopping; retry.', ['Retry-After']),
 };
 
 /** The answers every read tool may give beside its own. */
@@ -201,6 +209,25 @@ const ROUTES: Route[] = [
       404: error('No such workspace.'),
     },
   },
+  {
+    method: 'get',
+    path: '/v1/whoami',
+    id: 'whoami',
+    summary: 'Who the credential is: a management key, or a scoped token with its workspace, claims and expiry.',
+    access: 'credential',
+    query: NO_QUERY,
+    replies: { 200: { description: 'The caller.', json: REPLIES.whoami }, 400: error('A query parameter was given.') },
+  },
+  {
+    method: 'get',
+    path: '/v1/status',
+    id: 'status',
+    summary:
+      "The account at a glance: its workspaces' files by ingest status, the ingest queue and what it finished lately, this process's recent read-tool calls, and the nodes of a cluster.",
+    access: 'management',
+    query: NO_QUERY,
+    replies: { 200: { description: 'The status.', json: REPLIES.status }, 400: error('A query parameter was given.') },
+  },
   ...(['ls', 'find', 'cat', 'grep'] as const).map(
     (tool): Route => ({
       method: 'get',
@@ -265,7 +292,11 @@ function build(): JsonSchema {
       schemas: { Error: schema(REPLIES.error) },
       securitySchemes: {
         managementKey: { type: 'http', scheme: 'bearer', description: 'A management key, svc_sk_...: the whole account.' },
-        scopedToken: { type: 'http', scheme: 'bearer', description: 'A scoped read-only token, svc_at_...: the read tools of one workspace.' },
+        scopedToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A scoped read-only token, svc_at_...: the read tools of one workspace, and GET /v1/whoami.',
+        },
       },
     },
   };
@@ -273,6 +304,7 @@ function build(): JsonSchema {
 
 const SECURITY: Record<Access, unknown[]> = {
   management: [{ managementKey: [] }],
+  credential: [{ managementKey: [] }, { scopedToken: [] }],
   read: [{ managementKey: [] }, { scopedToken: [] }],
   mcp: [{ managementKey: [] }, { scopedToken: [] }],
   public: [],
@@ -280,7 +312,7 @@ const SECURITY: Record<Access, unknown[]> = {
 
 function operation(route: Route): Record<string, unknown> {
   const parameters = [...pathParameters(route.path), ...queryParameters(route.query)];
-  const errors = route.access === 'management' ? MANAGEMENT_ERRORS : route.access === 'read' ? READ_ERRORS : {};
+  const errors: Record<number, Reply> = { management: MANAGEMENT_ERRORS, credential: CREDENTIAL_ERRORS, read: READ_ERRORS, mcp: {}, public: {} }[route.access];
   const replies = { ...errors, ...route.replies };
   const responses: Record<string, unknown> = {};
   for (const status of Object.keys(replies).sort()) responses[status] = response(replies[Number(status)]);

@@ -12,8 +12,11 @@ const MAX = Number.MAX_SAFE_INTEGER;
 /** Globs compile to regular expressions; past this they are refused rather than left to fail. */
 const MAX_GLOB_CHARS = 4096;
 
+/** The names of the four read tools. */
+export const TOOLS = ['ls', 'find', 'cat', 'grep'] as const;
+
 /** The four read tools. */
-export type Tool = 'ls' | 'find' | 'cat' | 'grep';
+export type Tool = (typeof TOOLS)[number];
 
 /** The output modes of grep. */
 export const GREP_OUTPUT_MODES = ['files_with_matches', 'content', 'count'] as const;

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { FILE_STATUSES } from '../../db/files.js';
 import { CLAIM, WORKSPACE_NAME } from './params.js';
+import { TOOLS } from './read-params.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 
@@ -94,6 +95,63 @@ export const REPLIES = {
       .describe('The credential; shown only in this response.'),
     claims: z.array(z.string()),
     expiresAt: z.string(),
+  }),
+  whoami: z.discriminatedUnion('kind', [
+    z.strictObject({ kind: z.literal('management_key') }),
+    z.strictObject({
+      kind: z.literal('token'),
+      id: z.uuid(),
+      workspace: z.string().describe('The workspace the token is pinned to.'),
+      claims: z.array(z.string()),
+      expiresAt: z.string(),
+    }),
+  ]),
+  status: z.strictObject({
+    workspaces: z
+      .array(
+        z.strictObject({
+          name: z.string(),
+          createdAt: z.string(),
+          files: z.number(),
+          bytes: z.number().describe('Bytes of the originals, as uploaded.'),
+          ready: z.number(),
+          pending: z.number(),
+          error: z.number(),
+        }),
+      )
+      .describe('Every workspace of the account, by name, with its files counted by ingest status.'),
+    ingest: z.strictObject({
+      pending: z.number().describe("The account's files waiting for ingest."),
+      oldestPendingSeconds: z.number().describe("Age of the account's oldest ingest job waiting or running; 0 when none."),
+      finished: z
+        .array(z.strictObject({ at: z.string(), ready: z.number(), error: z.number() }))
+        .describe('Files whose ingest ended, per slot of 5 seconds over the last 5 minutes, oldest first, empty slots included.'),
+    }),
+    reads: z.strictObject({
+      slotSeconds: z.number(),
+      slots: z
+        .array(
+          z.strictObject({
+            at: z.string().describe("The slot's start."),
+            tools: z
+              .partialRecord(z.enum(TOOLS), z.strictObject({ count: z.number(), p99Ms: z.number() }))
+              .describe('Per tool called in the slot: the calls, and the upper bound of the latency bucket holding their 99th percentile.'),
+          }),
+        )
+        .describe("This process's read-tool calls (HTTP and MCP) of the account, oldest slot first, empty slots included."),
+    }),
+    nodes: z
+      .array(
+        z.strictObject({
+          id: z.string(),
+          state: z.enum(['active', 'draining', 'stopped', 'dead']),
+          alive: z.boolean(),
+          seenAt: z.string(),
+          copies: z.number().describe("Copies of the account's workspaces the node holds."),
+          versionsBehind: z.number().describe('Versions those copies are behind, summed.'),
+        }),
+      )
+      .describe('The nodes of the cluster; empty unless VFS_CLUSTER=on.'),
   }),
   audit: z.strictObject({
     events: z.array(
