@@ -398,6 +398,23 @@ describe('three nodes on one database and one object store', () => {
     expect(text).toMatch(/^node-a\tactive\tseen [\d.]+ s ago\thttp:\/\/127\.0\.0\.1:\d+\tcopies=\d+\tcache=\d+ B\tlag: /m);
   });
 
+  it("GET /v1/status (the console's Health page) shows the account the nodes, their state and its copies, never an address", async () => {
+    const r = await cluster.api(b, 'GET', '/v1/status');
+    expect(r.status).toBe(200);
+    const { nodes } = (await r.json()) as {
+      nodes: Array<{ id: string; state: string; alive: boolean; seenAt: string; copies: number; versionsBehind: number }>;
+    };
+    expect(nodes.map((x) => [x.id, x.state])).toEqual([
+      ['node-a', 'active'],
+      ['node-b', 'active'],
+      ['node-c', 'active'],
+      ['node-d', 'active'],
+      ['node-e', 'stopped'],
+    ]);
+    expect(nodes.slice(0, 4).every((x) => x.alive && x.copies >= 1 && x.versionsBehind >= 0)).toBe(true);
+    expect(JSON.stringify(nodes)).not.toMatch(/127\.0\.0\.1|http/);
+  });
+
   it('a copy neither warm nor read lately is left behind by changes, and caught up by its next read', { timeout: 120_000 }, async () => {
     // Heartbeats every 0.2 s: a copy unread for 6 s is no longer followed.
     const f = await cluster.add({ VFS_NODE_HEARTBEAT_SECONDS: '0.2' });
