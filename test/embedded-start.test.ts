@@ -33,6 +33,10 @@ describe('npm start on the embedded default', () => {
     const first = await spawnService({ DATA_DIR: dataDir });
     const key = /svc_sk_[A-Za-z0-9_-]+/.exec(first.stdout)?.[0];
     expect(key).toBeDefined();
+    // The console's address, printed beside the service's, serves its page.
+    const consoleUrl = /^console on (http:\S+)$/m.exec(first.stdout)?.[1];
+    expect(consoleUrl).toBe(`${first.url}/console/`);
+    expect(await (await fetch(consoleUrl!)).text()).toContain('<div id="app">');
     const call = (method: string, path: string, body?: unknown, credential = key) =>
       fetch(first.url + path, {
         method,
