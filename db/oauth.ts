@@ -95,23 +95,19 @@ export interface NewGrant {
   expiresAt: Date | null;
 }
 
-/** Makes a grant and its authorization code, valid `codeSeconds`; returns the code in plain text. */
-export async function createGrant(tx: Tx, grant: NewGrant, codeChallenge: string, codeSeconds: number): Promise<{ grantId: string; code: string }> {
+/**
+ * Makes a grant and its authorization code, valid `codeSeconds`; returns the code in plain text,
+ * or null when the approver was revoked or expired meanwhile (checked in this transaction, its row
+ * locked until the commit: a revocation racing with this one sees the grant and revokes it).
+ */
+export async function createGrant(tx: Tx, grant: NewGrant, codeChallenge: string, codeSeconds: number): Promise<{ grantId: string; code: string } | null> {
+  const key = grant.approvedBy.kind === 'management_key' ? grant.approvedBy.id : null;
+  const token = grant.approvedBy.kind === 'token' ? grant.approvedBy.id : null;
+  if (!(await approverLive(tx, key, token))) return null;
   const { rows } = await tx.query<{ id: string }>(
     `INSERT INTO oauth_grants (account_id, workspace_id, client_id, claims, approved_by_key, approved_by_token, redirect_uri, scope, resource, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
-    [
-      grant.accountId,
-      grant.workspaceId,
-      grant.clientId,
-      grant.claims,
-      grant.approvedBy.kind === 'management_key' ? grant.approvedBy.id : null,
-      grant.approvedBy.kind === 'token' ? grant.approvedBy.id : null,
-      grant.redirectUri,
-      grant.scope,
-      grant.resource,
-      grant.expiresAt,
-    ],
+    [grant.accountId, grant.workspaceId, grant.clientId, grant.claims, key, token, grant.redirectUri, grant.scope, grant.resource, grant.expiresAt],
   );
   const grantId = rows[0].id;
   const code = randomBytes(32).toString('base64url');
@@ -170,8 +166,24 @@ export async function findAccessToken(db: Database, hash: Buffer): Promise<{ tok
   return row === undefined || !sameHash(row.secret_hash, hash) ? null : { tokenId: row.token_id, accountId: row.account_id, grantId: row.grant_id };
 }
 
-/** The account's grant `id` if it is neither revoked nor expired, else null. */
-export async function liveGrant(tx: Tx, id: string): Promise<LiveGrant | null> {
+/**
+ * The account's grant `id` if it is neither revoked nor expired and the credential that approved
+ * it still lives; null otherwise. SECURITY: a grant never outlives its approver, whatever a
+ * revocation missed (one racing with the grant's making): a grant whose approver is gone is
+ * revoked here, with its access tokens, and 'revoked' is answered (the caller commits and clears
+ * its credential cache). The approver's row stays locked until the caller's commit.
+ */
+export async function liveGrant(tx: Tx, id: string): Promise<LiveGrant | 'revoked' | null> {
+  const approver = await tx.query<{ approved_by_key: string | null; approved_by_token: string | null }>(
+    'SELECT approved_by_key, approved_by_token FROM oauth_grants WHERE id = $1 AND revoked_at IS NULL',
+    [id],
+  );
+  const by = approver.rows[0];
+  if (by === undefined) return null;
+  if (!(await approverLive(tx, by.approved_by_key, by.approved_by_token))) {
+    await revokeGrant(tx, id);
+    return 'revoked';
+  }
   const { rows } = await tx.query<{ id: string; workspace_id: string; client_id: string; claims: string[]; scope: string; resource: string }>(
     `SELECT id, workspace_id, client_id, claims, scope, resource FROM oauth_grants
       WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
@@ -181,6 +193,12 @@ export async function liveGrant(tx: Tx, id: string): Promise<LiveGrant | null> {
   return row === undefined
     ? null
     : { id: row.id, workspaceId: row.workspace_id, clientId: row.client_id, claims: row.claims, scope: row.scope, resource: row.resource };
+}
+
+/** Whether the management key or scoped token that approved a grant is unrevoked and unexpired; locks its row FOR SHARE. */
+async function approverLive(tx: Tx, keyId: string | null, tokenId: string | null): Promise<boolean> {
+  const { rows } = await tx.query<{ live: boolean }>('SELECT oauth_approver_live($1, $2) AS live', [keyId, tokenId]);
+  return rows[0].live;
 }
 
 /** The client of the account's grant `id` (revoked or not), or null. */

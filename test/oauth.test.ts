@@ -19,6 +19,7 @@ import {
   UnauthorizedError,
 } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueManagementKey, revokeManagementKey } from '../db/accounts.js';
 import { put, type Reply, settled, startTestService, type TestService } from './helpers/service.js';
 
 let t: TestService;
@@ -409,6 +410,72 @@ async function codeFor(ws: string): Promise<{ code: string; clientId: string; ve
   const params = await followToCallback(post.headers.get('location')!);
   return { ...request, code: params.get('code')! };
 }
+
+describe('a grant never outlives its approver', () => {
+  /** Runs `sql` as the superuser: a state no route leaves behind, such as a revocation that missed a grant. */
+  async function asSuperuser(sql: string, values: unknown[]): Promise<Array<Record<string, unknown>>> {
+    const su = await t.superuser();
+    try {
+      return (await su.query(sql, values)).rows;
+    } finally {
+      await su.end();
+    }
+  }
+  const revokedAt = async (key: string): Promise<unknown[]> =>
+    (await asSuperuser('SELECT revoked_at FROM oauth_grants WHERE approved_by_key = $1', [key])).map((r) => r.revoked_at);
+
+  it("a key revoked behind the grant's back: its code is refused at redemption, its refresh token at refresh, and the grant is revoked", async () => {
+    for (const use of ['code', 'refresh'] as const) {
+      const second = await issueManagementKey(t.service.db, 'default');
+      const request = await authorizationRequest('docs');
+      const { post } = await approve(request.url, { key: second.key, decision: 'allow' });
+      expect(post.status).toBe(303);
+      const code = (await followToCallback(post.headers.get('location')!)).get('code')!;
+      const exchange = {
+        grant_type: 'authorization_code',
+        code,
+        client_id: request.clientId,
+        code_verifier: request.verifier,
+        redirect_uri: request.redirectUri,
+      };
+      let refreshToken = '';
+      if (use === 'refresh') {
+        const first = await tokenRequest(exchange);
+        expect(first.status).toBe(200);
+        refreshToken = first.json.refresh_token;
+      }
+      // The key goes as a revocation racing with the grant's making would leave it: the grant untouched.
+      await asSuperuser('UPDATE management_keys SET revoked_at = now() WHERE id = $1', [second.id]);
+      expect(await revokedAt(second.id)).toEqual([null]);
+      const r =
+        use === 'code'
+          ? await tokenRequest(exchange)
+          : await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: request.clientId });
+      expect([use, r.status, r.json.error]).toEqual([use, 400, 'invalid_grant']);
+      expect((await revokedAt(second.id))[0]).not.toBeNull();
+    }
+  });
+
+  it('approving while the key is being revoked leaves no live grant of it', async () => {
+    for (let i = 0; i < 8; i++) {
+      const key = await issueManagementKey(t.service.db, 'default');
+      const { url } = await authorizationRequest('docs');
+      const page = await fetch(url);
+      const html = await page.text();
+      const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0];
+      const posting = fetch(`${t.url}/oauth/authorize`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+        body: new URLSearchParams({ ...formOf(html), key: key.key, decision: 'allow' }).toString(),
+        redirect: 'manual',
+      });
+      await new Promise((resolve) => setTimeout(resolve, i));
+      const [post] = await Promise.all([posting, revokeManagementKey(t.service.db, key.id)]);
+      expect([303, 401]).toContain(post.status);
+      expect(await asSuperuser('SELECT id FROM oauth_grants WHERE approved_by_key = $1 AND revoked_at IS NULL', [key.id])).toEqual([]);
+    }
+  });
+});
 
 describe('hostile', () => {
   it('an unregistered redirect_uri, one character off or another site, is shown on a page and never redirected to', async () => {

@@ -124,7 +124,7 @@ export async function serveAuthorizeDecision(ctx: RequestContext, post: Authoriz
     }
     const principal = approver.principal;
     const approvedBy: Approver = { kind: principal.kind, id: principal.actorId };
-    const { code } = await deps.db.inAccount(principal.accountId, (tx) =>
+    const made = await deps.db.inAccount(principal.accountId, (tx) =>
       createGrant(
         tx,
         {
@@ -143,7 +143,12 @@ export async function serveAuthorizeDecision(ctx: RequestContext, post: Authoriz
         CODE_SECONDS,
       ),
     );
-    redirectTo(ctx, request.redirectUri, { code, state: request.state, iss: deps.publicUrl() }, 303);
+    // SECURITY: the key was revoked (or the token expired) since it was authenticated, maybe from the cache.
+    if (made === null) {
+      sendConsent(ctx, deps, request, new VfsError('OAUTH_WRONG_KEY', { name: request.workspace }).message, claimsText, 401);
+      return;
+    }
+    redirectTo(ctx, request.redirectUri, { code: made.code, state: request.state, iss: deps.publicUrl() }, 303);
   } catch (error) {
     sendErrorPage(ctx, error, deps);
   }

@@ -22,11 +22,13 @@ import {
   grantClient,
   type IssuedTokens,
   issueTokens,
+  type LiveGrant,
   liveGrant,
   type OAuthClient,
   revokeAccessToken,
   revokeGrant,
   takeCode,
+  type Taken,
   takeRefreshToken,
 } from '../../db/oauth.js';
 import { type RequestContext, readBody, send, sendJson } from '../http/context.js';
@@ -123,11 +125,7 @@ async function redeemCode(fields: Map<string, string>, client: OAuthClient, deps
   const resource = fields.get('resource');
   if (resource !== undefined && resource !== taken.resource)
     throw new VfsError('OAUTH_INVALID_TARGET', { reason: 'resource differs from the authorization request' });
-  return deps.db.inAccount(taken.accountId, async (tx) => {
-    const grant = await liveGrant(tx, taken.grantId);
-    if (grant === null) throw invalidGrant('the access was revoked');
-    return issueTokens(tx, taken.accountId, grant, deps.options.accessTtlSeconds, deps.options.refreshTtlSeconds);
-  });
+  return issueForGrant(deps, taken, () => null);
 }
 
 /** The refresh_token grant, with rotation. */
@@ -143,15 +141,31 @@ async function refresh(fields: Map<string, string>, client: OAuthClient, deps: O
     throw invalidGrant('the refresh token was already used; the access it gave is revoked');
   }
   if (taken.expired) throw invalidGrant('the refresh token expired');
-  return deps.db.inAccount(taken.accountId, async (tx) => {
-    const grant = await liveGrant(tx, taken.grantId);
-    if (grant === null) throw invalidGrant('the access was revoked');
+  return issueForGrant(deps, taken, (grant) => {
     // SECURITY: a refresh token is good only for the client it was issued to.
-    if (grant.clientId !== client.id) throw invalidGrant('the refresh token was issued to another client');
+    if (grant.clientId !== client.id) return invalidGrant('the refresh token was issued to another client');
     const resource = fields.get('resource');
-    if (resource !== undefined && resource !== grant.resource) throw new VfsError('OAUTH_INVALID_TARGET', { reason: 'resource differs from the grant' });
-    return issueTokens(tx, taken.accountId, grant, deps.options.accessTtlSeconds, deps.options.refreshTtlSeconds);
+    return resource !== undefined && resource !== grant.resource ? new VfsError('OAUTH_INVALID_TARGET', { reason: 'resource differs from the grant' }) : null;
   });
+}
+
+/**
+ * Issues tokens for the taken code's or refresh token's grant if it lives and `refuse` finds
+ * nothing wrong with it. A grant whose approver is gone is revoked on the way (liveGrant): that
+ * is committed before the refusal is thrown.
+ */
+async function issueForGrant(deps: OAuthDeps, taken: Taken, refuse: (grant: LiveGrant) => VfsError | null): Promise<IssuedTokens> {
+  let revokedNow = false;
+  const outcome = await deps.db.inAccount(taken.accountId, async (tx): Promise<IssuedTokens | VfsError> => {
+    const grant = await liveGrant(tx, taken.grantId);
+    revokedNow = grant === 'revoked';
+    if (grant === null || grant === 'revoked') return invalidGrant('the access was revoked');
+    return refuse(grant) ?? issueTokens(tx, taken.accountId, grant, deps.options.accessTtlSeconds, deps.options.refreshTtlSeconds);
+  });
+  // The other nodes drop their cached credentials at the commit (NOTIFY); this one now.
+  if (revokedNow) deps.auth.clear();
+  if (outcome instanceof VfsError) throw outcome;
+  return outcome;
 }
 
 /** Revokes a grant and its tokens, effective at once here and (by NOTIFY) on every node. */

@@ -122,6 +122,28 @@ END
 $$;
 REVOKE ALL ON FUNCTION oauth_take_refresh_token(bytea) FROM PUBLIC;
 
+-- Whether the credential that approved a grant (a management key or a scoped token of the
+-- transaction's account) is still unrevoked and unexpired. Its row is locked FOR SHARE until the
+-- caller's transaction ends, so a revocation of it waits for a grant being made or used, and then
+-- sees (and revokes) what that transaction wrote; one that committed first is seen here. Called
+-- when a grant is made, in the transaction that inserts it, and at every use of the grant.
+CREATE FUNCTION oauth_approver_live(key_id uuid, token_id uuid)
+  RETURNS boolean
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public
+  AS $$
+BEGIN
+  IF key_id IS NOT NULL THEN
+    PERFORM 1 FROM public.management_keys k
+      WHERE k.id = key_id AND k.account_id = public.current_account() AND k.revoked_at IS NULL FOR SHARE;
+  ELSE
+    PERFORM 1 FROM public.tokens t
+      WHERE t.id = token_id AND t.account_id = public.current_account() AND t.revoked_at IS NULL AND t.expires_at > now() FOR SHARE;
+  END IF;
+  RETURN FOUND;
+END
+$$;
+REVOKE ALL ON FUNCTION oauth_approver_live(uuid, uuid) FROM PUBLIC;
+
 -- The account and grant of an access token, for revocation at /oauth/revoke (RFC 7009): only the
 -- row whose hash the caller holds.
 CREATE FUNCTION oauth_access_token(hash bytea)
