@@ -171,7 +171,8 @@ export async function findAccessToken(db: Database, hash: Buffer): Promise<{ tok
  * it still lives; null otherwise. SECURITY: a grant never outlives its approver, whatever a
  * revocation missed (one racing with the grant's making): a grant whose approver is gone is
  * revoked here, with its access tokens, and 'revoked' is answered (the caller commits and clears
- * its credential cache). The approver's row stays locked until the caller's commit.
+ * its credential cache). The approver's row and then the grant's stay locked (FOR SHARE) until
+ * the caller's commit: a revocation of the grant waits, and then revokes the tokens issued here.
  */
 export async function liveGrant(tx: Tx, id: string): Promise<LiveGrant | 'revoked' | null> {
   const approver = await tx.query<{ approved_by_key: string | null; approved_by_token: string | null }>(
@@ -186,7 +187,7 @@ export async function liveGrant(tx: Tx, id: string): Promise<LiveGrant | 'revoke
   }
   const { rows } = await tx.query<{ id: string; workspace_id: string; client_id: string; claims: string[]; scope: string; resource: string }>(
     `SELECT id, workspace_id, client_id, claims, scope, resource FROM oauth_grants
-      WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
+      WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) FOR SHARE`,
     [id],
   );
   const row = rows[0];

@@ -477,6 +477,49 @@ describe('a grant never outlives its approver', () => {
   });
 });
 
+/** The grant of an access token, read as the superuser. */
+async function grantOf(accessToken: string): Promise<string> {
+  const su = await t.superuser();
+  try {
+    const { rows } = await su.query('SELECT grant_id FROM tokens WHERE secret_hash = $1', [createHash('sha256').update(accessToken).digest()]);
+    return rows[0].grant_id;
+  } finally {
+    await su.end();
+  }
+}
+
+describe('a token lives only while its grant does', () => {
+  it("a token whose grant is revoked is refused, whatever the token's own row says", async () => {
+    const { code, clientId, verifier, redirectUri } = await codeFor('docs');
+    const tokens = (await tokenRequest({ grant_type: 'authorization_code', code, client_id: clientId, code_verifier: verifier, redirect_uri: redirectUri }))
+      .json;
+    expect((await mcpPing('docs', tokens.access_token)).status).toBe(200);
+    const su = await t.superuser();
+    try {
+      // As a refresh that overlapped the revocation would leave it: the grant revoked, the token's row not.
+      await su.query('UPDATE oauth_grants SET revoked_at = now() WHERE id = $1', [await grantOf(tokens.access_token)]);
+    } finally {
+      await su.end();
+    }
+    expect((await mcpPing('docs', tokens.access_token)).status).toBe(401);
+  });
+
+  it('refreshing while the grant is revoked leaves no token that works', async () => {
+    for (let i = 0; i < 6; i++) {
+      const { code, clientId, verifier, redirectUri } = await codeFor('docs');
+      const first = (await tokenRequest({ grant_type: 'authorization_code', code, client_id: clientId, code_verifier: verifier, redirect_uri: redirectUri }))
+        .json;
+      const grantId = await grantOf(first.access_token);
+      const [refreshed] = await Promise.all([
+        tokenRequest({ grant_type: 'refresh_token', refresh_token: first.refresh_token, client_id: clientId }),
+        t.call('DELETE', `/v1/grants/${grantId}`),
+      ]);
+      if (refreshed.status === 200) expect((await mcpPing('docs', refreshed.json.access_token)).status).toBe(401);
+      expect((await mcpPing('docs', first.access_token)).status).toBe(401);
+    }
+  });
+});
+
 describe('hostile', () => {
   it('an unregistered redirect_uri, one character off or another site, is shown on a page and never redirected to', async () => {
     const registered = `${callbackBase}/callback`;

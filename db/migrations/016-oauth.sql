@@ -80,13 +80,17 @@ BEGIN
   END LOOP;
 END $$;
 
--- auth_token also returns the grant of an OAuth access token (null for a minted one).
+-- auth_token also returns the grant of an OAuth access token (null for a minted one). Such a
+-- token lives only while its grant does: a token of a revoked or expired grant is refused
+-- whatever its own row says (one issued by a refresh that overlapped the grant's revocation).
 DROP FUNCTION auth_token(bytea);
 CREATE FUNCTION auth_token(hash bytea)
   RETURNS TABLE (token_id uuid, account_id uuid, workspace_id uuid, secret_hash bytea, claims text[], expires_at timestamptz, grant_id uuid)
   LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
-  AS $$ SELECT id, account_id, workspace_id, secret_hash, claims, expires_at, grant_id FROM public.tokens
-        WHERE secret_hash = hash AND revoked_at IS NULL $$;
+  AS $$ SELECT t.id, t.account_id, t.workspace_id, t.secret_hash, t.claims, t.expires_at, t.grant_id FROM public.tokens t
+          LEFT JOIN public.oauth_grants g ON g.id = t.grant_id
+        WHERE t.secret_hash = hash AND t.revoked_at IS NULL
+          AND (t.grant_id IS NULL OR (g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now()))) $$;
 REVOKE ALL ON FUNCTION auth_token(bytea) FROM PUBLIC;
 
 -- Takes an authorization code: marks it used and returns it with whether it had been used before
