@@ -546,7 +546,7 @@ describe('hostile', () => {
     expect((await fetch(wrongHost, { redirect: 'manual' })).status).toBe(400);
   });
 
-  it('after the redirect URI checks out, errors go back to it: PKCE missing or plain, a wrong resource, a wrong scope', async () => {
+  it('errors after the redirect URI checks out are shown, never redirected: PKCE missing or plain, a wrong resource, a wrong scope', async () => {
     const cases: Array<[Record<string, string | null>, string]> = [
       [{ code_challenge: null, code_challenge_method: null }, 'invalid_request'],
       [{ code_challenge_method: 'plain' }, 'invalid_request'],
@@ -560,13 +560,20 @@ describe('hostile', () => {
     for (const [overrides, error] of cases) {
       const { url } = await authorizationRequest('docs', overrides);
       const r = await fetch(url, { redirect: 'manual' });
-      expect([JSON.stringify(overrides), r.status]).toEqual([JSON.stringify(overrides), 302]);
-      const location = new URL(r.headers.get('location')!);
-      expect(`${location.origin}${location.pathname}`).toBe(`${callbackBase}/callback`);
-      expect([JSON.stringify(overrides), location.searchParams.get('error')]).toEqual([JSON.stringify(overrides), error]);
-      expect(location.searchParams.get('state')).toBe('st-1');
-      expect(location.searchParams.get('iss')).toBe(t.url);
+      const html = await r.text();
+      expect([JSON.stringify(overrides), r.status]).toEqual([JSON.stringify(overrides), 400]);
+      expect(r.headers.get('location')).toBeNull();
+      expect(r.headers.get('content-type')).toMatch(/^text\/html/);
+      expect([JSON.stringify(overrides), html.includes(`<code>${error}</code>`)]).toEqual([JSON.stringify(overrides), true]);
+      // The client's redirect host is named as text, not linked.
+      expect(html).toContain(`<strong>${new URL(callbackBase).host}</strong>`);
+      expect(html).not.toContain('href=');
     }
+    // Nor with a client that registered another site's URI: the error stays here.
+    const evil = await authorizationRequest('docs', { code_challenge: null }, 'https://evil.example/');
+    const r = await fetch(evil.url, { redirect: 'manual' });
+    expect([r.status, r.headers.get('location')]).toEqual([400, null]);
+    expect(await r.text()).toContain('<strong>evil.example</strong>');
   });
 
   it('a post without the CSRF token or its cookie, or with an altered request, is refused (403) and issues nothing', async () => {

@@ -349,8 +349,7 @@ const ROUTES: Route[] = [
     query: AUTHORIZE_QUERY,
     replies: {
       200: page('The page, with its CSRF cookie.', ['Set-Cookie', 'Content-Security-Policy']),
-      302: { description: 'An error sent back to the redirect URI (error, error_description, state, iss).', headers: ['Location'] },
-      400: page('Unknown client or unregistered redirect URI: shown, never redirected.'),
+      400: page('Any error of the request (its RFC 6749 code on the page): shown, never redirected.'),
       404: OAUTH_OFF,
       500: page('Internal error.'),
       503: page('A database is unavailable; retry.', ['Retry-After']),

@@ -2,12 +2,13 @@
  * GET and POST /oauth/authorize: the authorization endpoint (OAuth 2.1 4.1), where a person
  * approves a client's access to one workspace by pasting an access key of it.
  *
- * A request is checked in two stages. Until its client_id names a registered client and its
- * redirect_uri one of that client's (redirect-uris.ts), an error is shown on a page and never
- * sent anywhere: a redirect to an unchecked URI would be an open redirector (RFC 9700 4.11).
- * After that, errors go back to the redirect URI with `error`, `error_description`, `state` and
- * `iss` (RFC 9207). PKCE with S256 is required (missing or `plain`: invalid_request), and so is a
- * `resource` naming one workspace's MCP endpoint (RFC 8707; otherwise invalid_target).
+ * Every error of a request is shown on this service's own page (with its RFC 6749 code and, once
+ * the redirect URI checks out, the host it names), never redirected: anyone may register any https
+ * redirect URI, so an error sent there without a person's action would make this an open
+ * redirector (RFC 9700 4.11). The browser goes back to the client only after the person acts on
+ * the form: `deny` (access_denied) or `allow`. PKCE with S256 is required (missing or `plain`:
+ * invalid_request), and so is a `resource` naming one workspace's MCP endpoint (RFC 8707;
+ * otherwise invalid_target).
  *
  * The page's form posts the request back with a CSRF token (csrf.ts), the key, optional
  * visibility claims and the decision. `allow` authenticates the key under the gate's
@@ -50,15 +51,15 @@ interface AuthorizationRequest {
   scope: string;
 }
 
-/** A request's check: passed, or failed with where its error may go (null: only onto a page). */
-type Checked = { ok: true; request: AuthorizationRequest } | { ok: false; error: VfsError; redirect: { uri: string; state: string | null } | null };
+/** A request's check: passed, or failed, with the host of its redirect URI once that checked out (named on the error page). */
+type Checked = { ok: true; request: AuthorizationRequest } | { ok: false; error: VfsError; redirectHost: string | null };
 
 /** Serves GET /oauth/authorize: the page, or the request's error. */
 export async function serveAuthorizePage(ctx: RequestContext, deps: OAuthDeps): Promise<void> {
   try {
     const checked = await checkRequest(uniqueFields(ctx.query), deps);
     if (!checked.ok) {
-      answerCheckError(ctx, checked, deps, 302);
+      sendCheckError(ctx, checked);
       return;
     }
     sendConsent(ctx, deps, checked.request, null, '', 200);
@@ -90,7 +91,7 @@ export async function serveAuthorizeDecision(ctx: RequestContext, post: Authoriz
     const checked = await checkRequest(fields, deps);
     // The form carried a request the page checked: one that fails now was altered, and is only shown.
     if (!checked.ok) {
-      answerCheckError(ctx, { ...checked, redirect: null }, deps, 303);
+      sendCheckError(ctx, checked);
       return;
     }
     const request = checked.request;
@@ -197,7 +198,7 @@ function parseClaims(text: string): string[] | string {
 
 /** Checks an authorization request (the module comment says in which order, and where errors go). */
 async function checkRequest(fields: Map<string, string>, deps: OAuthDeps): Promise<Checked> {
-  const page = (reason: string): Checked => ({ ok: false, error: new VfsError('OAUTH_INVALID_REQUEST', { reason }), redirect: null });
+  const page = (reason: string): Checked => ({ ok: false, error: new VfsError('OAUTH_INVALID_REQUEST', { reason }), redirectHost: null });
   const clientId = fields.get('client_id') ?? '';
   if (clientId === '') return page('the request names no client (client_id)');
   const client = clientId.length <= 100 ? await findClient(deps.db, clientId) : null;
@@ -205,9 +206,9 @@ async function checkRequest(fields: Map<string, string>, deps: OAuthDeps): Promi
   const requested = fields.get('redirect_uri') ?? '';
   if (requested === '') return page('the request has no redirect_uri');
   if (matchRedirectUri(client.redirectUris, requested) === null) return page('the redirect_uri is not one the client registered');
-  // From here on, errors go back to the client.
+  // From here on, the error page names where the client asked to be sent back (as text only).
   const state = fields.get('state') ?? null;
-  const back = (error: VfsError): Checked => ({ ok: false, error, redirect: { uri: requested, state } });
+  const back = (error: VfsError): Checked => ({ ok: false, error, redirectHost: new URL(requested).host });
   if (state !== null && state.length > MAX_STATE)
     return back(new VfsError('OAUTH_INVALID_REQUEST', { reason: `state is longer than ${MAX_STATE} characters` }));
   if (fields.get('response_type') !== 'code') return back(new VfsError('OAUTH_UNSUPPORTED_RESPONSE_TYPE'));
@@ -243,9 +244,9 @@ function redirectError(error: VfsError, state: string | null, deps: OAuthDeps): 
   return { error: error.oauth ?? 'server_error', error_description: error.message, state, iss: deps.publicUrl() };
 }
 
-function answerCheckError(ctx: RequestContext, checked: Extract<Checked, { ok: false }>, deps: OAuthDeps, status: 302 | 303): void {
-  if (checked.redirect === null) sendPage(ctx, checked.error, 'This request cannot be authorized');
-  else redirectTo(ctx, checked.redirect.uri, redirectError(checked.error, checked.redirect.state, deps), status);
+/** SECURITY: a request's error is only shown, never redirected (see the module comment). */
+function sendCheckError(ctx: RequestContext, checked: Extract<Checked, { ok: false }>): void {
+  sendPage(ctx, checked.error, 'This request cannot be authorized', checked.redirectHost);
 }
 
 /** Serves the consent page for `request`, with a fresh CSRF token and its cookie. */
@@ -273,9 +274,10 @@ function formTarget(url: URL): string {
   return isLoopback(url) ? `http://${url.hostname}:*` : url.origin;
 }
 
-/** An error page with the error's status (and headers, such as Retry-After). */
-function sendPage(ctx: RequestContext, error: VfsError, title: string): void {
-  send(ctx, error.status, HTML, errorPage(title, error.message), { ...error.headers, ...pageHeaders(null) });
+/** An error page with the error's status (and headers, such as Retry-After), its RFC 6749 code and the client's redirect host if known. */
+function sendPage(ctx: RequestContext, error: VfsError, title: string, redirectHost: string | null = null): void {
+  const html = errorPage(title, error.message, error.oauth ?? null, redirectHost);
+  send(ctx, error.status, HTML, html, { ...error.headers, ...pageHeaders(null) });
 }
 
 function sendErrorPage(ctx: RequestContext, error: unknown, deps: OAuthDeps): void {

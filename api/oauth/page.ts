@@ -71,8 +71,17 @@ export function consentPage(view: ConsentView): string {
 `;
 }
 
-/** The page of a request that cannot go back to its client (unknown client, unregistered redirect URI) or of a refused post. */
-export function errorPage(title: string, message: string): string {
+/**
+ * The page of a request that is refused (every error of an authorization request is shown here,
+ * none redirected) or of a refused post: the message, the RFC 6749 error code if any, and the host
+ * the client asked to be sent back to, as text.
+ */
+export function errorPage(title: string, message: string, code: string | null = null, redirectHost: string | null = null): string {
+  const codeLine = code === null ? '' : `\n    <p>Error: <code>${escapeHtml(code)}</code></p>`;
+  const hostLine =
+    redirectHost === null
+      ? ''
+      : `\n    <p>The application asked to be sent back to <strong>${escapeHtml(redirectHost)}</strong>. You were not sent there: go back to the application and start again.</p>`;
   return `<!doctype html>
 <html lang="en">
   <head>
@@ -83,7 +92,7 @@ export function errorPage(title: string, message: string): string {
   <body>
     <main>
     <h1>${escapeHtml(title)}</h1>
-    <p>${escapeHtml(message)}</p>
+    <p>${escapeHtml(message)}</p>${codeLine}${hostLine}
     </main>
   </body>
 </html>
