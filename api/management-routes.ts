@@ -127,7 +127,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
   route('del', '/v1/grants/:id', 'none', async (ctx, accountId) => {
     const id = decodeURIComponentSafe(ctx.params[0]);
     // SECURITY: a foreign grant is invisible under row level security, so it answers 404 like an unknown one.
-    const found = CREDENTIAL_ID.test(id) && (await db.inAccount(accountId, (tx) => revokeGrant(tx, id.toLowerCase())));
+    const found = CREDENTIAL_ID.test(id) && (await db.inAccount(accountId, (tx) => revokeGrant(tx, id.toLowerCase()))) !== null;
     if (!found) throw new VfsError('NO_SUCH_GRANT', { id: id.slice(0, 100) });
     deps.auth.clear(); // its access tokens may be cached here; other nodes clear theirs at the NOTIFY
     return { status: 204 };

@@ -230,23 +230,26 @@ export async function issueTokens(tx: Tx, accountId: string, grant: LiveGrant, a
 }
 
 /**
- * Revokes a grant of the account and every access token issued from it (idempotent); false when
- * the account has no such grant. Its refresh tokens die with it (a refresh needs a live grant).
- * The other service processes drop their cached credentials at the commit (NOTIFY); the caller
- * clears this one's.
+ * Revokes a grant of the account and every access token issued from it (idempotent): 'revoked'
+ * when it was live, 'already' when it had been revoked, null when the account has no such grant.
+ * Its refresh tokens die with it (a refresh needs a live grant). When something was revoked, the
+ * other service processes drop their cached credentials at the commit (NOTIFY); the caller clears
+ * this one's.
  */
-export async function revokeGrant(tx: Tx, id: string): Promise<boolean> {
-  const { rowCount } = await tx.query('UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [id]);
-  if (rowCount !== 1) return false;
+export async function revokeGrant(tx: Tx, id: string): Promise<'revoked' | 'already' | null> {
+  const { rowCount } = await tx.query('UPDATE oauth_grants SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id]);
+  if (rowCount !== 1) return (await grantClient(tx, id)) === null ? null : 'already';
   await tx.query('UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE grant_id = $1', [id]);
   await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'credentials')`);
-  return true;
+  return 'revoked';
 }
 
-/** Revokes an access token of the account issued through OAuth (RFC 7009 for an access token): that token only. */
-export async function revokeAccessToken(tx: Tx, tokenId: string): Promise<void> {
-  await tx.query('UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND grant_id IS NOT NULL', [tokenId]);
+/** Revokes an access token of the account issued through OAuth (RFC 7009 for an access token): that token only. True when it was live. */
+export async function revokeAccessToken(tx: Tx, tokenId: string): Promise<boolean> {
+  const { rowCount } = await tx.query('UPDATE tokens SET revoked_at = now() WHERE id = $1 AND grant_id IS NOT NULL AND revoked_at IS NULL', [tokenId]);
+  if (rowCount !== 1) return false;
   await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'credentials')`);
+  return true;
 }
 
 /**

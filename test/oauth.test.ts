@@ -728,6 +728,53 @@ describe('hostile', () => {
   });
 });
 
+describe('with the credential cache on (the default)', () => {
+  let cached: TestService;
+  beforeAll(async () => {
+    cached = await startTestService({});
+    expect((await cached.call('POST', '/v1/workspaces', { body: { name: 'docs' } })).status).toBe(201);
+  });
+  afterAll(async () => cached?.stop());
+
+  const form = (path: string, fields: Record<string, string>): Promise<Reply> =>
+    cached.call('POST', path, { key: null, body: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+
+  it('revoking an unknown token clears no credential cache', async () => {
+    const clientId = (
+      await cached.call('POST', '/oauth/register', {
+        key: null,
+        body: { redirect_uris: ['https://app.example.com/cb'] },
+        headers: { 'content-type': 'application/json' },
+      })
+    ).json.client_id;
+    const minted = (await cached.call('POST', '/v1/workspaces/docs/tokens', { body: {} })).json;
+    expect((await cached.call('GET', '/v1/whoami', { key: minted.token })).status).toBe(200);
+    // Revoked behind the service's back (no NOTIFY): only the cache still holds it.
+    const su = await cached.superuser();
+    try {
+      await su.query('UPDATE tokens SET revoked_at = now() WHERE id = $1', [minted.id]);
+    } finally {
+      await su.end();
+    }
+    expect((await cached.call('GET', '/v1/whoami', { key: minted.token })).status).toBe(200);
+    for (const token of [`svc_rt_${'A'.repeat(49)}`, 'svc_at_nonsense', 'anything']) {
+      expect((await form('/oauth/revoke', { token, client_id: clientId })).status).toBe(200);
+    }
+    // Had the cache been emptied, the revoked token would now be refused.
+    expect((await cached.call('GET', '/v1/whoami', { key: minted.token })).status).toBe(200);
+  });
+
+  it('the token and revocation endpoints are bounded per address (429 with Retry-After)', async () => {
+    let last: Reply | null = null;
+    for (let i = 0; i < 200; i++) {
+      last = await form(i % 2 === 0 ? '/oauth/token' : '/oauth/revoke', { token: 'x', grant_type: 'refresh_token', client_id: 'vfs_client_none' });
+      if (last.status === 429) break;
+    }
+    expect(last!.status).toBe(429);
+    expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+});
+
 describe('VFS_OAUTH=off', () => {
   let off: TestService;
   beforeAll(async () => {

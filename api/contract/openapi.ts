@@ -385,6 +385,7 @@ const ROUTES: Route[] = [
       ...OAUTH_ERRORS,
       200: { description: 'The tokens.', json: REPLIES.oauthTokens, headers: ['Cache-Control'] },
       401: oauthError('invalid_client: an unknown client_id.'),
+      429: oauthError('Too many token and revocation requests from the address.', ['Retry-After']),
     },
   },
   {
@@ -398,6 +399,7 @@ const ROUTES: Route[] = [
       ...OAUTH_ERRORS,
       200: { description: 'Revoked, or not a token of this client: the same answer.' },
       401: oauthError('invalid_client: an unknown client_id.'),
+      429: oauthError('Too many token and revocation requests from the address.', ['Retry-After']),
     },
   },
 ];

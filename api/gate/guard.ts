@@ -115,7 +115,17 @@ export class Guard {
    * one every 60/`perMinute` seconds. Registrations are anonymous, so this is what bounds them.
    */
   async admitRegistration(address: string, perMinute: number): Promise<void> {
-    const taken: Limit[] = [{ key: `r:${address}`, ratePerSecond: perMinute / 60, burst: perMinute }];
+    await this.admitAddress('r', address, perMinute);
+  }
+
+  /** Admits one request to the OAuth token or revocation endpoint from `address`, bounded as registrations are. */
+  async admitTokenEndpoint(address: string, perMinute: number): Promise<void> {
+    await this.admitAddress('o', address, perMinute);
+  }
+
+  /** An anonymous endpoint's bound per address: `perMinute` as a burst, then one every 60/`perMinute` seconds. */
+  private async admitAddress(bucket: string, address: string, perMinute: number): Promise<void> {
+    const taken: Limit[] = [{ key: `${bucket}:${address}`, ratePerSecond: perMinute / 60, burst: perMinute }];
     const decision = this.limiter.take(taken);
     if (!decision.ok) throw this.refused(decision.retryAfter, 'management', 'address');
     if (this.shared !== null) await this.admitShared(taken, 'management', 'address');

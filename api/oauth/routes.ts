@@ -54,11 +54,13 @@ export function registerOAuthRoutes(app: TemplatedApp, deps: OAuthDeps): void {
 
   app.post(PATHS.token, (res, req) => {
     const ctx = snapshot(res, req, 0);
-    void serveToken(ctx, tokenBody(ctx), deps);
+    const address = deps.guard.address(ctx);
+    void serveToken(ctx, address, tokenBody(ctx), deps);
   });
   app.post(PATHS.revoke, (res, req) => {
     const ctx = snapshot(res, req, 0);
-    void serveRevocation(ctx, tokenBody(ctx), deps);
+    const address = deps.guard.address(ctx);
+    void serveRevocation(ctx, address, tokenBody(ctx), deps);
   });
 
   const allows: Array<[string, string]> = [

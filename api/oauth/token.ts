@@ -45,9 +45,13 @@ export function tokenBody(ctx: RequestContext): Promise<Buffer> {
   return body;
 }
 
-/** Serves one token request. */
-export async function serveToken(ctx: RequestContext, body: Promise<Buffer>, deps: OAuthDeps): Promise<void> {
+/** Requests to /oauth/token and /oauth/revoke one address may make in a minute (together; all at once, then one every 60/N s). */
+export const TOKEN_REQUESTS_PER_MINUTE = 120;
+
+/** Serves one token request; `address` was read before the first await. */
+export async function serveToken(ctx: RequestContext, address: string, body: Promise<Buffer>, deps: OAuthDeps): Promise<void> {
   try {
+    await deps.guard.admitTokenEndpoint(address, TOKEN_REQUESTS_PER_MINUTE);
     const fields = formFields(ctx, await body);
     const grantType = required(fields, 'grant_type');
     const client = await requireClient(fields, deps);
@@ -66,30 +70,36 @@ export async function serveToken(ctx: RequestContext, body: Promise<Buffer>, dep
   }
 }
 
-/** Serves one revocation request (RFC 7009 2): 200 whether or not the token was known. */
-export async function serveRevocation(ctx: RequestContext, body: Promise<Buffer>, deps: OAuthDeps): Promise<void> {
+/**
+ * Serves one revocation request (RFC 7009 2): 200 whether or not the token was known. SECURITY:
+ * the credential caches are cleared (here, and by NOTIFY on every node) only when a row was
+ * revoked, so an anonymous caller cannot empty them by sending unknown tokens.
+ */
+export async function serveRevocation(ctx: RequestContext, address: string, body: Promise<Buffer>, deps: OAuthDeps): Promise<void> {
   try {
+    await deps.guard.admitTokenEndpoint(address, TOKEN_REQUESTS_PER_MINUTE);
     const fields = formFields(ctx, await body);
     const token = required(fields, 'token');
     const client = await requireClient(fields, deps);
+    let revoked = false;
     if (isRefreshToken(token)) {
       // The client is done with the grant: it goes, with every token issued from it.
       const taken = await takeRefreshToken(deps.db, credentialHash(token));
       if (taken !== null) {
         await deps.db.inAccount(taken.accountId, async (tx) => {
           // SECURITY: a client revokes only what was issued to it.
-          if ((await grantClient(tx, taken.grantId)) === client.id) await revokeGrant(tx, taken.grantId);
+          if ((await grantClient(tx, taken.grantId)) === client.id) revoked = (await revokeGrant(tx, taken.grantId)) === 'revoked';
         });
       }
     } else if (credentialKind(token) === 'token') {
       const access = await findAccessToken(deps.db, credentialHash(token));
       if (access !== null) {
         await deps.db.inAccount(access.accountId, async (tx) => {
-          if ((await grantClient(tx, access.grantId)) === client.id) await revokeAccessToken(tx, access.tokenId);
+          if ((await grantClient(tx, access.grantId)) === client.id) revoked = await revokeAccessToken(tx, access.tokenId);
         });
       }
     }
-    deps.auth.clear();
+    if (revoked) deps.auth.clear();
     send(ctx, 200, null, '', NO_STORE);
   } catch (error) {
     sendOAuthError(ctx, error, deps.log);
@@ -170,8 +180,7 @@ async function issueForGrant(deps: OAuthDeps, taken: Taken, refuse: (grant: Live
 
 /** Revokes a grant and its tokens, effective at once here and (by NOTIFY) on every node. */
 async function revokeAll(deps: OAuthDeps, accountId: string, grantId: string): Promise<void> {
-  await deps.db.inAccount(accountId, (tx) => revokeGrant(tx, grantId));
-  deps.auth.clear();
+  if ((await deps.db.inAccount(accountId, (tx) => revokeGrant(tx, grantId))) === 'revoked') deps.auth.clear();
 }
 
 function invalidGrant(reason: string): VfsError {
