@@ -119,8 +119,8 @@ export async function createGrant(tx: Tx, grant: NewGrant, codeChallenge: string
   return { grantId, code };
 }
 
-/** Takes the authorization code with this hash (marking it used), or null for an unknown one. */
-export async function takeCode(db: Database, hash: Buffer): Promise<TakenCode | null> {
+/** Takes the authorization code with this hash issued to `clientId` (marking it used), or null for an unknown one or another client's (left unused). */
+export async function takeCode(db: Database, hash: Buffer, clientId: string): Promise<TakenCode | null> {
   const { rows } = await db.appStatement<{
     account_id: string;
     grant_id: string;
@@ -130,7 +130,7 @@ export async function takeCode(db: Database, hash: Buffer): Promise<TakenCode | 
     resource: string;
     expired: boolean;
     reused: boolean;
-  }>('SELECT * FROM oauth_take_code($1)', [hash]);
+  }>('SELECT * FROM oauth_take_code($1, $2)', [hash, clientId]);
   const row = rows[0];
   if (row === undefined) return null;
   return {
@@ -145,11 +145,11 @@ export async function takeCode(db: Database, hash: Buffer): Promise<TakenCode | 
   };
 }
 
-/** Takes the refresh token with this hash (marking it used), or null for an unknown one. */
-export async function takeRefreshToken(db: Database, hash: Buffer): Promise<Taken | null> {
+/** Takes the refresh token with this hash of a grant of `clientId` (marking it used), or null for an unknown one or another client's (left unused). */
+export async function takeRefreshToken(db: Database, hash: Buffer, clientId: string): Promise<Taken | null> {
   const { rows } = await db.appStatement<{ account_id: string; grant_id: string; secret_hash: Buffer; expired: boolean; reused: boolean }>(
-    'SELECT * FROM oauth_take_refresh_token($1)',
-    [hash],
+    'SELECT * FROM oauth_take_refresh_token($1, $2)',
+    [hash, clientId],
   );
   const row = rows[0];
   if (row === undefined || !sameHash(row.secret_hash, hash)) return null;

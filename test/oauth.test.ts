@@ -660,6 +660,29 @@ describe('hostile', () => {
     expect([json.status, json.json.error]).toEqual([400, 'invalid_request']);
   });
 
+  it("another client's client_id uses up nothing: a code, a refresh token or a revocation sent with it leaves the real client's intact", async () => {
+    const other = (await register({ redirect_uris: [`${callbackBase}/callback`] })).json.client_id;
+    const c = await codeFor('docs');
+    const exchange = { grant_type: 'authorization_code', code: c.code, client_id: c.clientId, code_verifier: c.verifier, redirect_uri: c.redirectUri };
+    const stolen = await tokenRequest({ ...exchange, client_id: other });
+    expect([stolen.status, stolen.json.error]).toEqual([400, 'invalid_grant']);
+    const first = await tokenRequest(exchange);
+    expect(first.status, first.text).toBe(200);
+    const refreshAs = (clientId: string, token: string) => tokenRequest({ grant_type: 'refresh_token', refresh_token: token, client_id: clientId });
+    const wrong = await refreshAs(other, first.json.refresh_token);
+    expect([wrong.status, wrong.json.error]).toEqual([400, 'invalid_grant']);
+    const revoked = await t.call('POST', '/oauth/revoke', {
+      key: null,
+      body: new URLSearchParams({ token: first.json.refresh_token, client_id: other }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(revoked.status).toBe(200);
+    // The real client's refresh is its first use: no replay, and the grant lives.
+    const second = await refreshAs(c.clientId, first.json.refresh_token);
+    expect(second.status, second.text).toBe(200);
+    expect((await mcpPing('docs', second.json.access_token)).status).toBe(200);
+  });
+
   it("a token issued for workspace A is refused on B's endpoint, on A's HTTP tools and on the management plane", async () => {
     const { code, clientId, verifier, redirectUri } = await codeFor('docs');
     const tokens = (await tokenRequest({ grant_type: 'authorization_code', code, client_id: clientId, code_verifier: verifier, redirect_uri: redirectUri }))

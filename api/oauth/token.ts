@@ -84,7 +84,8 @@ export async function serveRevocation(ctx: RequestContext, address: string, body
     let revoked = false;
     if (isRefreshToken(token)) {
       // The client is done with the grant: it goes, with every token issued from it.
-      const taken = await takeRefreshToken(deps.db, credentialHash(token));
+      // SECURITY: a client revokes only what was issued to it; another's token is not even used up.
+      const taken = await takeRefreshToken(deps.db, credentialHash(token), client.id);
       if (taken !== null) {
         await deps.db.inAccount(taken.accountId, async (tx) => {
           // SECURITY: a client revokes only what was issued to it.
@@ -120,8 +121,9 @@ async function redeemCode(fields: Map<string, string>, client: OAuthClient, deps
   const redirectUri = required(fields, 'redirect_uri');
   const verifier = required(fields, 'code_verifier');
   if (!VERIFIER.test(verifier)) throw new VfsError('OAUTH_INVALID_REQUEST', { reason: 'code_verifier must be 43 to 128 of A-Z a-z 0-9 - . _ ~' });
-  const taken = await takeCode(deps.db, credentialHash(code));
-  if (taken === null) throw invalidGrant('unknown authorization code');
+  // SECURITY: a code sent with another client's client_id is unknown here, and stays unused for its own client.
+  const taken = await takeCode(deps.db, credentialHash(code), client.id);
+  if (taken === null) throw invalidGrant('unknown authorization code, or one issued to another client');
   if (taken.reused) {
     // SECURITY: a code is good once. A second use means it leaked: what it gave is taken back.
     await revokeAll(deps, taken.accountId, taken.grantId);
@@ -143,8 +145,9 @@ async function refresh(fields: Map<string, string>, client: OAuthClient, deps: O
   const token = required(fields, 'refresh_token');
   const scope = checkScope(fields.get('scope'));
   if (scope instanceof VfsError) throw scope;
-  const taken = isRefreshToken(token) ? await takeRefreshToken(deps.db, credentialHash(token)) : null;
-  if (taken === null) throw invalidGrant('unknown refresh token');
+  // SECURITY: likewise a refresh token: another client's is refused without being used up.
+  const taken = isRefreshToken(token) ? await takeRefreshToken(deps.db, credentialHash(token), client.id) : null;
+  if (taken === null) throw invalidGrant('unknown refresh token, or one issued to another client');
   if (taken.reused) {
     // SECURITY: a rotated refresh token used again means two parties hold it: the grant ends.
     await revokeAll(deps, taken.accountId, taken.grantId);

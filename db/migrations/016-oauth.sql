@@ -93,38 +93,41 @@ CREATE FUNCTION auth_token(hash bytea)
           AND (t.grant_id IS NULL OR (g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now()))) $$;
 REVOKE ALL ON FUNCTION auth_token(bytea) FROM PUBLIC;
 
--- Takes an authorization code: marks it used and returns it with whether it had been used before
--- (`reused`), or nothing for an unknown hash.
-CREATE FUNCTION oauth_take_code(hash bytea)
+-- Takes an authorization code issued to `client`: marks it used and returns it with whether it had
+-- been used before (`reused`), or nothing for an unknown hash or another client's code (which is
+-- left as it was: a code sent by the wrong client uses nothing up).
+CREATE FUNCTION oauth_take_code(hash bytea, client text)
   RETURNS TABLE (account_id uuid, grant_id uuid, client_id text, redirect_uri text, code_challenge text, resource text, expired boolean, reused boolean)
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
 DECLARE
   r public.oauth_codes;
 BEGIN
-  SELECT * INTO r FROM public.oauth_codes c WHERE c.code_hash = hash FOR UPDATE;
+  SELECT * INTO r FROM public.oauth_codes c WHERE c.code_hash = hash AND c.client_id = client FOR UPDATE;
   IF NOT FOUND THEN RETURN; END IF;
   UPDATE public.oauth_codes c SET used_at = now() WHERE c.code_hash = hash AND c.used_at IS NULL;
   RETURN QUERY SELECT r.account_id, r.grant_id, r.client_id, r.redirect_uri, r.code_challenge, r.resource, r.expires_at <= now(), r.used_at IS NOT NULL;
 END
 $$;
-REVOKE ALL ON FUNCTION oauth_take_code(bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION oauth_take_code(bytea, text) FROM PUBLIC;
 
--- Takes a refresh token likewise: marks it used, and says whether it had been.
-CREATE FUNCTION oauth_take_refresh_token(hash bytea)
+-- Takes a refresh token of a grant of `client` likewise: marks it used, and says whether it had
+-- been; another client's token is left as it was.
+CREATE FUNCTION oauth_take_refresh_token(hash bytea, client text)
   RETURNS TABLE (account_id uuid, grant_id uuid, secret_hash bytea, expired boolean, reused boolean)
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public
   AS $$
 DECLARE
   r public.oauth_refresh_tokens;
 BEGIN
-  SELECT * INTO r FROM public.oauth_refresh_tokens t WHERE t.secret_hash = hash FOR UPDATE;
+  SELECT t.* INTO r FROM public.oauth_refresh_tokens t JOIN public.oauth_grants g ON g.id = t.grant_id
+    WHERE t.secret_hash = hash AND g.client_id = client FOR UPDATE OF t;
   IF NOT FOUND THEN RETURN; END IF;
   UPDATE public.oauth_refresh_tokens t SET used_at = now() WHERE t.id = r.id AND t.used_at IS NULL;
   RETURN QUERY SELECT r.account_id, r.grant_id, r.secret_hash, r.expires_at <= now(), r.used_at IS NOT NULL;
 END
 $$;
-REVOKE ALL ON FUNCTION oauth_take_refresh_token(bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION oauth_take_refresh_token(bytea, text) FROM PUBLIC;
 
 -- Whether the credential that approved a grant (a management key or a scoped token of the
 -- transaction's account) is still unrevoked and unexpired. Its row is locked FOR SHARE until the
