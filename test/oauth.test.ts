@@ -544,6 +544,13 @@ describe('hostile', () => {
     expect((await fetch(url, { redirect: 'manual' })).status).toBe(200);
     const { url: wrongHost } = await authorizationRequest('docs', { redirect_uri: 'http://localhost:1/callback' }, 'http://127.0.0.1/callback');
     expect((await fetch(wrongHost, { redirect: 'manual' })).status).toBe(400);
+    // A port out of range is no match (a page, not a 500); the loopback host matches whatever its case.
+    const { url: badPort } = await authorizationRequest('docs', { redirect_uri: 'http://127.0.0.1:99999/callback' }, 'http://127.0.0.1/callback');
+    const outOfRange = await fetch(badPort, { redirect: 'manual' });
+    expect(outOfRange.status).toBe(400);
+    expect(await outOfRange.text()).toContain('not one the client registered');
+    const { url: upper } = await authorizationRequest('docs', { redirect_uri: 'http://localhost:4321/cb' }, 'http://LocalHost/cb');
+    expect((await fetch(upper, { redirect: 'manual' })).status).toBe(200);
   });
 
   it('errors after the redirect URI checks out are shown, never redirected: PKCE missing or plain, a wrong resource, a wrong scope', async () => {

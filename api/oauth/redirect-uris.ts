@@ -48,11 +48,12 @@ export function matchRedirectUri(registered: readonly string[], requested: strin
 
 /**
  * A loopback http URI with its port cut out of the text (`http://127.0.0.1:51234/cb` gives
- * `http://127.0.0.1/cb`), or null for any other URI. Only the port's digits go: the rest of the
- * string stays as written.
+ * `http://127.0.0.1/cb`), or null for any other URI or a port above 65535. Only the port's digits
+ * go, and the scheme and host are lowercased (as registration reads them, so `http://LOCALHOST/cb`
+ * matches `http://localhost:5000/cb`): the rest of the string stays as written.
  */
 function withoutPort(raw: string): string | null {
-  const m = /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(?::(\d{1,5}))?([/?].*)?$/.exec(raw);
-  if (m === null) return null;
-  return `http://${m[1]}${m[3] ?? ''}`;
+  const m = /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(?::(\d{1,5}))?([/?].*)?$/i.exec(raw);
+  if (m === null || (m[2] !== undefined && Number(m[2]) > 65535)) return null;
+  return `http://${m[1].toLowerCase()}${m[3] ?? ''}`;
 }
