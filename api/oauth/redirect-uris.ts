@@ -2,7 +2,9 @@
  * Redirect URIs: which a client may register, and which registered one a request's names.
  *
  * A registered URI is https (any host), or http on a loopback host for a native client (RFC 8252
- * 7.3: 127.0.0.1, [::1], localhost), without a fragment or user info. A request's redirect_uri
+ * 7.3: 127.0.0.1, localhost), without a fragment or user info. Not [::1]: the page's CSP must
+ * let the form's answer redirect there (form-action), and a CSP source cannot hold an IPv6
+ * literal, so a browser would block the redirect. A request's redirect_uri
  * must equal a registered one character for character (OAuth 2.1 2.3.1; RFC 9700 4.1.3), except
  * that on a loopback http URI the port may differ (RFC 8252 7.3: a native client gets a port
  * from the system when it listens). Nothing is normalized, so nothing a browser would read
@@ -13,7 +15,7 @@
 export const MAX_REDIRECT_URIS = 10;
 export const MAX_REDIRECT_URI_CHARS = 2000;
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost']);
 
 /** Why `raw` cannot be registered, or null when it can. */
 export function redirectUriProblem(raw: string): string | null {
@@ -29,7 +31,7 @@ export function redirectUriProblem(raw: string): string | null {
   if (/[\s<>"\\^`{|}]/.test(raw)) return `a redirect URI must not hold spaces or characters URLs escape: ${raw.slice(0, 200)}`;
   if (url.protocol === 'https:' && url.hostname !== '') return null;
   if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return null;
-  return `a redirect URI must be https, or http on a loopback host (127.0.0.1, [::1], localhost): ${raw.slice(0, 200)}`;
+  return `a redirect URI must be https, or http on a loopback host (127.0.0.1 or localhost; not [::1], which a CSP cannot name): ${raw.slice(0, 200)}`;
 }
 
 /** True when `url` is a loopback http URI (its port may vary). */
@@ -53,7 +55,7 @@ export function matchRedirectUri(registered: readonly string[], requested: strin
  * matches `http://localhost:5000/cb`): the rest of the string stays as written.
  */
 function withoutPort(raw: string): string | null {
-  const m = /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(?::(\d{1,5}))?([/?].*)?$/i.exec(raw);
+  const m = /^http:\/\/(127\.0\.0\.1|localhost)(?::(\d{1,5}))?([/?].*)?$/i.exec(raw);
   if (m === null || (m[2] !== undefined && Number(m[2]) > 65535)) return null;
   return `http://${m[1].toLowerCase()}${m[3] ?? ''}`;
 }
