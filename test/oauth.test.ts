@@ -261,7 +261,8 @@ describe('the official client, end to end', () => {
     expect(keys.rows.map((r) => r.id)).toContain(grant.approvedBy.id);
     const page = await fetch(provider.authorizationUrl!, { redirect: 'manual' });
     const html = await page.text();
-    expect(html).toContain('Test &#60;Agent&#62; &#38; &#34;friends&#34;');
+    expect(html).toContain('<bdi>Test &#60;Agent&#62; &#38; &#34;friends&#34;</bdi>');
+    expect(html).toContain(`<strong id="redirect-host">${new URL(callbackBase).host}</strong>`);
     expect(html).not.toContain('<Agent>');
     expect(html).not.toMatch(/<script|style=/);
     expect(page.headers.get('content-security-policy')).toMatch(/default-src 'none'.*form-action 'self' http:\/\/127\.0\.0\.1:\*.*frame-ancestors 'none'/);
@@ -735,6 +736,9 @@ describe('hostile', () => {
       [{ redirect_uris: ['https://example.com/cb'], grant_types: ['client_credentials'] }, 'invalid_client_metadata'],
       [{ redirect_uris: ['https://example.com/cb'], response_types: ['token'] }, 'invalid_client_metadata'],
       [{ redirect_uris: ['https://example.com/cb'], client_name: 'x'.repeat(201) }, 'invalid_client_metadata'],
+      // Bidi and zero-width format characters could make the page misread.
+      [{ redirect_uris: ['https://example.com/cb'], client_name: 'Safe\u202Eelpmaxe.live' }, 'invalid_client_metadata'],
+      [{ redirect_uris: ['https://example.com/cb'], client_name: 'Sa\u200Bfe' }, 'invalid_client_metadata'],
       ['not an object', 'invalid_client_metadata'],
     ];
     for (const [body, error] of cases) {

@@ -39,7 +39,8 @@ export interface ConsentView {
 
 /** The page a person approves or denies on. */
 export function consentPage(view: ConsentView): string {
-  const client = view.clientName === null ? 'An application' : `The application “${escapeHtml(view.clientName)}”`;
+  // The name is isolated (<bdi>), so no text of it can reorder what follows; the host stands alone.
+  const client = view.clientName === null ? 'An application' : `The application “<bdi>${escapeHtml(view.clientName)}</bdi>”`;
   const hidden = Object.entries(view.hidden)
     .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
     .join('\n      ');
@@ -54,7 +55,9 @@ export function consentPage(view: ConsentView): string {
   <body>
     <main>
     <h1>Give read access to workspace ${escapeHtml(view.workspace)}?</h1>
-    <p>${client} asks to read the files of workspace <strong>${escapeHtml(view.workspace)}</strong> through MCP (ls, find, cat, grep). It cannot change anything. Once you allow, you are sent back to <strong>${escapeHtml(view.redirectHost)}</strong>.</p>${error}
+    <p>${client} asks to read the files of workspace <strong>${escapeHtml(view.workspace)}</strong> through MCP (ls, find, cat, grep). It cannot change anything.</p>
+    <p>Once you decide, you are sent back to:</p>
+    <p><strong id="redirect-host">${escapeHtml(view.redirectHost)}</strong></p>${error}
     <form method="post" action="/oauth/authorize">
       ${hidden}
       <p><label for="key">Access key</label><br>

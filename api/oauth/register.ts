@@ -88,8 +88,9 @@ function clientMetadata(input: unknown): ClientMetadata {
     throw metadataError('response_types must be ["code"]');
   }
   const name = m.client_name;
-  if (name !== undefined && (typeof name !== 'string' || name.length > MAX_NAME || /\p{Cc}/u.test(name))) {
-    throw metadataError(`client_name must be a string of at most ${MAX_NAME} characters, without control characters`);
+  // SECURITY: no format characters either (\p{Cf}: bidi overrides such as U+202E, zero-width ones), which could make the page misread.
+  if (name !== undefined && (typeof name !== 'string' || name.length > MAX_NAME || /[\p{Cc}\p{Cf}]/u.test(name))) {
+    throw metadataError(`client_name must be a string of at most ${MAX_NAME} characters, without control or format characters`);
   }
   return { clientName: name === undefined || name === '' ? null : name, redirectUris: uris as string[], grantTypes: [...new Set(grantTypes as string[])] };
 }
