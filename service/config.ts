@@ -100,7 +100,11 @@ const schema = z
     VFS_PUBLIC_URL: z
       .string()
       .optional()
-      .refine((v) => v === undefined || publicUrl(v) !== null, 'an http:// or https:// URL with no path, query or fragment, such as https://vfs.example.com'),
+      .refine((v) => v === undefined || publicUrl(v) !== null, 'an http:// or https:// URL with no path, query or fragment, such as https://vfs.example.com')
+      .refine(
+        (v) => v === undefined || publicUrl(v) === null || publicUrl(v)!.startsWith('https:') || isLoopbackHost(new URL(v).hostname),
+        'must be https (http only on a loopback host: 127.0.0.1, localhost, [::1]): OAuth tokens and keys travel to it',
+      ),
     VFS_OAUTH: z.enum(['on', 'off']).default('on'),
     VFS_OAUTH_ACCESS_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
     VFS_OAUTH_REFRESH_TTL_SECONDS: z.coerce.number().int().min(60).max(31_536_000).default(2_592_000),
@@ -214,8 +218,14 @@ export interface Config {
    * (http://HOST:PORT of the listening socket). Never taken from a request's Host header.
    */
   publicUrl: string | null;
-  /** The OAuth authorization server and protected-resource metadata (docs/oauth.md); null: off (404s, bare 401 challenges). */
+  /**
+   * The OAuth authorization server and protected-resource metadata (docs/oauth.md); null: off
+   * (404s, bare 401 challenges), by VFS_OAUTH=off or because VFS_PUBLIC_URL is unset while the
+   * service listens on a host other than loopback (`oauthNotice` then says so).
+   */
   oauth: OAuthSettings | null;
+  /** Why OAuth is off although VFS_OAUTH=on, logged at start; null otherwise. */
+  oauthNotice: string | null;
 }
 
 /** How the built-in authorization server issues tokens. */
@@ -224,6 +234,12 @@ export interface OAuthSettings {
   accessTtlSeconds: number;
   /** Lifetime of a refresh token; each use rotates it. */
   refreshTtlSeconds: number;
+}
+
+/** True for a loopback host name (127.0.0.0/8, localhost, ::1; an IPv6 literal with or without brackets). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
 /** A public base URL as VFS_PUBLIC_URL takes it (http or https, no path, query or fragment), without the trailing slash; null if it is not one. */
@@ -289,6 +305,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     throw new Error(`invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  const oauthNeedsUrl = e.VFS_PUBLIC_URL === undefined && !isLoopbackHost(e.HOST);
   return Object.freeze({
     port: e.PORT,
     host: e.HOST,
@@ -336,7 +353,15 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
           })
         : null,
     publicUrl: e.VFS_PUBLIC_URL === undefined ? null : publicUrl(e.VFS_PUBLIC_URL),
+    // SECURITY: without VFS_PUBLIC_URL the issuer would be http://127.0.0.1:PORT, which no client
+    // elsewhere reaches (and is not https): on a host other than loopback, OAuth stays off.
     oauth:
-      e.VFS_OAUTH === 'on' ? Object.freeze({ accessTtlSeconds: e.VFS_OAUTH_ACCESS_TTL_SECONDS, refreshTtlSeconds: e.VFS_OAUTH_REFRESH_TTL_SECONDS }) : null,
+      e.VFS_OAUTH === 'on' && !oauthNeedsUrl
+        ? Object.freeze({ accessTtlSeconds: e.VFS_OAUTH_ACCESS_TTL_SECONDS, refreshTtlSeconds: e.VFS_OAUTH_REFRESH_TTL_SECONDS })
+        : null,
+    oauthNotice:
+      e.VFS_OAUTH === 'on' && oauthNeedsUrl
+        ? `OAuth is off: set VFS_PUBLIC_URL to the https URL clients reach this service at (HOST is ${e.HOST}, not loopback)`
+        : null,
   });
 }

@@ -312,6 +312,7 @@ async function startParts(
   // The public URL is the configured one, else the one printed below, known once the server
   // listens; the OAuth routes read it per request.
   let publicUrl = config.publicUrl ?? '';
+  if (config.oauthNotice !== null) log.info(config.oauthNotice);
   const oauth =
     config.oauth === null
       ? null

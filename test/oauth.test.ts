@@ -20,6 +20,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueManagementKey, revokeManagementKey } from '../db/accounts.js';
+import { loadConfig } from '../service/config.js';
 import { put, type Reply, settled, startTestService, type TestService } from './helpers/service.js';
 
 let t: TestService;
@@ -808,6 +809,26 @@ describe('with the credential cache on (the default)', () => {
     }
     expect(last!.status).toBe(429);
     expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('VFS_PUBLIC_URL', () => {
+  const config = (env: Record<string, string>) => loadConfig({ DATA_DIR: '/tmp/vfs-config-check', ...env });
+
+  it('unset on a host other than loopback, OAuth is off with one line saying to set it; on loopback it is on', () => {
+    const wide = config({ HOST: '0.0.0.0' });
+    expect(wide.oauth).toBeNull();
+    expect(wide.oauthNotice).toMatch(/set VFS_PUBLIC_URL/);
+    for (const host of ['127.0.0.1', 'localhost', '::1']) expect([host, config({ HOST: host }).oauth !== null]).toEqual([host, true]);
+    expect(config({ HOST: '0.0.0.0', VFS_PUBLIC_URL: 'https://vfs.example.com' }).oauth).not.toBeNull();
+    expect(config({ HOST: '0.0.0.0', VFS_OAUTH: 'off' }).oauthNotice).toBeNull();
+  });
+
+  it('must be https unless its host is loopback', () => {
+    expect(() => config({ VFS_PUBLIC_URL: 'http://vfs.example.com' })).toThrow(/VFS_PUBLIC_URL: must be https/);
+    for (const url of ['http://127.0.0.1:8080', 'http://localhost:8080', 'https://vfs.example.com']) {
+      expect(config({ VFS_PUBLIC_URL: url }).publicUrl).toBe(new URL(url).origin);
+    }
   });
 });
 
