@@ -724,6 +724,22 @@ describe('hostile', () => {
     expect(refreshed.json.error).toBe('invalid_grant');
   });
 
+  it("another account can neither see nor revoke the account's grants", async () => {
+    const { code, clientId, verifier, redirectUri } = await codeFor('docs');
+    const access = (await tokenRequest({ grant_type: 'authorization_code', code, client_id: clientId, code_verifier: verifier, redirect_uri: redirectUri }))
+      .json.access_token;
+    const grantId = await grantOf(access);
+    expect((await grantsOf('docs')).json.grants.map((g: { id: string }) => g.id)).toContain(grantId);
+    const other = await t.newAccount('oauth-isolation');
+    expect((await t.call('POST', '/v1/workspaces', { key: other, body: { name: 'docs' } })).status).toBe(201);
+    const listed = await t.call('GET', '/v1/workspaces/docs/grants', { key: other });
+    expect([listed.status, listed.json.grants]).toEqual([200, []]);
+    expect((await t.call('DELETE', `/v1/grants/${grantId}`, { key: other })).status).toBe(404);
+    // Untouched: still listed, and its token still reads.
+    expect((await grantsOf('docs')).json.grants.map((g: { id: string }) => g.id)).toContain(grantId);
+    expect((await mcpPing('docs', access)).status).toBe(200);
+  });
+
   it('registration takes public clients with https or loopback redirect URIs only', async () => {
     const cases: Array<[unknown, string]> = [
       [{ redirect_uris: ['http://example.com/cb'] }, 'invalid_redirect_uri'],
@@ -799,6 +815,56 @@ describe('with the credential cache on (the default)', () => {
     }
     // Had the cache been emptied, the revoked token would now be refused.
     expect((await cached.call('GET', '/v1/whoami', { key: minted.token })).status).toBe(200);
+  });
+
+  it("an OAuth token is refused on the HTTP routes even when cached, and its grant's revocation holds on the next request", async () => {
+    const clientId = (
+      await cached.call('POST', '/oauth/register', {
+        key: null,
+        body: { redirect_uris: [`${callbackBase}/callback`] },
+        headers: { 'content-type': 'application/json' },
+      })
+    ).json.client_id;
+    const verifier = randomBytes(32).toString('base64url');
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: `${callbackBase}/callback`,
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+      resource: `${cached.url}/v1/workspaces/docs/mcp`,
+    });
+    const page = await fetch(`${cached.url}/oauth/authorize?${query}`);
+    const html = await page.text();
+    const post = await fetch(`${cached.url}/oauth/authorize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: (page.headers.get('set-cookie') ?? '').split(';')[0] },
+      body: new URLSearchParams({ ...formOf(html), key: cached.key, decision: 'allow' }).toString(),
+      redirect: 'manual',
+    });
+    expect(post.status).toBe(303);
+    const code = new URL(post.headers.get('location')!).searchParams.get('code')!;
+    const tokens = (
+      await form('/oauth/token', {
+        grant_type: 'authorization_code',
+        code,
+        client_id: clientId,
+        code_verifier: verifier,
+        redirect_uri: `${callbackBase}/callback`,
+      })
+    ).json;
+    const ping = () =>
+      fetch(`${cached.url}/v1/workspaces/docs/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens.access_token}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
+    expect((await ping()).status).toBe(200); // now cached
+    for (let i = 0; i < 2; i++) expect((await cached.call('GET', '/v1/workspaces/docs/grep?pattern=x', { key: tokens.access_token })).status).toBe(401);
+    expect((await ping()).status).toBe(200);
+    const [grant] = (await cached.call('GET', '/v1/workspaces/docs/grants')).json.grants;
+    expect((await cached.call('DELETE', `/v1/grants/${grant.id}`)).status).toBe(204);
+    expect((await ping()).status).toBe(401);
   });
 
   it('the token and revocation endpoints are bounded per address (429 with Retry-After)', async () => {
