@@ -1,6 +1,7 @@
 /**
  * The management plane under /v1 (SPEC.md 4.1-4.4): workspaces, the file
- * listing, tokens and the audit export. JSON in and out; management key only.
+ * listing, tokens, the OAuth grants of a workspace (docs/oauth.md) and the audit export. JSON in
+ * and out; management key only.
  */
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { z } from 'zod';
@@ -10,6 +11,7 @@ import { exportAudit } from '../db/audit.js';
 import type { Database } from '../db/database.js';
 import { listFiles } from '../db/files.js';
 import { accountLimits } from '../db/limits.js';
+import { listGrants, revokeGrant } from '../db/oauth.js';
 import { mintToken, revokeToken } from '../db/tokens.js';
 import { createWorkspace, deleteWorkspace, listWorkspaces, requireWorkspace } from '../db/workspaces.js';
 import { type Authenticator, requireManagementKey } from './gate/auth.js';
@@ -112,6 +114,22 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
     const found = CREDENTIAL_ID.test(id) && (await db.inAccount(accountId, (tx) => revokeToken(tx, id.toLowerCase())));
     if (!found) throw new VfsError('NO_SUCH_TOKEN', { id: id.slice(0, 100) });
     deps.auth.clear();
+    return { status: 204 };
+  });
+
+  route('get', '/v1/workspaces/:ws/grants', 'none', async (ctx, accountId) => {
+    const name = workspaceParam(ctx.params[0]);
+    noQuery.read(ctx.query);
+    const grants = await db.inAccount(accountId, async (tx) => listGrants(tx, (await requireWorkspace(tx, name)).id));
+    return { status: 200, body: { grants } };
+  });
+
+  route('del', '/v1/grants/:id', 'none', async (ctx, accountId) => {
+    const id = decodeURIComponentSafe(ctx.params[0]);
+    // SECURITY: a foreign grant is invisible under row level security, so it answers 404 like an unknown one.
+    const found = CREDENTIAL_ID.test(id) && (await db.inAccount(accountId, (tx) => revokeGrant(tx, id.toLowerCase()))) !== null;
+    if (!found) throw new VfsError('NO_SUCH_GRANT', { id: id.slice(0, 100) });
+    deps.auth.clear(); // its access tokens may be cached here; other nodes clear theirs at the NOTIFY
     return { status: 204 };
   });
 

@@ -7,12 +7,12 @@
  */
 import type { TemplatedApp } from 'uWebSockets.js';
 import { VfsError, invalidParameter } from '../core/errors.js';
-import type { AuditLog } from '../db/audit.js';
+import type { AuditLog, AuditRecord } from '../db/audit.js';
 import type { Database } from '../db/database.js';
 import { fileState } from '../db/files.js';
 import { checkFilePath } from '../core/paths.js';
 import { type CatRequest, type FindRequest, type GrepRequest, type GrepStats, type LsRequest, Visibility } from '../engine/index.js';
-import type { Principal } from './gate/auth.js';
+import { type Principal, unauthenticated } from './gate/auth.js';
 import type { Freshness } from './freshness.js';
 import type { Guard } from './gate/guard.js';
 import { type RequestContext, snapshot } from './http/context.js';
@@ -122,7 +122,7 @@ async function serve(ctx: RequestContext, tool: Tool, deps: ReadRouteDeps): Prom
   const started = performance.now();
   let caller: Caller;
   try {
-    caller = await admitCaller(ctx, deps, true);
+    caller = await admitCaller(ctx, deps, 'http');
   } catch (error) {
     // Not audited: no authenticated caller, or no workspace to record against.
     sendTextError(ctx, error, deps.log);
@@ -193,14 +193,19 @@ export function auditCall(
     return deps.audit.append({
       accountId: caller.principal.accountId,
       workspaceId: caller.workspaceId,
-      actorType: caller.principal.kind,
-      actorId: caller.principal.actorId,
+      ...auditActor(caller.principal),
       tool,
       params: auditParams(query),
       resultCount,
       latencyMs: Math.round(seconds * 1000),
     });
   };
+}
+
+/** Who an audit event names: the management key or token, or for an OAuth access token its grant (its tokens come and go with refreshes). */
+function auditActor(principal: Principal): { actorType: AuditRecord['actorType']; actorId: string } {
+  if (principal.kind === 'token' && principal.grantId !== null) return { actorType: 'oauth_grant', actorId: principal.grantId };
+  return { actorType: principal.kind, actorId: principal.actorId };
 }
 
 /**
@@ -230,16 +235,29 @@ export async function readCallError(
 }
 
 /**
- * The caller, once authenticated and its workspace (route parameter 0) found, and with `read`
- * its read admitted under the rate limits; throws the error to answer otherwise.
+ * The caller, once authenticated and its workspace (route parameter 0) found; throws the error to
+ * answer otherwise. `via` says which surface asks: an HTTP read tool, whose read is admitted under
+ * the rate limits here, or the MCP endpoint, which admits reads per message and is the only place
+ * an OAuth access token is accepted.
  */
-export async function admitCaller(ctx: RequestContext, deps: ReadRouteDeps, read: boolean): Promise<Caller> {
-  const principal = await deps.guard.principal(ctx);
+export async function admitCaller(ctx: RequestContext, deps: ReadRouteDeps, via: 'http' | 'mcp'): Promise<Caller> {
+  const principal = await deps.guard.principal(ctx, via === 'mcp');
   const name = workspaceParam(ctx.params[0]);
+  if (principal.kind === 'token' && principal.grantId !== null) {
+    // SECURITY: an OAuth access token's audience is its workspace's endpoint (RFC 8707): on any
+    // other it is an invalid token (401, so the client can ask for one), whether or not that
+    // workspace exists.
+    const workspaceId = await deps.lookups.workspaceId(principal.accountId, name).catch((error: unknown) => {
+      if (error instanceof VfsError && error.code === 'NO_SUCH_WORKSPACE') return null;
+      throw error;
+    });
+    if (workspaceId !== principal.workspaceId) throw unauthenticated('this access token was issued for another workspace');
+    return { principal, workspaceId: principal.workspaceId, workspace: name };
+  }
   const workspaceId = await deps.lookups.workspaceId(principal.accountId, name);
   // SECURITY: a token is pinned to one workspace; any other answers as if it did not exist.
   if (principal.kind === 'token' && principal.workspaceId !== workspaceId) throw new VfsError('NO_SUCH_WORKSPACE', { name });
-  if (read) await deps.guard.admitRead(principal);
+  if (via === 'http') await deps.guard.admitRead(principal);
   return { principal, workspaceId, workspace: name };
 }
 

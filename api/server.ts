@@ -14,6 +14,7 @@ import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
 import { InFlight } from './http/in-flight.js';
 import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
 import { type McpRouteDeps, registerMcpRoutes } from './mcp/routes.js';
+import { type OAuthDeps, registerOAuthRoutes } from './oauth/routes.js';
 import { openApiDocument } from './contract/openapi.js';
 import { type ReadRouteDeps, registerReadRoutes } from './read-routes.js';
 import { sendJsonError } from './http/respond.js';
@@ -33,6 +34,8 @@ export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps
   requestLog: ((fields: Record<string, unknown>) => void) | null;
   /** False while this node drains or its object store does not answer (GET /readyz says 503). */
   ready: () => boolean;
+  /** The OAuth routes' own needs (VFS_OAUTH=on), or null: OAuth is off. */
+  oauth: Pick<OAuthDeps, 'publicUrl' | 'options' | 'csrf'> | null;
 }
 
 /** A listening server. */
@@ -87,6 +90,7 @@ export async function startServer(deps: ServerDeps, host: string, port: number, 
   registerFileRoutes(app, deps);
   registerReadRoutes(app, deps);
   registerMcpRoutes(app, deps);
+  if (deps.oauth !== null) registerOAuthRoutes(app, { ...deps, ...deps.oauth });
   registerConsoleApiRoutes(app, deps);
   const consoleServed = registerConsoleRoutes(app);
 

@@ -3,13 +3,27 @@
  * typed code with an HTTP status and a message template. Code below the HTTP
  * layer throws `VfsError`; only `api/` turns it into a response.
  *
- * Templates use `{name}` placeholders filled from the `params` object.
+ * Templates use `{name}` placeholders filled from the `params` object. An entry of the OAuth
+ * endpoints also names the `error` code its RFC gives it (RFC 6749 5.2 and 4.1.2.1, RFC 7591 3.2.2,
+ * RFC 8707 2); the OAuth routes answer with that code and the message as `error_description`.
  */
 export const ERRORS = {
   INVALID_PARAMETER: { status: 400, template: 'invalid {name}: {reason}' },
   INVALID_BODY: { status: 400, template: 'invalid request body: {reason}' },
   INVALID_PATH: { status: 400, template: 'invalid file path: {reason}' },
   UNAUTHENTICATED: { status: 401, template: '{reason}' },
+  OAUTH_INVALID_REQUEST: { status: 400, template: '{reason}', oauth: 'invalid_request' },
+  OAUTH_INVALID_GRANT: { status: 400, template: '{reason}', oauth: 'invalid_grant' },
+  OAUTH_INVALID_TARGET: { status: 400, template: '{reason}', oauth: 'invalid_target' },
+  OAUTH_INVALID_SCOPE: { status: 400, template: 'the only scope is vfs:read, got {scope}', oauth: 'invalid_scope' },
+  OAUTH_UNSUPPORTED_GRANT_TYPE: { status: 400, template: 'grant_type must be authorization_code or refresh_token', oauth: 'unsupported_grant_type' },
+  OAUTH_UNSUPPORTED_RESPONSE_TYPE: { status: 400, template: 'response_type must be code', oauth: 'unsupported_response_type' },
+  OAUTH_INVALID_REDIRECT_URI: { status: 400, template: '{reason}', oauth: 'invalid_redirect_uri' },
+  OAUTH_INVALID_CLIENT_METADATA: { status: 400, template: '{reason}', oauth: 'invalid_client_metadata' },
+  OAUTH_ACCESS_DENIED: { status: 400, template: 'the person declined to give access', oauth: 'access_denied' },
+  OAUTH_INVALID_CLIENT: { status: 401, template: '{reason}', oauth: 'invalid_client' },
+  OAUTH_WRONG_KEY: { status: 401, template: 'this key cannot give access to workspace {name}: paste a management key of its account or a scoped token of it' },
+  OAUTH_CSRF: { status: 403, template: 'the form expired or did not come from this page: go back to the application and start again' },
   SCOPED_TOKEN_FORBIDDEN: { status: 403, template: 'a scoped token may only call the read tools (ls, find, cat, grep)' },
   WORKSPACE_QUOTA: { status: 403, template: 'workspace quota reached: the plan allows {limit} workspaces' },
   FILE_QUOTA: { status: 403, template: 'file-count limit reached: the plan allows {limit} files' },
@@ -21,6 +35,7 @@ export const ERRORS = {
   NO_SUCH_FILE: { status: 404, template: 'no such file: {path}' },
   FILE_NOT_READY: { status: 404, template: 'file {path} is not readable: its status is {status}' },
   NO_SUCH_TOKEN: { status: 404, template: 'no such token: {id}' },
+  NO_SUCH_GRANT: { status: 404, template: 'no such grant: {id}' },
   METHOD_NOT_ALLOWED: { status: 405, template: '{method} is not allowed here: the endpoint takes {allow}' },
   WORKSPACE_EXISTS: { status: 409, template: 'workspace already exists: {name}' },
   FILE_TOO_LARGE: { status: 413, template: 'file exceeds the per-file limit of {limit} bytes' },
@@ -30,7 +45,7 @@ export const ERRORS = {
   UNAVAILABLE: { status: 503, template: '{what} is unavailable; retry' },
   STOPPING: { status: 503, template: 'the service is stopping; retry' },
   INTERNAL: { status: 500, template: 'internal error' },
-} as const satisfies Record<string, { status: number; template: string }>;
+} as const satisfies Record<string, { status: number; template: string; oauth?: string }>;
 
 /** A code of the catalog. */
 export type ErrorCode = keyof typeof ERRORS;
@@ -46,6 +61,8 @@ export class VfsError extends Error {
   readonly status: number;
   /** Extra response headers, e.g. `Retry-After` on 429. */
   readonly headers: Record<string, string>;
+  /** The OAuth `error` code of an OAuth endpoint's error, else null. */
+  readonly oauth: string | null;
 
   constructor(code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}) {
     const entry = ERRORS[code];
@@ -55,6 +72,7 @@ export class VfsError extends Error {
     this.params = params;
     this.status = entry.status;
     this.headers = headers;
+    this.oauth = 'oauth' in entry ? entry.oauth : null;
   }
 }
 

@@ -41,13 +41,23 @@ export async function issueManagementKey(db: Database, account: string): Promise
   return { id, key };
 }
 
-/** Revokes a management key by id; false when there is no such key. Other processes learn of it by NOTIFY. */
+/**
+ * Revokes a management key by id, with the OAuth grants it approved and their access tokens (as
+ * db/oauth.ts's revokeGrantsApprovedBy does for a token); false when there is no such key. Other
+ * processes learn of it by NOTIFY.
+ */
 export async function revokeManagementKey(db: Database, keyId: string): Promise<boolean> {
   if (!CREDENTIAL_ID.test(keyId)) return false;
   return db.asOwner(async (tx) => {
     const { rowCount } = await tx.query('UPDATE management_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [keyId]);
-    if (rowCount === 1) await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'credentials')`);
-    return rowCount === 1;
+    if (rowCount !== 1) return false;
+    await tx.query(
+      `WITH g AS (UPDATE oauth_grants SET revoked_at = now() WHERE approved_by_key = $1 AND revoked_at IS NULL RETURNING id)
+       UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE grant_id IN (SELECT id FROM g)`,
+      [keyId],
+    );
+    await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'credentials')`);
+    return true;
   });
 }
 

@@ -19,6 +19,8 @@ export interface TokenGrant {
   workspaceId: string;
   claims: string[];
   expiresAt: number;
+  /** The OAuth grant of an access token issued by the token endpoint; null for a minted token. */
+  grantId: string | null;
 }
 
 /** The unrevoked management key with this hash, or null. */
@@ -40,7 +42,8 @@ export async function findToken(db: Database, hash: Buffer): Promise<TokenGrant 
     secret_hash: Buffer;
     claims: string[];
     expires_at: Date;
-  }>('SELECT token_id, account_id, workspace_id, secret_hash, claims, expires_at FROM auth_token($1)', [hash]);
+    grant_id: string | null;
+  }>('SELECT token_id, account_id, workspace_id, secret_hash, claims, expires_at, grant_id FROM auth_token($1)', [hash]);
   const row = rows[0];
   if (row === undefined || !sameHash(row.secret_hash, hash)) return null;
   return {
@@ -49,5 +52,6 @@ export async function findToken(db: Database, hash: Buffer): Promise<TokenGrant 
     workspaceId: row.workspace_id,
     claims: row.claims,
     expiresAt: row.expires_at.getTime(),
+    grantId: row.grant_id,
   };
 }

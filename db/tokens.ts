@@ -1,6 +1,7 @@
 /** Scoped read-only tokens of the transaction's account. */
 import { credentialHash, newCredential } from '../core/credentials.js';
 import { INVALIDATE_CHANNEL } from './accounts.js';
+import { revokeGrantsApprovedBy } from './oauth.js';
 import type { Tx } from './database.js';
 import { iso } from './rows.js';
 
@@ -24,11 +25,14 @@ export async function mintToken(tx: Tx, accountId: string, workspaceId: string, 
 }
 
 /**
- * Revokes a token of the account (idempotent); false when the account has no such token. The
- * other service processes on this database drop their cached credentials at the commit (NOTIFY).
+ * Revokes a token of the account (idempotent), with the OAuth grants it approved and their access
+ * tokens; false when the account has no such token. The other service processes on this database
+ * drop their cached credentials at the commit (NOTIFY).
  */
 export async function revokeToken(tx: Tx, id: string): Promise<boolean> {
   const { rowCount } = await tx.query('UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [id]);
-  if (rowCount === 1) await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'credentials')`);
-  return rowCount === 1;
+  if (rowCount !== 1) return false;
+  await revokeGrantsApprovedBy(tx, 'approved_by_token', id);
+  await tx.query(`SELECT pg_notify('${INVALIDATE_CHANNEL}', 'credentials')`);
+  return true;
 }

@@ -97,6 +97,17 @@ const schema = z
           .filter((o) => o !== ''),
       )
       .refine((list) => list.every((o) => /^https?:\/\/[^/\s]+$/.test(o)), 'a comma-separated list of origins such as https://app.example.com'),
+    VFS_PUBLIC_URL: z
+      .string()
+      .optional()
+      .refine((v) => v === undefined || publicUrl(v) !== null, 'an http:// or https:// URL with no path, query or fragment, such as https://vfs.example.com')
+      .refine(
+        (v) => v === undefined || publicUrl(v) === null || publicUrl(v)!.startsWith('https:') || isLoopbackHost(new URL(v).hostname),
+        'must be https (http only on a loopback host: 127.0.0.1, localhost, [::1]): OAuth tokens and keys travel to it',
+      ),
+    VFS_OAUTH: z.enum(['on', 'off']).default('on'),
+    VFS_OAUTH_ACCESS_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
+    VFS_OAUTH_REFRESH_TTL_SECONDS: z.coerce.number().int().min(60).max(31_536_000).default(2_592_000),
   })
   .refine((env) => (env.AWS_ACCESS_KEY_ID === undefined) === (env.AWS_SECRET_ACCESS_KEY === undefined), {
     message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together',
@@ -201,6 +212,48 @@ export interface Config {
   keepChangesSeconds: number;
   /** Running as one node of several on one database and object store (docs/many-nodes.md); null: alone. */
   cluster: ClusterSettings | null;
+  /**
+   * The service's public base URL, without a trailing slash (https://vfs.example.com): the OAuth
+   * issuer and the origin of every resource it names. null: the URL printed at start
+   * (http://HOST:PORT of the listening socket). Never taken from a request's Host header.
+   */
+  publicUrl: string | null;
+  /**
+   * The OAuth authorization server and protected-resource metadata (docs/oauth.md); null: off
+   * (404s, bare 401 challenges), by VFS_OAUTH=off or because VFS_PUBLIC_URL is unset while the
+   * service listens on a host other than loopback (`oauthNotice` then says so).
+   */
+  oauth: OAuthSettings | null;
+  /** Why OAuth is off although VFS_OAUTH=on, logged at start; null otherwise. */
+  oauthNotice: string | null;
+}
+
+/** How the built-in authorization server issues tokens. */
+export interface OAuthSettings {
+  /** Lifetime of an access token (never past the approving token's expiry). */
+  accessTtlSeconds: number;
+  /** Lifetime of a refresh token; each use rotates it. */
+  refreshTtlSeconds: number;
+}
+
+/** True for a loopback host name (127.0.0.0/8, localhost, ::1; an IPv6 literal with or without brackets). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/** A public base URL as VFS_PUBLIC_URL takes it (http or https, no path, query or fragment), without the trailing slash; null if it is not one. */
+export function publicUrl(raw: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) return null;
+  if (url.username !== '' || url.password !== '') return null;
+  return url.origin;
 }
 
 /** How a node takes part in a cluster. */
@@ -252,6 +305,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     throw new Error(`invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  const oauthNeedsUrl = e.VFS_PUBLIC_URL === undefined && !isLoopbackHost(e.HOST);
   return Object.freeze({
     port: e.PORT,
     host: e.HOST,
@@ -297,6 +351,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
             drainMs: e.VFS_DRAIN_SECONDS * 1000,
             cacheBytes: e.VFS_SHARD_CACHE_BYTES,
           })
+        : null,
+    publicUrl: e.VFS_PUBLIC_URL === undefined ? null : publicUrl(e.VFS_PUBLIC_URL),
+    // SECURITY: without VFS_PUBLIC_URL the issuer would be http://127.0.0.1:PORT, which no client
+    // elsewhere reaches (and is not https): on a host other than loopback, OAuth stays off.
+    oauth:
+      e.VFS_OAUTH === 'on' && !oauthNeedsUrl
+        ? Object.freeze({ accessTtlSeconds: e.VFS_OAUTH_ACCESS_TTL_SECONDS, refreshTtlSeconds: e.VFS_OAUTH_REFRESH_TTL_SECONDS })
+        : null,
+    oauthNotice:
+      e.VFS_OAUTH === 'on' && oauthNeedsUrl
+        ? `OAuth is off: set VFS_PUBLIC_URL to the https URL clients reach this service at (HOST is ${e.HOST}, not loopback)`
         : null,
   });
 }

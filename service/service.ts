@@ -15,6 +15,7 @@
  *   thread, the shard check, the databases), and stops the embedded cluster. A start that fails
  *   part way closes what it had made the same way.
  */
+import { randomBytes } from 'node:crypto';
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type pg from 'pg';
@@ -26,6 +27,9 @@ import { Lookups } from '../api/gate/lookups.js';
 import { Metrics, type MetricsServer, startMetricsServer } from '../api/metrics.js';
 import { RecentReads } from '../api/recent-reads.js';
 import { startServer } from '../api/server.js';
+import { CsrfTokens } from '../api/oauth/csrf.js';
+import { mcpChallenge } from '../api/oauth/metadata.js';
+import { sharedSecret } from '../db/oauth.js';
 import { paced } from '../core/paced.js';
 import { threadStat, ThreadStatsListener } from '../core/thread-stats.js';
 import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
@@ -305,6 +309,18 @@ async function startParts(
     sweepStop.abort();
     await sweeping;
   });
+  // The public URL is the configured one, else the one printed below, known once the server
+  // listens; the OAuth routes read it per request.
+  let publicUrl = config.publicUrl ?? '';
+  if (config.oauthNotice !== null) log.info(config.oauthNotice);
+  const oauth =
+    config.oauth === null
+      ? null
+      : {
+          publicUrl: () => publicUrl,
+          options: config.oauth,
+          csrf: new CsrfTokens(await sharedSecret(db, 'csrf', randomBytes(32))),
+        };
   const server = await startServer(
     {
       db,
@@ -324,6 +340,8 @@ async function startParts(
       grepTimeoutMs: config.grepTimeoutMs,
       mcpMaxChars: config.mcpMaxChars,
       mcpAllowedOrigins: config.mcpAllowedOrigins,
+      mcpChallenge: oauth === null ? null : (workspace, sent) => mcpChallenge(publicUrl, workspace, sent),
+      oauth,
       freshness,
       ready: () => membership === null || membership.ready,
       workspaceDeleted: async (accountId, workspaceId, blobs) => {
@@ -348,6 +366,7 @@ async function startParts(
   );
   log.info(`HTTP: ${server.http}`);
   const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  if (config.publicUrl === null) publicUrl = `http://${shownHost}:${server.port}`;
   if (!server.console) log.info('the console is not built (npm run build builds it): /console/ answers 404');
   // The change log is kept VFS_CHANGES_KEEP_SECONDS (every node trims it; trimming twice is harmless).
   const trim = setInterval(

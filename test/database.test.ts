@@ -42,6 +42,9 @@ describe('catalog', () => {
       'files',
       'ingest_jobs',
       'management_keys',
+      'oauth_codes',
+      'oauth_grants',
+      'oauth_refresh_tokens',
       'tokens',
       'workspace_changes',
       'workspaces',
@@ -65,7 +68,7 @@ describe('catalog', () => {
 
 describe('the application role', () => {
   it('sees no tenant rows without an account set', async () => {
-    for (const table of ['accounts', 'workspaces', 'files', 'tokens', 'audit_events', 'ingest_jobs']) {
+    for (const table of ['accounts', 'workspaces', 'files', 'tokens', 'audit_events', 'ingest_jobs', 'oauth_grants', 'oauth_codes', 'oauth_refresh_tokens']) {
       const { rows } = await app.query(`SELECT count(*)::int AS n FROM ${table}`);
       expect([table, rows[0].n]).toEqual([table, 0]);
     }
@@ -86,6 +89,7 @@ describe('the application role', () => {
 
   it('cannot read management keys or token hashes directly', async () => {
     await expect(app.query('SELECT * FROM management_keys')).rejects.toThrow(/permission denied/);
+    await expect(app.query('SELECT * FROM oauth_secrets')).rejects.toThrow(/permission denied/);
     await expect(app.query('SELECT * FROM plans')).resolves.toBeDefined();
   });
 

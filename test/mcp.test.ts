@@ -366,24 +366,21 @@ describe('the HTTP contract', () => {
     expect(r.json.error.code).toBe(-32601);
   });
 
-  it('answers 401 with WWW-Authenticate: Bearer without a valid credential', async () => {
+  it('answers 401 with a WWW-Authenticate challenge naming the resource metadata (OAuth is on by default)', async () => {
+    const metadata = `${t.url}/.well-known/oauth-protected-resource/v1/workspaces/docs/mcp`;
     for (const key of [null, 'svc_at_notavalidtoken', 'garbage']) {
       const r = await post(INIT, {}, key);
       expect(r.status).toBe(401);
-      expect(r.headers.get('www-authenticate')).toBe('Bearer');
+      const sent = key === null ? '' : ', error="invalid_token"';
+      expect(r.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadata}", scope="vfs:read"${sent}`);
     }
   });
 
-  it('answers the OAuth discovery documents with a JSON 404: no OAuth is offered', async () => {
-    for (const path of [
-      '/.well-known/oauth-protected-resource',
-      '/.well-known/oauth-authorization-server',
-      '/.well-known/oauth-protected-resource/v1/workspaces/docs/mcp',
-    ]) {
-      const r = await t.call('GET', path, { key: null });
-      expect(r.status).toBe(404);
-      expect(r.headers.get('content-type')).toBe('application/json');
-    }
+  it('answers the protected-resource metadata of its workspace, and a JSON 404 at the bare well-known path', async () => {
+    expect((await t.call('GET', '/.well-known/oauth-protected-resource/v1/workspaces/docs/mcp', { key: null })).status).toBe(200);
+    const r = await t.call('GET', '/.well-known/oauth-protected-resource', { key: null });
+    expect(r.status).toBe(404);
+    expect(r.headers.get('content-type')).toBe('application/json');
   });
 
   it('answers 403 to an Origin outside the allow list, and serves one inside it', async () => {

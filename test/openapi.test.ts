@@ -46,6 +46,19 @@ const SPEC_ENDPOINTS = [
   'get /readyz',
 ];
 
+/** OAuth for MCP clients (docs/oauth.md): the metadata, the authorization server, and a workspace's grants. */
+const OAUTH_ENDPOINTS = [
+  'get /.well-known/oauth-protected-resource/v1/workspaces/{ws}/mcp',
+  'get /.well-known/oauth-authorization-server',
+  'post /oauth/register',
+  'get /oauth/authorize',
+  'post /oauth/authorize',
+  'post /oauth/token',
+  'post /oauth/revoke',
+  'get /v1/workspaces/{ws}/grants',
+  'delete /v1/grants/{id}',
+];
+
 function operations(): [string, Json][] {
   return Object.entries(doc.paths as Json).flatMap(([path, item]) =>
     Object.entries(item as Json).map(([method, op]): [string, Json] => [`${method} ${path}`, op]),
@@ -60,12 +73,12 @@ describe('the document', () => {
     expect(doc.info.version).toBe('1.0.0');
   });
 
-  it("describes every SPEC.md endpoint, the MCP endpoint, the console's two and itself, and nothing else", () => {
+  it("describes every SPEC.md endpoint, the MCP endpoint, the console's two, OAuth's and itself, and nothing else", () => {
     expect(
       operations()
         .map(([name]) => name)
         .sort(),
-    ).toEqual([...SPEC_ENDPOINTS, 'post /v1/workspaces/{ws}/mcp', 'get /v1/openapi.json', 'get /v1/whoami', 'get /v1/status'].sort());
+    ).toEqual([...SPEC_ENDPOINTS, 'post /v1/workspaces/{ws}/mcp', 'get /v1/openapi.json', 'get /v1/whoami', 'get /v1/status', ...OAUTH_ENDPOINTS].sort());
   });
 
   it('gives every operation the statuses SPEC.md lists for it, 401 and 429 on every authenticated one', () => {

@@ -6,7 +6,20 @@
 import { z } from 'zod';
 import { MAX_PATH_BYTES } from '../../core/paths.js';
 import { READ_PARAMS, type Tool } from './read-params.js';
-import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY, NO_QUERY, REPLIES, UPLOAD_QUERY } from './schemas.js';
+import {
+  AUDIT_QUERY,
+  AUTHORIZE_FORM,
+  AUTHORIZE_QUERY,
+  CREATE_WORKSPACE_BODY,
+  FILES_QUERY,
+  MINT_TOKEN_BODY,
+  NO_QUERY,
+  REGISTER_BODY,
+  REPLIES,
+  REVOKE_FORM,
+  TOKEN_FORM,
+  UPLOAD_QUERY,
+} from './schemas.js';
 import { WORKSPACE_NAME } from './params.js';
 
 /** A JSON Schema object. */
@@ -19,6 +32,8 @@ interface Reply {
   json?: z.ZodType | 'error';
   /** A plain-text body. */
   text?: true;
+  /** An HTML page. */
+  html?: true;
   /** Headers the answer carries. */
   headers?: string[];
 }
@@ -34,13 +49,27 @@ interface Route {
   summary: string;
   access: Access;
   query?: z.ZodObject;
-  body?: { json: z.ZodType; required: boolean } | 'bytes' | 'json-rpc';
+  body?: { json: z.ZodType; required: boolean } | { form: z.ZodObject } | 'bytes' | 'json-rpc';
   replies: Record<number, Reply>;
 }
 
 const error = (description: string, headers?: string[]): Reply => ({ description, json: 'error', headers });
 const text = (description: string, headers?: string[]): Reply => ({ description, text: true, headers });
 const jsonRpc = (description: string, headers?: string[]): Reply => ({ description, json: JSON_RPC, headers });
+const oauthError = (description: string, headers?: string[]): Reply => ({ description, json: REPLIES.oauthError, headers });
+const page = (description: string, headers?: string[]): Reply => ({ description, html: true, headers });
+
+/** The answer of every OAuth route when VFS_OAUTH=off: the JSON 404 of an unknown route. */
+const OAUTH_OFF: Reply = error('OAuth is off (VFS_OAUTH=off).');
+
+/** The answers of the JSON OAuth endpoints beside their own. */
+const OAUTH_ERRORS: Record<number, Reply> = {
+  400: oauthError('An invalid request: `error` is the RFC 6749 5.2 code.'),
+  404: OAUTH_OFF,
+  413: oauthError('The body is over 16 KiB.'),
+  500: oauthError('Internal error.'),
+  503: oauthError('A database is unavailable, or the service is stopping; retry.', ['Retry-After']),
+};
 
 /** A JSON-RPC 2.0 message: a result or an error (MCP's own schemas define what is inside). */
 const JSON_RPC = z.looseObject({ jsonrpc: z.literal('2.0') }).describe('A JSON-RPC 2.0 response, as the MCP specification defines.');
@@ -250,7 +279,10 @@ const ROUTES: Route[] = [
       200: jsonRpc('The JSON-RPC response.'),
       202: { description: 'A notification or response was accepted; no body.' },
       400: jsonRpc('No JSON, a JSON-RPC batch, or a request the protocol refuses.'),
-      401: jsonRpc('Missing, malformed or unrecognized bearer credential.', ['WWW-Authenticate']),
+      401: jsonRpc(
+        'Missing, malformed or unrecognized bearer credential, or an OAuth access token of another workspace. With OAuth on, WWW-Authenticate names the resource metadata (RFC 9728).',
+        ['WWW-Authenticate'],
+      ),
       403: jsonRpc('The Origin header is not allowed.'),
       404: jsonRpc('No such workspace, or the token is pinned to another one.'),
       406: jsonRpc('The Accept header allows no JSON.'),
@@ -259,6 +291,115 @@ const ROUTES: Route[] = [
       429: jsonRpc('Read rate limit reached (tools/call, resources/read), or too many failed authentication attempts.', ['Retry-After']),
       500: jsonRpc('Internal error.'),
       503: jsonRpc('A database is unavailable or the service is stopping; retry.', ['Retry-After']),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/workspaces/{ws}/grants',
+    id: 'listGrants',
+    summary: "The workspace's live OAuth grants: which client, with which claims, approved by which credential.",
+    access: 'management',
+    query: NO_QUERY,
+    replies: { 200: { description: 'The grants.', json: REPLIES.grants }, 400: error('A query parameter was given.'), 404: error('No such workspace.') },
+  },
+  {
+    method: 'delete',
+    path: '/v1/grants/{id}',
+    id: 'revokeGrant',
+    summary: 'Revoke an OAuth grant with its refresh and access tokens, effective on the next request on every node (idempotent).',
+    access: 'management',
+    replies: { 204: { description: 'Revoked.' }, 404: error('Unknown, foreign or malformed grant id.') },
+  },
+  {
+    method: 'get',
+    path: '/.well-known/oauth-protected-resource/v1/workspaces/{ws}/mcp',
+    id: 'protectedResourceMetadata',
+    summary: "The MCP endpoint's OAuth protected-resource metadata (RFC 9728), for any valid workspace name.",
+    access: 'public',
+    replies: { 200: { description: 'The metadata.', json: REPLIES.protectedResource }, 404: error('An invalid workspace name, or OAuth is off.') },
+  },
+  {
+    method: 'get',
+    path: '/.well-known/oauth-authorization-server',
+    id: 'authorizationServerMetadata',
+    summary: "The built-in authorization server's metadata (RFC 8414).",
+    access: 'public',
+    replies: { 200: { description: 'The metadata.', json: REPLIES.authorizationServer }, 404: OAUTH_OFF },
+  },
+  {
+    method: 'post',
+    path: '/oauth/register',
+    id: 'registerClient',
+    summary: 'Dynamic client registration (RFC 7591) of a public client.',
+    access: 'public',
+    body: { json: REGISTER_BODY, required: true },
+    replies: {
+      ...OAUTH_ERRORS,
+      201: { description: 'Registered.', json: REPLIES.clientRegistered },
+      400: oauthError('invalid_redirect_uri or invalid_client_metadata.'),
+      429: oauthError('Too many registrations from the address.', ['Retry-After']),
+    },
+  },
+  {
+    method: 'get',
+    path: '/oauth/authorize',
+    id: 'authorize',
+    summary: 'The authorization page: a person approves the client with an access key of the workspace.',
+    access: 'public',
+    query: AUTHORIZE_QUERY,
+    replies: {
+      200: page('The page, with its CSRF cookie.', ['Set-Cookie', 'Content-Security-Policy']),
+      400: page('Any error of the request (its RFC 6749 code on the page): shown, never redirected.'),
+      404: OAUTH_OFF,
+      500: page('Internal error.'),
+      503: page('A database is unavailable; retry.', ['Retry-After']),
+    },
+  },
+  {
+    method: 'post',
+    path: '/oauth/authorize',
+    id: 'authorizeDecision',
+    summary: "The page's form: allow (with the key) or deny.",
+    access: 'public',
+    body: { form: AUTHORIZE_FORM },
+    replies: {
+      303: { description: 'Back to the redirect URI: code, state and iss; or error=access_denied.', headers: ['Location'] },
+      400: page('A malformed form, or malformed claims (the page again).'),
+      401: page('The key cannot give access to the workspace: the page again, nothing issued.'),
+      403: page('No valid CSRF token and cookie: nothing issued.'),
+      404: OAUTH_OFF,
+      413: page('The form is over 16 KiB.'),
+      429: page('Too many failed authentication attempts from the address.', ['Retry-After']),
+      500: page('Internal error.'),
+      503: page('A database is unavailable; retry.', ['Retry-After']),
+    },
+  },
+  {
+    method: 'post',
+    path: '/oauth/token',
+    id: 'token',
+    summary: 'The token endpoint: an authorization code or a refresh token for an access token and a new refresh token.',
+    access: 'public',
+    body: { form: TOKEN_FORM },
+    replies: {
+      ...OAUTH_ERRORS,
+      200: { description: 'The tokens.', json: REPLIES.oauthTokens, headers: ['Cache-Control'] },
+      401: oauthError('invalid_client: an unknown client_id.'),
+      429: oauthError('Too many token and revocation requests from the address.', ['Retry-After']),
+    },
+  },
+  {
+    method: 'post',
+    path: '/oauth/revoke',
+    id: 'revoke',
+    summary: 'Token revocation (RFC 7009): a refresh token revokes its grant, an access token itself.',
+    access: 'public',
+    body: { form: REVOKE_FORM },
+    replies: {
+      ...OAUTH_ERRORS,
+      200: { description: 'Revoked, or not a token of this client: the same answer.' },
+      401: oauthError('invalid_client: an unknown client_id.'),
+      429: oauthError('Too many token and revocation requests from the address.', ['Retry-After']),
     },
   },
 ];
@@ -297,6 +438,19 @@ function build(): JsonSchema {
           scheme: 'bearer',
           description: 'A scoped read-only token, svc_at_...: the read tools of one workspace, and GET /v1/whoami.',
         },
+        oauth: {
+          type: 'oauth2',
+          description:
+            "OAuth 2.1 with PKCE (S256) and resource indicators, for MCP clients: the access token (svc_at_...) is accepted on its workspace's MCP endpoint only.",
+          flows: {
+            authorizationCode: {
+              authorizationUrl: '/oauth/authorize',
+              tokenUrl: '/oauth/token',
+              refreshUrl: '/oauth/token',
+              scopes: { 'vfs:read': "Read the workspace's files through the MCP tools." },
+            },
+          },
+        },
       },
     },
   };
@@ -306,7 +460,7 @@ const SECURITY: Record<Access, unknown[]> = {
   management: [{ managementKey: [] }],
   credential: [{ managementKey: [] }, { scopedToken: [] }],
   read: [{ managementKey: [] }, { scopedToken: [] }],
-  mcp: [{ managementKey: [] }, { scopedToken: [] }],
+  mcp: [{ managementKey: [] }, { scopedToken: [] }, { oauth: ['vfs:read'] }],
   public: [],
 };
 
@@ -327,13 +481,14 @@ function operation(route: Route): Record<string, unknown> {
 }
 
 function pathParameters(path: string): unknown[] {
+  const id = path.startsWith('/v1/grants/') ? 'The grant id, as the grant listing gives it.' : 'The token id returned at mint.';
   const described: Record<string, { description: string; schema: JsonSchema }> = {
     ws: { description: 'Workspace name.', schema: { type: 'string', pattern: WORKSPACE_NAME.source } },
     path: {
       description: `File path inside the workspace, at most ${MAX_PATH_BYTES} bytes of UTF-8; it may contain "/" (the whole trailing part of the URL), percent-encoded.`,
       schema: { type: 'string', minLength: 1 },
     },
-    id: { description: 'The token id returned at mint.', schema: { type: 'string', format: 'uuid' } },
+    id: { description: id, schema: { type: 'string', format: 'uuid' } },
   };
   return [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, ...described[name] }));
 }
@@ -355,6 +510,9 @@ function requestBody(body: NonNullable<Route['body']>): unknown {
       content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
     };
   }
+  if (typeof body === 'object' && 'form' in body) {
+    return { required: true, content: { 'application/x-www-form-urlencoded': { schema: schema(body.form, 'input') } } };
+  }
   if (body === 'json-rpc') {
     return { required: true, content: { 'application/json': { schema: schema(z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() })) } } };
   }
@@ -367,6 +525,7 @@ function response(reply: Reply): unknown {
   if (reply.json === 'error') content = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
   else if (reply.json !== undefined) content = { 'application/json': { schema: schema(reply.json) } };
   else if (reply.text) content = { 'text/plain': { schema: { type: 'string' } } };
+  else if (reply.html) content = { 'text/html': { schema: { type: 'string' } } };
   return { description: reply.description, ...(headers === undefined ? {} : { headers }), ...(content === undefined ? {} : { content }) };
 }
 

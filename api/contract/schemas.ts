@@ -168,4 +168,108 @@ export const REPLIES = {
     ),
     nextCursor: z.string().nullable(),
   }),
+  grants: z.strictObject({
+    grants: z.array(
+      z.strictObject({
+        id: z.uuid(),
+        clientId: z.string(),
+        clientName: z.string().nullable().describe('The name the client registered with; null if none.'),
+        claims: z.array(z.string()).describe("The grant's visibility claims: the approving token's, or those chosen with a management key."),
+        approvedBy: z.strictObject({ kind: z.enum(['management_key', 'token']), id: z.uuid() }),
+        createdAt: z.string(),
+      }),
+    ),
+  }),
+  protectedResource: z
+    .looseObject({
+      resource: z.string(),
+      authorization_servers: z.array(z.string()),
+      scopes_supported: z.array(z.string()),
+      bearer_methods_supported: z.array(z.string()),
+      resource_name: z.string(),
+    })
+    .describe('OAuth 2.0 Protected Resource Metadata (RFC 9728).'),
+  authorizationServer: z
+    .looseObject({
+      issuer: z.string(),
+      authorization_endpoint: z.string(),
+      token_endpoint: z.string(),
+      registration_endpoint: z.string(),
+      revocation_endpoint: z.string(),
+      response_types_supported: z.array(z.string()),
+      grant_types_supported: z.array(z.string()),
+      code_challenge_methods_supported: z.array(z.string()),
+      token_endpoint_auth_methods_supported: z.array(z.string()),
+      scopes_supported: z.array(z.string()),
+    })
+    .describe('OAuth 2.0 Authorization Server Metadata (RFC 8414).'),
+  clientRegistered: z
+    .looseObject({ client_id: z.string(), client_id_issued_at: z.number(), redirect_uris: z.array(z.string()), token_endpoint_auth_method: z.literal('none') })
+    .describe('The registered client (RFC 7591 3.2.1).'),
+  oauthTokens: z.strictObject({
+    access_token: z.string().regex(/^svc_at_/),
+    token_type: z.literal('Bearer'),
+    expires_in: z.number(),
+    refresh_token: z.string().regex(/^svc_rt_/),
+    scope: z.string(),
+  }),
+  oauthError: z
+    .strictObject({ error: z.string(), error_description: z.string().optional() })
+    .describe("An OAuth error (RFC 6749 5.2, RFC 7591 3.2.2): the RFC's code and a sentence; a 413, 429 or 5xx carries `error` only."),
 };
+
+/** POST /oauth/token: the form's fields (application/x-www-form-urlencoded). */
+export const TOKEN_FORM = z.strictObject({
+  grant_type: z.enum(['authorization_code', 'refresh_token']),
+  client_id: z.string(),
+  code: z.string().optional().describe('authorization_code: the code.'),
+  redirect_uri: z.string().optional().describe('authorization_code: the redirect URI of the authorization request.'),
+  code_verifier: z.string().optional().describe('authorization_code: the PKCE verifier.'),
+  refresh_token: z.string().optional().describe('refresh_token: the refresh token, used once.'),
+  resource: z.string().optional().describe("The workspace's MCP endpoint URL the grant is for."),
+  scope: z.string().optional().describe('vfs:read, the only scope.'),
+});
+
+/** POST /oauth/revoke: the form's fields. */
+export const REVOKE_FORM = z.strictObject({
+  token: z.string().describe('A refresh token (revokes the grant) or an access token (revokes that token).'),
+  token_type_hint: z.string().optional(),
+  client_id: z.string(),
+});
+
+/** POST /oauth/authorize: the form the authorization page posts. */
+export const AUTHORIZE_FORM = z.strictObject({
+  response_type: z.literal('code'),
+  client_id: z.string(),
+  redirect_uri: z.string(),
+  code_challenge: z.string(),
+  code_challenge_method: z.literal('S256'),
+  state: z.string().optional(),
+  resource: z.string(),
+  scope: z.string(),
+  csrf: z.string().describe("The page's CSRF token; the page's cookie must hold its nonce."),
+  key: z.string().describe("A management key of the workspace's account or a scoped token of the workspace."),
+  claims: z.string().optional().describe('Comma-separated visibility claims, with a management key only; default *.'),
+  decision: z.enum(['allow', 'deny']),
+});
+
+/** GET /oauth/authorize: the authorization request (OAuth 2.1 4.1.1, RFC 8707). */
+export const AUTHORIZE_QUERY = z.object({
+  response_type: z.literal('code'),
+  client_id: z.string(),
+  redirect_uri: z.string(),
+  code_challenge: z.string().describe('BASE64URL(SHA-256(code_verifier)).'),
+  code_challenge_method: z.literal('S256'),
+  state: z.string().optional(),
+  resource: z.string().describe("The workspace's MCP endpoint URL."),
+  scope: z.string().optional().describe('vfs:read (the default).'),
+});
+
+/** POST /oauth/register: the client's metadata (RFC 7591 2); other fields are ignored. */
+export const REGISTER_BODY = z.looseObject({
+  redirect_uris: z.array(z.string()).min(1).max(10).describe('https, or http on 127.0.0.1, [::1] or localhost (any port at use); no fragment.'),
+  client_name: z.string().max(200).optional(),
+  token_endpoint_auth_method: z.literal('none').optional(),
+  grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).optional(),
+  response_types: z.array(z.literal('code')).optional(),
+});

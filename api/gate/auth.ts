@@ -14,7 +14,16 @@ import { TtlCache } from '../../core/ttl-cache.js';
 /** Who is calling. */
 export type Principal =
   | { kind: 'management_key'; accountId: string; actorId: string }
-  | { kind: 'token'; accountId: string; actorId: string; workspaceId: string; claims: string[]; expiresAt: number };
+  | {
+      kind: 'token';
+      accountId: string;
+      actorId: string;
+      workspaceId: string;
+      claims: string[];
+      expiresAt: number;
+      /** The OAuth grant of an access token issued by /oauth/token (accepted on its workspace's MCP endpoint only); null for a minted token. */
+      grantId: string | null;
+    };
 
 const MAX_CACHED = 10_000;
 /** An `Authorization` header carrying a bearer credential. */
@@ -89,10 +98,23 @@ export class Authenticator {
       workspaceId: token.workspaceId,
       claims: token.claims,
       expiresAt: token.expiresAt,
+      grantId: token.grantId,
     };
   }
 }
 
-function unauthenticated(reason: string): VfsError {
+/** A 401 with the bare challenge; the MCP endpoint adds its resource metadata (RFC 9728 5.1). */
+export function unauthenticated(reason: string): VfsError {
   return new VfsError('UNAUTHENTICATED', { reason }, { 'www-authenticate': 'Bearer' });
+}
+
+/**
+ * SECURITY: audience binding. An access token issued through OAuth was issued for one resource,
+ * its workspace's MCP endpoint (RFC 8707); anywhere else it is refused as no credential at all.
+ */
+export function requireAudience(principal: Principal, mcp: boolean): Principal {
+  if (principal.kind === 'token' && principal.grantId !== null && !mcp) {
+    throw unauthenticated("an OAuth access token is accepted only on its workspace's MCP endpoint");
+  }
+  return principal;
 }

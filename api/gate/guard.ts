@@ -8,7 +8,7 @@
  */
 import { VfsError } from '../../core/errors.js';
 import type { Database } from '../../db/database.js';
-import type { Authenticator, Principal } from './auth.js';
+import { type Authenticator, type Principal, requireAudience } from './auth.js';
 import { remoteAddress, type RequestContext } from '../http/context.js';
 import type { Lookups } from './lookups.js';
 import type { Metrics } from '../metrics.js';
@@ -57,24 +57,35 @@ export class Guard {
     return remoteAddress(ctx);
   }
 
-  /** Authenticates the request, counting failures per address. */
-  async principal(ctx: RequestContext): Promise<Principal> {
+  /**
+   * Authenticates the request, counting failures per address. An access token issued through
+   * OAuth passes only where `mcp` says the route is the MCP endpoint (requireAudience).
+   */
+  async principal(ctx: RequestContext, mcp = false): Promise<Principal> {
     // Two Content-Length headers can mean two different bodies to two parsers: act on neither.
     if (ctx.ambiguousLength) throw new VfsError('INVALID_BODY', { reason: 'Content-Length given more than once' });
     // With no failure within the window no address is locked, and a credential the cache holds
     // cannot fail: the address (a call into uWS that allocates, about 1 µs) is not needed.
     if (this.failures.quiet()) {
       const known = this.auth.cached(ctx.authorization);
-      if (known !== undefined) return known;
+      if (known !== undefined) return requireAudience(known, mcp);
     }
-    const address = this.address(ctx);
+    return requireAudience(await this.authenticateAt(this.address(ctx), ctx.authorization), mcp);
+  }
+
+  /**
+   * Authenticates an `Authorization` header value sent from `address` (read from the request
+   * before its first await), under that address's failed-authentication lock, counting a failure.
+   * The authorization page checks the key a person pasted here.
+   */
+  async authenticateAt(address: string, header: string | null): Promise<Principal> {
     const locked = this.failures.check(address);
     if (!locked.ok) {
       this.metrics?.rateLimited.inc({ scope: 'auth_lock' });
       throw tooMany('AUTH_LOCKED', { retryAfter: locked.retryAfter }, locked.retryAfter);
     }
     try {
-      return await this.auth.authenticate(ctx.authorization);
+      return await this.auth.authenticate(header);
     } catch (error) {
       if (error instanceof VfsError && error.code === 'UNAUTHENTICATED') {
         this.failures.fail(address);
@@ -97,6 +108,27 @@ export class Guard {
     const decision = this.limiter.take(taken);
     if (!decision.ok) throw this.refused(decision.retryAfter, 'read', 'credential or account');
     if (this.shared !== null) await this.admitShared(taken, 'read', 'credential or account');
+  }
+
+  /**
+   * Admits one dynamic client registration from `address`: `perMinute` a minute, as a burst, then
+   * one every 60/`perMinute` seconds. Registrations are anonymous, so this is what bounds them.
+   */
+  async admitRegistration(address: string, perMinute: number): Promise<void> {
+    await this.admitAddress('r', address, perMinute);
+  }
+
+  /** Admits one request to the OAuth token or revocation endpoint from `address`, bounded as registrations are. */
+  async admitTokenEndpoint(address: string, perMinute: number): Promise<void> {
+    await this.admitAddress('o', address, perMinute);
+  }
+
+  /** An anonymous endpoint's bound per address: `perMinute` as a burst, then one every 60/`perMinute` seconds. */
+  private async admitAddress(bucket: string, address: string, perMinute: number): Promise<void> {
+    const taken: Limit[] = [{ key: `${bucket}:${address}`, ratePerSecond: perMinute / 60, burst: perMinute }];
+    const decision = this.limiter.take(taken);
+    if (!decision.ok) throw this.refused(decision.retryAfter, 'management', 'address');
+    if (this.shared !== null) await this.admitShared(taken, 'management', 'address');
   }
 
   /** Admits a management-plane call under the per-credential rate. */

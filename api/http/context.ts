@@ -197,6 +197,8 @@ const STATUS_TEXT: Record<number, string> = {
   201: 'Created',
   202: 'Accepted',
   204: 'No Content',
+  302: 'Found',
+  303: 'See Other',
   304: 'Not Modified',
   308: 'Permanent Redirect',
   400: 'Bad Request',

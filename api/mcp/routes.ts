@@ -29,6 +29,7 @@ import { readBody, type RequestContext, send, snapshot } from '../http/context.j
 import { callTool, instructions, isTool, MCP_TOOLS, resourcePath, resourcePrefix } from './tools.js';
 import { admitCaller, type Caller, type ReadRouteDeps } from '../read-routes.js';
 import { toVfsError } from '../http/respond.js';
+import { decodeURIComponentSafe, WORKSPACE_NAME } from '../contract/params.js';
 
 /** What the endpoint needs. */
 export interface McpRouteDeps extends ReadRouteDeps {
@@ -37,6 +38,12 @@ export interface McpRouteDeps extends ReadRouteDeps {
   mcpMaxChars: number;
   /** Origins (scheme://host[:port]) whose pages may call the endpoint; requests without Origin always may. */
   mcpAllowedOrigins: readonly string[];
+  /**
+   * With OAuth on, the `WWW-Authenticate` value of a 401 for a workspace name that is valid
+   * (RFC 9728 5.1: where its resource metadata is), given whether a credential was sent; null:
+   * OAuth is off, and a 401 carries the bare `Bearer`.
+   */
+  mcpChallenge: ((workspace: string, credentialSent: boolean) => string) | null;
 }
 
 const ROUTE = '/v1/workspaces/:ws/mcp';
@@ -94,7 +101,7 @@ class McpEndpoint {
       // SECURITY: a page of another site must not reach the endpoint through a browser (DNS rebinding).
       const origin = headers.get('origin');
       if (origin !== null && !deps.mcpAllowedOrigins.includes(origin)) throw new VfsError('ORIGIN_FORBIDDEN', { origin: origin.slice(0, 200) });
-      caller = await admitCaller(ctx, deps, false);
+      caller = await admitCaller(ctx, deps, 'mcp');
       const raw = await body;
       try {
         message = JSON.parse(raw.toString('utf8'));
@@ -110,7 +117,7 @@ class McpEndpoint {
       const method = (message as { method?: unknown } | null)?.method;
       if (method === 'tools/call' || method === 'resources/read') await deps.guard.admitRead(caller.principal);
     } catch (error) {
-      answerError(ctx, toVfsError(error, deps.log, ctx));
+      answerError(ctx, challenged(ctx, toVfsError(error, deps.log, ctx), deps));
       return;
     }
     // Answers are JSON: a client that accepts only JSON is served too (the SDK's transport wants
@@ -189,6 +196,18 @@ function serverFor(exchange: McpExchange, deps: McpRouteDeps): Server {
     return { contents: [{ uri, mimeType: 'text/plain', text: result.text }] };
   });
   return server;
+}
+
+/**
+ * A 401 with OAuth's challenge (when OAuth is on and the workspace name is valid): where the
+ * resource's metadata is, the scope, and `invalid_token` when a credential was sent (RFC 6750 3.1).
+ */
+function challenged(ctx: RequestContext, error: VfsError, deps: McpRouteDeps): VfsError {
+  if (error.status !== 401 || deps.mcpChallenge === null) return error;
+  const workspace = decodeURIComponentSafe(ctx.params[0]);
+  if (!WORKSPACE_NAME.test(workspace)) return error;
+  const challenge = deps.mcpChallenge(workspace, ctx.authorization !== '');
+  return new VfsError(error.code, error.params, { ...error.headers, 'www-authenticate': challenge });
 }
 
 /** Answers an HTTP-level error with its status and headers, as a JSON-RPC error MCP clients can read. */
