@@ -30,14 +30,19 @@ export const CONSOLE_DIR = fileURLToPath(new URL(FROM_SOURCE ? '../dist/console/
 /** The console's path prefix. */
 const BASE = '/console/';
 
-/** The headers of every answer under /console. */
-export const CONSOLE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'content-security-policy':
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+/** What every page the service serves carries besides its own CSP (the console's, the authorization page): no referrer, no sniffing, no framing, no opener. */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'referrer-policy': 'no-referrer',
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'cross-origin-opener-policy': 'same-origin',
+});
+
+/** The headers of every answer under /console. */
+export const CONSOLE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  ...PAGE_HEADERS,
 });
 
 const CONTENT_TYPES: Record<string, string> = {

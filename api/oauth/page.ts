@@ -5,6 +5,8 @@
  * client's redirect URI (`form-action`: browsers check the redirect that answers a form too).
  */
 
+import { PAGE_HEADERS } from '../console-routes.js';
+
 /** Escapes text for HTML element content and double-quoted attribute values. */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -14,10 +16,7 @@ export function escapeHtml(text: string): string {
 export function pageHeaders(formTarget: string | null): Record<string, string> {
   return {
     'content-security-policy': `default-src 'none'; base-uri 'none'; form-action 'self'${formTarget === null ? '' : ` ${formTarget}`}; frame-ancestors 'none'`,
-    'referrer-policy': 'no-referrer',
-    'x-content-type-options': 'nosniff',
-    'x-frame-options': 'DENY',
-    'cross-origin-opener-policy': 'same-origin',
+    ...PAGE_HEADERS,
     'cache-control': 'no-store',
   };
 }
