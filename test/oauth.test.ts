@@ -112,22 +112,31 @@ function formOf(html: string): Record<string, string> {
   return fields;
 }
 
+/** A browser opening the authorization URL: the page, its HTML, and the cookie it set (`name=value`). */
+async function visit(url: string | URL): Promise<{ page: Response; html: string; cookie: string }> {
+  const page = await fetch(url, { redirect: 'manual' });
+  return { page, html: await page.text(), cookie: (page.headers.get('set-cookie') ?? '').split(';')[0] };
+}
+
+/** A browser posting the authorization form of the service at `base`, with `cookie` ('' sends none). */
+function postForm(fields: Record<string, string>, cookie: string, base = t.url): Promise<Response> {
+  return fetch(`${base}/oauth/authorize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie === '' ? {} : { cookie }) },
+    body: new URLSearchParams(fields).toString(),
+    redirect: 'manual',
+  });
+}
+
 /** A browser's visit: GET the authorization URL, then post its form with `answers`, keeping the cookie. */
 async function approve(
   url: string | URL,
   answers: Record<string, string>,
   cookieOverride?: string,
 ): Promise<{ page: Response; html: string; post: Response; postHtml: string }> {
-  const page = await fetch(url, { redirect: 'manual' });
-  const html = await page.text();
+  const { page, html, cookie } = await visit(url);
   expect(page.status, html).toBe(200);
-  const cookie = cookieOverride ?? (page.headers.get('set-cookie') ?? '').split(';')[0];
-  const post = await fetch(`${t.url}/oauth/authorize`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
-    body: new URLSearchParams({ ...formOf(html), ...answers }).toString(),
-    redirect: 'manual',
-  });
+  const post = await postForm({ ...formOf(html), ...answers }, cookieOverride ?? cookie);
   return { page, html, post, postHtml: await post.text() };
 }
 
@@ -462,15 +471,8 @@ describe('a grant never outlives its approver', () => {
     for (let i = 0; i < 8; i++) {
       const key = await issueManagementKey(t.service.db, 'default');
       const { url } = await authorizationRequest('docs');
-      const page = await fetch(url);
-      const html = await page.text();
-      const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0];
-      const posting = fetch(`${t.url}/oauth/authorize`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
-        body: new URLSearchParams({ ...formOf(html), key: key.key, decision: 'allow' }).toString(),
-        redirect: 'manual',
-      });
+      const { html, cookie } = await visit(url);
+      const posting = postForm({ ...formOf(html), key: key.key, decision: 'allow' }, cookie);
       await new Promise((resolve) => setTimeout(resolve, i));
       const [post] = await Promise.all([posting, revokeManagementKey(t.service.db, key.id)]);
       expect([303, 401]).toContain(post.status);
@@ -588,17 +590,8 @@ describe('hostile', () => {
   it('a post without the CSRF token or its cookie, or with an altered request, is refused (403) and issues nothing', async () => {
     const before = (await grantsOf('docs')).json.grants.length;
     const { url } = await authorizationRequest('docs');
-    const page = await fetch(url);
-    const html = await page.text();
-    const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0];
+    const { html, cookie } = await visit(url);
     const form = formOf(html);
-    const post = (fields: Record<string, string>, cookieHeader: string) =>
-      fetch(`${t.url}/oauth/authorize`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookieHeader === '' ? {} : { cookie: cookieHeader }) },
-        body: new URLSearchParams(fields).toString(),
-        redirect: 'manual',
-      });
     const { csrf: _, ...withoutCsrf } = form;
     for (const [fields, cookieHeader] of [
       [withoutCsrf, cookie],
@@ -607,14 +600,14 @@ describe('hostile', () => {
       [{ ...form, resource: mcpUrl('other') }, cookie],
       [{ ...form, code_challenge: 'B'.repeat(43) }, cookie],
     ] as Array<[Record<string, string>, string]>) {
-      const r = await post({ ...fields, key: t.key, decision: 'allow' }, cookieHeader);
+      const r = await postForm({ ...fields, key: t.key, decision: 'allow' }, cookieHeader);
       expect(r.status).toBe(403);
       expect(r.headers.get('location')).toBeNull();
       expect(await r.text()).toContain('This form cannot be used');
     }
     expect((await grantsOf('docs')).json.grants.length).toBe(before);
     // The same form with its cookie still works.
-    expect((await post({ ...form, key: t.key, decision: 'allow' }, cookie)).status).toBe(303);
+    expect((await postForm({ ...form, key: t.key, decision: 'allow' }, cookie)).status).toBe(303);
   });
 
   it('a code used twice fails the second time and takes back what the first gave', async () => {
@@ -834,14 +827,8 @@ describe('with the credential cache on (the default)', () => {
       code_challenge_method: 'S256',
       resource: `${cached.url}/v1/workspaces/docs/mcp`,
     });
-    const page = await fetch(`${cached.url}/oauth/authorize?${query}`);
-    const html = await page.text();
-    const post = await fetch(`${cached.url}/oauth/authorize`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: (page.headers.get('set-cookie') ?? '').split(';')[0] },
-      body: new URLSearchParams({ ...formOf(html), key: cached.key, decision: 'allow' }).toString(),
-      redirect: 'manual',
-    });
+    const { html, cookie } = await visit(`${cached.url}/oauth/authorize?${query}`);
+    const post = await postForm({ ...formOf(html), key: cached.key, decision: 'allow' }, cookie, cached.url);
     expect(post.status).toBe(303);
     const code = new URL(post.headers.get('location')!).searchParams.get('code')!;
     const tokens = (
