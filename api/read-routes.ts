@@ -19,7 +19,7 @@ import { type RequestContext, snapshot } from './http/context.js';
 import type { Lookups } from './gate/lookups.js';
 import type { Metrics } from './metrics.js';
 import type { RecentReads } from './recent-reads.js';
-import { workspaceParam } from './contract/params.js';
+import { decodeURIComponentSafe, workspaceParam } from './contract/params.js';
 import { queryReader } from './contract/query.js';
 import { READ_PARAMS, type Tool } from './contract/read-params.js';
 import type { ReadPool } from '../reads/read-pool.js';
@@ -205,6 +205,7 @@ export function auditCall(
 /** Who an audit event names: the management key or token, or for an OAuth access token its grant (its tokens come and go with refreshes). */
 function auditActor(principal: Principal): { actorType: AuditRecord['actorType']; actorId: string } {
   if (principal.kind === 'token' && principal.grantId !== null) return { actorType: 'oauth_grant', actorId: principal.grantId };
+  if (principal.kind === 'token' && principal.subject !== null) return { actorType: 'oidc_subject', actorId: principal.subject };
   return { actorType: principal.kind, actorId: principal.actorId };
 }
 
@@ -241,9 +242,9 @@ export async function readCallError(
  * an OAuth access token is accepted.
  */
 export async function admitCaller(ctx: RequestContext, deps: ReadRouteDeps, via: 'http' | 'mcp'): Promise<Caller> {
-  const principal = await deps.guard.principal(ctx, via === 'mcp');
+  const principal = await deps.guard.principal(ctx, via === 'mcp' ? decodeURIComponentSafe(ctx.params[0]) : null);
   const name = workspaceParam(ctx.params[0]);
-  if (principal.kind === 'token' && principal.grantId !== null) {
+  if (principal.kind === 'token' && principal.mcpOnly) {
     // SECURITY: an OAuth access token's audience is its workspace's endpoint (RFC 8707): on any
     // other it is an invalid token (401, so the client can ask for one), whether or not that
     // workspace exists.

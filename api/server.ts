@@ -14,7 +14,7 @@ import { type FileRouteDeps, registerFileRoutes } from './file-routes.js';
 import { InFlight } from './http/in-flight.js';
 import { type ManagementDeps, registerManagementRoutes } from './management-routes.js';
 import { type McpRouteDeps, registerMcpRoutes } from './mcp/routes.js';
-import { type OAuthDeps, registerOAuthRoutes } from './oauth/routes.js';
+import { type OAuthDeps, type ProtectedResourceDeps, registerOAuthRoutes, registerProtectedResource } from './oauth/routes.js';
 import { openApiDocument } from './contract/openapi.js';
 import { type ReadRouteDeps, registerReadRoutes } from './read-routes.js';
 import { sendJsonError } from './http/respond.js';
@@ -34,8 +34,10 @@ export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps
   requestLog: ((fields: Record<string, unknown>) => void) | null;
   /** False while this node drains or its object store does not answer (GET /readyz says 503). */
   ready: () => boolean;
-  /** The OAuth routes' own needs (VFS_OAUTH=on), or null: OAuth is off. */
+  /** The OAuth routes' own needs (VFS_OAUTH=on), or null: the built-in authorization server is off. */
   oauth: Pick<OAuthDeps, 'publicUrl' | 'options' | 'csrf'> | null;
+  /** The protected-resource metadata (VFS_OAUTH=on or VFS_OAUTH_ISSUER set), or null: none is served. */
+  protectedResource: Omit<ProtectedResourceDeps, 'log'> | null;
 }
 
 /** A listening server. */
@@ -90,6 +92,7 @@ export async function startServer(deps: ServerDeps, host: string, port: number, 
   registerFileRoutes(app, deps);
   registerReadRoutes(app, deps);
   registerMcpRoutes(app, deps);
+  if (deps.protectedResource !== null) registerProtectedResource(app, { ...deps.protectedResource, log: deps.log });
   if (deps.oauth !== null) registerOAuthRoutes(app, { ...deps, ...deps.oauth });
   registerConsoleApiRoutes(app, deps);
   const consoleServed = registerConsoleRoutes(app);

@@ -187,6 +187,14 @@ async function insertKey(tx: Tx, accountId: string, key: string): Promise<string
   return rows[0].id;
 }
 
+/** The id of the account named `name` (accounts.name is unique), or null when there is none. */
+export async function accountIdByName(db: Database, name: string): Promise<string | null> {
+  return db.asOwner(async (tx) => {
+    const { rows } = await tx.query<{ id: string }>('SELECT id FROM accounts WHERE name = $1', [name]);
+    return rows[0]?.id ?? null;
+  });
+}
+
 async function resolveAccount(tx: Tx, account: string): Promise<string> {
   const { rows } = await tx.query<{ id: string }>('SELECT id FROM accounts WHERE name = $1 OR id::text = $1', [account]);
   if (rows.length === 0) throw new Error(`no such account: ${account}`);

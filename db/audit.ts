@@ -57,7 +57,7 @@ export async function exportAudit(tx: Tx, workspaceId: string, q: AuditPageQuery
 export interface AuditRecord {
   accountId: string;
   workspaceId: string;
-  actorType: 'management_key' | 'token' | 'oauth_grant';
+  actorType: 'management_key' | 'token' | 'oauth_grant' | 'oidc_subject';
   actorId: string;
   tool: string;
   params: Record<string, string>;

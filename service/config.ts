@@ -14,6 +14,8 @@ import type { StorageSettings } from '../storage/open-store.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().min(1);
+/** The name of a top-level claim of a JWT (`groups`, or a namespaced `https://example.com/groups`). */
+const claimName = z.string().regex(/^[!-~]{1,200}$/, '1-200 printable ASCII characters without spaces: the name of a top-level claim');
 
 const schema = z
   .object({
@@ -108,6 +110,28 @@ const schema = z
     VFS_OAUTH: z.enum(['on', 'off']).default('on'),
     VFS_OAUTH_ACCESS_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
     VFS_OAUTH_REFRESH_TTL_SECONDS: z.coerce.number().int().min(60).max(31_536_000).default(2_592_000),
+    VFS_OAUTH_ISSUER: z
+      .string()
+      .optional()
+      .refine(
+        (v) => v === undefined || issuerUrl(v) !== null,
+        'an http:// or https:// URL without query or fragment, exactly as the provider writes its `issuer`',
+      )
+      .refine(
+        (v) => v === undefined || issuerUrl(v) === null || v.startsWith('https:') || isLoopbackHost(new URL(v).hostname),
+        'must be https (http only on a loopback host: 127.0.0.1, localhost, [::1]): its keys decide who reads',
+      ),
+    VFS_OAUTH_ISSUER_ACCOUNT: z.string().min(1).max(200).optional(),
+    VFS_OAUTH_ISSUER_WORKSPACES_CLAIM: claimName.default('workspaces'),
+    VFS_OAUTH_ISSUER_GROUPS_CLAIM: claimName.default('groups'),
+  })
+  .refine((env) => env.VFS_OAUTH_ISSUER === undefined || env.VFS_OAUTH_ISSUER_ACCOUNT !== undefined, {
+    message: "VFS_OAUTH_ISSUER needs VFS_OAUTH_ISSUER_ACCOUNT: the name of the account whose workspaces the issuer's tokens may read",
+    path: ['VFS_OAUTH_ISSUER_ACCOUNT'],
+  })
+  .refine((env) => env.VFS_OAUTH_ISSUER === undefined || env.VFS_PUBLIC_URL !== undefined || isLoopbackHost(env.HOST), {
+    message: "VFS_OAUTH_ISSUER needs VFS_PUBLIC_URL when HOST is not loopback: a token's audience is the MCP endpoint's public URL",
+    path: ['VFS_PUBLIC_URL'],
   })
   .refine((env) => (env.AWS_ACCESS_KEY_ID === undefined) === (env.AWS_SECRET_ACCESS_KEY === undefined), {
     message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together',
@@ -226,6 +250,20 @@ export interface Config {
   oauth: OAuthSettings | null;
   /** Why OAuth is off although VFS_OAUTH=on, logged at start; null otherwise. */
   oauthNotice: string | null;
+  /** The company's OpenID provider whose JWT access tokens the MCP endpoint accepts (docs/oauth.md); null: none. */
+  issuer: IssuerSettings | null;
+}
+
+/** The company's OpenID provider (VFS_OAUTH_ISSUER and its companions). */
+export interface IssuerSettings {
+  /** The issuer URL, exactly as its discovery document and its tokens' `iss` write it. */
+  url: string;
+  /** The name of the one account whose workspaces its tokens may read. */
+  account: string;
+  /** The claim naming the workspaces a token may read (a string or an array of strings). */
+  workspacesClaim: string;
+  /** The claim whose values become the token's visibility claims `group:<value>`. */
+  groupsClaim: string;
 }
 
 /** How the built-in authorization server issues tokens. */
@@ -254,6 +292,19 @@ export function publicUrl(raw: string): string | null {
   if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) return null;
   if (url.username !== '' || url.password !== '') return null;
   return url.origin;
+}
+
+/** An issuer URL as VFS_OAUTH_ISSUER takes it (http or https, a path allowed, no query, fragment or user), unchanged; null if it is not one. */
+export function issuerUrl(raw: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (raw.includes('?') || raw.includes('#') || url.username !== '' || url.password !== '') return null;
+  return raw;
 }
 
 /** How a node takes part in a cluster. */
@@ -363,5 +414,14 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
       e.VFS_OAUTH === 'on' && oauthNeedsUrl
         ? `OAuth is off: set VFS_PUBLIC_URL to the https URL clients reach this service at (HOST is ${e.HOST}, not loopback)`
         : null,
+    issuer:
+      e.VFS_OAUTH_ISSUER === undefined || e.VFS_OAUTH_ISSUER_ACCOUNT === undefined
+        ? null
+        : Object.freeze({
+            url: e.VFS_OAUTH_ISSUER,
+            account: e.VFS_OAUTH_ISSUER_ACCOUNT,
+            workspacesClaim: e.VFS_OAUTH_ISSUER_WORKSPACES_CLAIM,
+            groupsClaim: e.VFS_OAUTH_ISSUER_GROUPS_CLAIM,
+          }),
   });
 }

@@ -28,11 +28,12 @@ import { Metrics, type MetricsServer, startMetricsServer } from '../api/metrics.
 import { RecentReads } from '../api/recent-reads.js';
 import { startServer } from '../api/server.js';
 import { CsrfTokens } from '../api/oauth/csrf.js';
-import { mcpChallenge } from '../api/oauth/metadata.js';
+import { mcpChallenge, resourceUrl } from '../api/oauth/metadata.js';
+import { IssuerTokens } from '../api/gate/issuer.js';
 import { sharedSecret } from '../db/oauth.js';
 import { paced } from '../core/paced.js';
 import { threadStat, ThreadStatsListener } from '../core/thread-stats.js';
-import { bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
+import { accountIdByName, bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
 import { AuditLog } from '../db/audit.js';
 import { trimChanges, workspaceVersions } from '../db/changes.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
@@ -48,7 +49,7 @@ import { IngestThread } from '../ingest/ingest-thread.js';
 import { dropDamagedShards } from '../ingest/shards/repair.js';
 import { shardsRoot } from '../ingest/shards/writers.js';
 import { Uploads } from '../ingest/uploads.js';
-import type { Config } from './config.js';
+import type { Config, IssuerSettings } from './config.js';
 import type { Logger } from './log.js';
 import { type DataDirLock, lockDataDir } from './data-lock.js';
 import { Membership, nodeId } from './membership.js';
@@ -178,7 +179,12 @@ async function startParts(
   });
   made.push(() => shardsChecked.catch(() => {}));
   const createdKey = await bootstrapAccount(db, config.bootstrapKey, config.defaultPlan);
-  const auth = new Authenticator(db, config.authCacheMs);
+  const lookups = new Lookups(db);
+  // The public URL is the configured one, else the one printed below, known once the server
+  // listens; the OAuth routes and the issuer's audience read it per request.
+  let publicUrl = config.publicUrl ?? '';
+  const issuer = config.issuer === null ? null : await issuerTokens(config.issuer, db, lookups, () => publicUrl, log);
+  const auth = new Authenticator(db, config.authCacheMs, issuer);
 
   // On an S3 store and one node, this node's ingest takes each upload's own file; small originals
   // go in packs (blob-store.ts).
@@ -200,7 +206,6 @@ async function startParts(
           shardBytes: () => directoryBytes(shards),
           threads: () => [threadStat('http', openReaderCount()), ...threads.stats()],
         });
-  const lookups = new Lookups(db);
   const ingest = new IngestThread(
     {
       targets,
@@ -309,9 +314,6 @@ async function startParts(
     sweepStop.abort();
     await sweeping;
   });
-  // The public URL is the configured one, else the one printed below, known once the server
-  // listens; the OAuth routes read it per request.
-  let publicUrl = config.publicUrl ?? '';
   if (config.oauthNotice !== null) log.info(config.oauthNotice);
   const oauth =
     config.oauth === null
@@ -340,8 +342,16 @@ async function startParts(
       grepTimeoutMs: config.grepTimeoutMs,
       mcpMaxChars: config.mcpMaxChars,
       mcpAllowedOrigins: config.mcpAllowedOrigins,
-      mcpChallenge: oauth === null ? null : (workspace, sent) => mcpChallenge(publicUrl, workspace, sent),
+      mcpChallenge: oauth === null && issuer === null ? null : (workspace, sent) => mcpChallenge(publicUrl, workspace, sent),
       oauth,
+      protectedResource:
+        oauth === null && issuer === null
+          ? null
+          : {
+              publicUrl: () => publicUrl,
+              // The company's issuer first: a client that takes the first server signs in there.
+              authorizationServers: () => [...(config.issuer === null ? [] : [config.issuer.url]), ...(oauth === null ? [] : [publicUrl])],
+            },
       freshness,
       ready: () => membership === null || membership.ready,
       workspaceDeleted: async (accountId, workspaceId, blobs) => {
@@ -445,6 +455,22 @@ async function startParts(
 }
 
 /** Bytes of the regular files under `dir` (0 when it is missing). */
+/**
+ * The verifier of the company issuer's tokens, its discovery started (not awaited: the provider
+ * may be down). Its account must exist: a start with a name that matches none fails, naming it.
+ */
+async function issuerTokens(settings: IssuerSettings, db: Database, lookups: Lookups, publicUrl: () => string, log: Logger): Promise<IssuerTokens> {
+  const accountId = await accountIdByName(db, settings.account);
+  if (accountId === null) {
+    throw new Error(
+      `invalid configuration: VFS_OAUTH_ISSUER_ACCOUNT: no account is named ${JSON.stringify(settings.account)} (npm run admin -- list-accounts lists them)`,
+    );
+  }
+  const issuer = new IssuerTokens({ ...settings, accountId, audience: (workspace) => resourceUrl(publicUrl(), workspace), log }, lookups);
+  issuer.start();
+  return issuer;
+}
+
 export async function directoryBytes(dir: string): Promise<number> {
   let total = 0;
   try {

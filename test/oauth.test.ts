@@ -21,6 +21,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueManagementKey, revokeManagementKey } from '../db/accounts.js';
 import { loadConfig } from '../service/config.js';
+import { toolText } from './helpers/oauth.js';
 import { put, type Reply, settled, startTestService, type TestService } from './helpers/service.js';
 
 let t: TestService;
@@ -164,12 +165,6 @@ async function connectByOAuth(ws: string, key: string, extra: Record<string, str
   const client = new Client({ name: 'oauth-test', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl(ws)), { authProvider: provider }));
   return { provider, client };
-}
-
-async function toolText(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
-  const result = (await client.callTool({ name, arguments: args })) as { content: Array<{ text: string }>; isError?: boolean };
-  expect(result.isError ?? false).toBe(false);
-  return result.content[0].text;
 }
 
 /** A raw MCP call with a bearer credential. */

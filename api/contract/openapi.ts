@@ -314,9 +314,13 @@ const ROUTES: Route[] = [
     method: 'get',
     path: '/.well-known/oauth-protected-resource/v1/workspaces/{ws}/mcp',
     id: 'protectedResourceMetadata',
-    summary: "The MCP endpoint's OAuth protected-resource metadata (RFC 9728), for any valid workspace name.",
+    summary:
+      "The MCP endpoint's OAuth protected-resource metadata (RFC 9728), for any valid workspace name; its authorization_servers name the company's issuer (VFS_OAUTH_ISSUER) first, then the built-in server.",
     access: 'public',
-    replies: { 200: { description: 'The metadata.', json: REPLIES.protectedResource }, 404: error('An invalid workspace name, or OAuth is off.') },
+    replies: {
+      200: { description: 'The metadata.', json: REPLIES.protectedResource },
+      404: error('An invalid workspace name, or neither VFS_OAUTH=on nor VFS_OAUTH_ISSUER.'),
+    },
   },
   {
     method: 'get',

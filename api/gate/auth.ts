@@ -1,7 +1,9 @@
 /**
  * Bearer authentication. A credential is first checked for form (prefix,
  * length, checksum) without touching the database; a well-formed one is looked
- * up by its SHA-256 hash. Verified credentials are cached briefly; a
+ * up by its SHA-256 hash. A JWT (three base64url parts) is an access token of
+ * the company's OpenID provider, verified by `IssuerTokens` (issuer.ts) on a
+ * workspace's MCP endpoint only. Verified credentials are cached briefly; a
  * revocation through this service, or a NOTIFY from another process (the
  * operator command), clears the cache before the next request.
  */
@@ -10,6 +12,7 @@ import { VfsError } from '../../core/errors.js';
 import { findManagementKey, findToken } from '../../db/auth.js';
 import type { Database } from '../../db/database.js';
 import { TtlCache } from '../../core/ttl-cache.js';
+import type { IssuerTokens } from './issuer.js';
 
 /** Who is calling. */
 export type Principal =
@@ -21,13 +24,24 @@ export type Principal =
       workspaceId: string;
       claims: string[];
       expiresAt: number;
-      /** The OAuth grant of an access token issued by /oauth/token (accepted on its workspace's MCP endpoint only); null for a minted token. */
+      /** The OAuth grant of an access token issued by /oauth/token; null otherwise. */
       grantId: string | null;
+      /**
+       * SECURITY: an OAuth access token, the built-in server's or the company issuer's: issued for
+       * one resource, its workspace's MCP endpoint (RFC 8707), and accepted there only.
+       */
+      mcpOnly: boolean;
+      /** The subject (`sub`) of the company issuer's access token, its audit actor; null otherwise. */
+      subject: string | null;
     };
 
 const MAX_CACHED = 10_000;
 /** An `Authorization` header carrying a bearer credential. */
 const BEARER = /^Bearer +(\S+) *$/i;
+/** A JWS in compact form: three base64url parts (the third empty for `alg: none`, refused by the verifier). */
+const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+/** Longest JWT looked at: far past any access token, short of a costly one. */
+const MAX_JWT_CHARS = 16 * 1024;
 
 /** SECURITY: checked on every request, cached or not, by both ways of authenticating. */
 function expired(principal: Principal): boolean {
@@ -44,23 +58,32 @@ export function requireManagementKey(principal: Principal): string {
 export class Authenticator {
   private readonly cache: TtlCache<Principal>;
 
+  /** `issuer`: the company's OpenID provider whose JWTs the MCP endpoint takes (VFS_OAUTH_ISSUER); null: none. */
   constructor(
     private readonly db: Database,
     cacheMs: number,
+    private readonly issuer: IssuerTokens | null = null,
   ) {
     this.cache = new TtlCache(cacheMs, MAX_CACHED);
   }
 
-  /** The principal behind an `Authorization` header, or a 401 naming what was wrong. */
-  async authenticate(header: string | null): Promise<Principal> {
+  /**
+   * The principal behind an `Authorization` header, or a 401 naming what was wrong. `mcpWorkspace`
+   * names the workspace when the route is its MCP endpoint, the only one where a JWT is verified.
+   */
+  async authenticate(header: string | null, mcpWorkspace: string | null = null): Promise<Principal> {
     if (header === null) throw unauthenticated('ambiguous credential: more than one Authorization header');
     if (header === '') throw unauthenticated('missing credential: send "Authorization: Bearer <svc_sk_ key or svc_at_ token>"');
     const match = BEARER.exec(header);
     if (match === null) throw unauthenticated('malformed Authorization header: expected "Bearer <credential>"');
     const credential = match[1];
     // The cache is keyed by the credential itself (it lives only in this process's memory), so
-    // a hit costs no checksum and no hashing; a failed lookup is not kept.
-    const principal = await this.cache.get(credential, () => this.lookup(credential));
+    // a hit costs no checksum and no hashing; a failed lookup is not kept. A JWT's principal
+    // depends on the endpoint's audience too, so its key names the workspace.
+    const jwt = this.issuer !== null && JWT.test(credential);
+    const principal = jwt
+      ? await this.cache.get(jwtKey(credential, mcpWorkspace), () => this.verifyJwt(credential, mcpWorkspace))
+      : await this.cache.get(credential, () => this.lookup(credential));
     if (expired(principal)) throw unauthenticated('token expired');
     return principal;
   }
@@ -69,15 +92,28 @@ export class Authenticator {
    * The principal of a well-formed credential that the cache holds and that has not expired,
    * without waiting; undefined otherwise (`authenticate` then says why, or looks it up).
    */
-  cached(header: string | null): Principal | undefined {
+  cached(header: string | null, mcpWorkspace: string | null = null): Principal | undefined {
     const match = header === null ? null : BEARER.exec(header);
-    const principal = match === null ? undefined : this.cache.peek(match[1]);
+    if (match === null) return undefined;
+    const credential = match[1];
+    const jwt = this.issuer !== null && JWT.test(credential);
+    const principal = this.cache.peek(jwt ? jwtKey(credential, mcpWorkspace) : credential);
     return principal === undefined || expired(principal) ? undefined : principal;
   }
 
   /** Forgets every cached credential (after any revocation, or a lost notification channel). */
   clear(): void {
     this.cache.clear();
+  }
+
+  /**
+   * SECURITY: a JWT is verified only on a workspace's MCP endpoint, against that endpoint's URL as
+   * its audience; anywhere else it is no credential, and is never looked at further.
+   */
+  private async verifyJwt(credential: string, mcpWorkspace: string | null): Promise<Principal> {
+    if (mcpWorkspace === null) throw unauthenticated(MCP_ONLY);
+    if (credential.length > MAX_JWT_CHARS) throw unauthenticated(`malformed credential: a JWT of more than ${MAX_JWT_CHARS} characters`);
+    return this.issuer!.verify(credential, mcpWorkspace);
   }
 
   private async lookup(credential: string): Promise<Principal> {
@@ -99,6 +135,8 @@ export class Authenticator {
       claims: token.claims,
       expiresAt: token.expiresAt,
       grantId: token.grantId,
+      mcpOnly: token.grantId !== null,
+      subject: null,
     };
   }
 }
@@ -108,13 +146,19 @@ export function unauthenticated(reason: string): VfsError {
   return new VfsError('UNAUTHENTICATED', { reason }, { 'www-authenticate': 'Bearer' });
 }
 
+const MCP_ONLY = "an OAuth access token is accepted only on its workspace's MCP endpoint";
+
+/** The cache key of a JWT presented on `mcpWorkspace`'s endpoint (a credential never holds a space). */
+function jwtKey(credential: string, mcpWorkspace: string | null): string {
+  return `${mcpWorkspace ?? ''} ${credential}`;
+}
+
 /**
- * SECURITY: audience binding. An access token issued through OAuth was issued for one resource,
- * its workspace's MCP endpoint (RFC 8707); anywhere else it is refused as no credential at all.
+ * SECURITY: audience binding. An access token issued through OAuth (by the built-in server or the
+ * company's issuer) was issued for one resource, its workspace's MCP endpoint (RFC 8707); anywhere
+ * else it is refused as no credential at all.
  */
 export function requireAudience(principal: Principal, mcp: boolean): Principal {
-  if (principal.kind === 'token' && principal.grantId !== null && !mcp) {
-    throw unauthenticated("an OAuth access token is accepted only on its workspace's MCP endpoint");
-  }
+  if (principal.kind === 'token' && principal.mcpOnly && !mcp) throw unauthenticated(MCP_ONLY);
   return principal;
 }

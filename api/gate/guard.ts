@@ -59,33 +59,35 @@ export class Guard {
 
   /**
    * Authenticates the request, counting failures per address. An access token issued through
-   * OAuth passes only where `mcp` says the route is the MCP endpoint (requireAudience).
+   * OAuth passes only where `mcpWorkspace` says the route is that workspace's MCP endpoint
+   * (requireAudience).
    */
-  async principal(ctx: RequestContext, mcp = false): Promise<Principal> {
+  async principal(ctx: RequestContext, mcpWorkspace: string | null = null): Promise<Principal> {
     // Two Content-Length headers can mean two different bodies to two parsers: act on neither.
     if (ctx.ambiguousLength) throw new VfsError('INVALID_BODY', { reason: 'Content-Length given more than once' });
+    const mcp = mcpWorkspace !== null;
     // With no failure within the window no address is locked, and a credential the cache holds
     // cannot fail: the address (a call into uWS that allocates, about 1 µs) is not needed.
     if (this.failures.quiet()) {
-      const known = this.auth.cached(ctx.authorization);
+      const known = this.auth.cached(ctx.authorization, mcpWorkspace);
       if (known !== undefined) return requireAudience(known, mcp);
     }
-    return requireAudience(await this.authenticateAt(this.address(ctx), ctx.authorization), mcp);
+    return requireAudience(await this.authenticateAt(this.address(ctx), ctx.authorization, mcpWorkspace), mcp);
   }
 
   /**
    * Authenticates an `Authorization` header value sent from `address` (read from the request
    * before its first await), under that address's failed-authentication lock, counting a failure.
-   * The authorization page checks the key a person pasted here.
+   * The authorization page checks the key a person pasted here. `mcpWorkspace`: as for `principal`.
    */
-  async authenticateAt(address: string, header: string | null): Promise<Principal> {
+  async authenticateAt(address: string, header: string | null, mcpWorkspace: string | null = null): Promise<Principal> {
     const locked = this.failures.check(address);
     if (!locked.ok) {
       this.metrics?.rateLimited.inc({ scope: 'auth_lock' });
       throw tooMany('AUTH_LOCKED', { retryAfter: locked.retryAfter }, locked.retryAfter);
     }
     try {
-      return await this.auth.authenticate(header);
+      return await this.auth.authenticate(header, mcpWorkspace);
     } catch (error) {
       if (error instanceof VfsError && error.code === 'UNAUTHENTICATED') {
         this.failures.fail(address);

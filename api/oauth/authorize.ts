@@ -174,7 +174,7 @@ async function authenticateApprover(
     throw toVfsError(error, deps.log, ctx);
   }
   // SECURITY: an OAuth access token never approves a grant: it is good on its MCP endpoint only.
-  if (principal.kind === 'token' && principal.grantId !== null) return null;
+  if (principal.kind === 'token' && principal.mcpOnly) return null;
   const workspaceId = await deps.lookups.workspaceId(principal.accountId, request.workspace).catch((error: unknown) => {
     if (error instanceof VfsError && error.code === 'NO_SUCH_WORKSPACE') return null;
     throw error;

@@ -1,6 +1,7 @@
 /**
  * What the service says of itself to OAuth clients: each workspace's MCP endpoint is a protected
- * resource (RFC 9728) whose metadata names the built-in authorization server (RFC 8414). Every
+ * resource (RFC 9728) whose metadata names its authorization servers: the company's OpenID
+ * provider (VFS_OAUTH_ISSUER) and the built-in one (RFC 8414). Every
  * URL here is made from the public base URL (VFS_PUBLIC_URL, else the URL printed at start),
  * never from a request's Host header: a client must not be sent elsewhere by a forged Host.
  */
@@ -46,11 +47,14 @@ export function mcpChallenge(base: string, workspace: string, credentialSent: bo
   return `Bearer resource_metadata="${resourceMetadataUrl(base, workspace)}", scope="${SCOPE}"${error}`;
 }
 
-/** RFC 9728 2: a workspace's protected-resource metadata. */
-export function protectedResourceMetadata(base: string, workspace: string): Record<string, unknown> {
+/**
+ * RFC 9728 2: a workspace's protected-resource metadata. `authorizationServers`: the company's
+ * issuer (VFS_OAUTH_ISSUER) first, then the built-in server (`base`) when it is on.
+ */
+export function protectedResourceMetadata(base: string, workspace: string, authorizationServers: readonly string[]): Record<string, unknown> {
   return {
     resource: resourceUrl(base, workspace),
-    authorization_servers: [base],
+    authorization_servers: authorizationServers,
     scopes_supported: [SCOPE],
     bearer_methods_supported: ['header'],
     resource_name: `agent-vfs workspace ${workspace}`,

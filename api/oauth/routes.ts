@@ -1,15 +1,15 @@
 /**
- * Registers the OAuth routes (VFS_OAUTH=on): the protected-resource metadata of every
- * workspace's MCP endpoint (RFC 9728), the authorization server's metadata (RFC 8414), and its
- * endpoints: registration, authorization, token and revocation. Another method on one of their
- * paths answers 405. With OAuth off none is registered, and the paths answer the JSON 404 of any
- * unknown route.
+ * Registers the OAuth routes: the protected-resource metadata of every workspace's MCP endpoint
+ * (RFC 9728; with VFS_OAUTH=on or VFS_OAUTH_ISSUER set), and with VFS_OAUTH=on the built-in
+ * authorization server's metadata (RFC 8414) and its endpoints: registration, authorization,
+ * token and revocation. Another method on one of their paths answers 405. A route not registered
+ * answers the JSON 404 of any unknown route.
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { VfsError } from '../../core/errors.js';
 import { WORKSPACE_NAME, decodeURIComponentSafe } from '../contract/params.js';
 import { sendJson, snapshot } from '../http/context.js';
-import { sendJsonError } from '../http/respond.js';
+import { type ErrorLog, sendJsonError } from '../http/respond.js';
 import { authorizePost, serveAuthorizeDecision, serveAuthorizePage } from './authorize.js';
 import type { OAuthDeps } from './context.js';
 import { authorizationServerMetadata, PATHS, protectedResourceMetadata } from './metadata.js';
@@ -21,8 +21,17 @@ export type { OAuthDeps, OAuthOptions } from './context.js';
 /** Metadata changes only with the service's settings: clients may keep it a little while. */
 const METADATA_CACHE = 'public, max-age=300';
 
-/** Registers every OAuth route. */
-export function registerOAuthRoutes(app: TemplatedApp, deps: OAuthDeps): void {
+/** What the protected-resource metadata needs. */
+export interface ProtectedResourceDeps {
+  log: ErrorLog;
+  /** The service's public base URL, known once the server listens. */
+  publicUrl: () => string;
+  /** The authorization servers it names: the company's issuer, the built-in server (this base URL). */
+  authorizationServers: () => readonly string[];
+}
+
+/** Registers the protected-resource metadata of every workspace's MCP endpoint (RFC 9728). */
+export function registerProtectedResource(app: TemplatedApp, deps: ProtectedResourceDeps): void {
   app.get(`${PATHS.protectedResource}/v1/workspaces/:ws/mcp`, (res, req) => {
     const ctx = snapshot(res, req, 1);
     const workspace = decodeURIComponentSafe(ctx.params[0]);
@@ -31,8 +40,13 @@ export function registerOAuthRoutes(app: TemplatedApp, deps: OAuthDeps): void {
       sendJsonError(ctx, new VfsError('NO_SUCH_ROUTE', { method: ctx.method, url: ctx.url.slice(0, 200) }), deps.log);
       return;
     }
-    sendJson(ctx, 200, protectedResourceMetadata(deps.publicUrl(), workspace), { 'cache-control': 'public, max-age=60' });
+    const metadata = protectedResourceMetadata(deps.publicUrl(), workspace, deps.authorizationServers());
+    sendJson(ctx, 200, metadata, { 'cache-control': 'public, max-age=60' });
   });
+}
+
+/** Registers the built-in authorization server's routes. */
+export function registerOAuthRoutes(app: TemplatedApp, deps: OAuthDeps): void {
   app.get(PATHS.authorizationServer, (res, req) => {
     sendJson(snapshot(res, req, 0), 200, authorizationServerMetadata(deps.publicUrl()), { 'cache-control': METADATA_CACHE });
   });
