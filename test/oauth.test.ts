@@ -873,6 +873,13 @@ describe('VFS_PUBLIC_URL', () => {
     expect(config({ HOST: '0.0.0.0', VFS_OAUTH: 'off' }).oauthNotice).toBeNull();
   });
 
+  it('unset on a cluster node, OAuth is off even on loopback: each node would be an issuer of its own', () => {
+    const node = { VFS_CLUSTER: 'on', VFS_STORAGE_URL: 's3://bucket/prefix', HOST: '127.0.0.1' };
+    expect(config(node).oauth).toBeNull();
+    expect(config(node).oauthNotice).toMatch(/set VFS_PUBLIC_URL .* the same on every node/);
+    expect(config({ ...node, VFS_PUBLIC_URL: 'https://vfs.example.com' }).oauth).not.toBeNull();
+  });
+
   it('must be https unless its host is loopback', () => {
     expect(() => config({ VFS_PUBLIC_URL: 'http://vfs.example.com' })).toThrow(/VFS_PUBLIC_URL: must be https/);
     for (const url of ['http://127.0.0.1:8080', 'http://localhost:8080', 'https://vfs.example.com']) {
