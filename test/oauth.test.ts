@@ -120,9 +120,18 @@ async function grantsOf(ws: string): Promise<Reply> {
   return r;
 }
 
+/** A grant as the management plane lists it. */
+interface ListedGrant {
+  id: string;
+  clientId: string;
+  clientName: string | null;
+  claims: string[];
+  approvedBy: { kind: string; id: string };
+}
+
 /** The live grant of a registered client, if any. */
-async function grantOfClient(ws: string, clientId: string): Promise<{ id: string; claims: string[] } | undefined> {
-  return (await grantsOf(ws)).json.grants.find((g: { clientId: string }) => g.clientId === clientId);
+async function grantOfClient(ws: string, clientId: string): Promise<ListedGrant | undefined> {
+  return (await grantsOf(ws)).json.grants.find((g: ListedGrant) => g.clientId === clientId);
 }
 
 /** Ages every access token of a grant past its expiry, as time would. */
@@ -295,8 +304,8 @@ describe('the grant and the page', () => {
     const grant = await grantOfClient('docs', provider.info!.client_id);
     const keys = await t.service.db.owner.query('SELECT id FROM management_keys');
     expect(grant).toMatchObject({ clientId: provider.info!.client_id, clientName: 'Test <Agent> & "friends"', claims: ['*'] });
-    expect((grant as unknown as { approvedBy: { kind: string; id: string } }).approvedBy.kind).toBe('management_key');
-    expect(keys.rows.map((r) => r.id)).toContain((grant as unknown as { approvedBy: { id: string } }).approvedBy.id);
+    expect(grant!.approvedBy.kind).toBe('management_key');
+    expect(keys.rows.map((r) => r.id)).toContain(grant!.approvedBy.id);
     const page = await fetch(provider.authorizationUrl!, { redirect: 'manual' });
     const html = await page.text();
     expect(html).toContain('<bdi>Test &#60;Agent&#62; &#38; &#34;friends&#34;</bdi>');
