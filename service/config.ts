@@ -245,7 +245,8 @@ export interface Config {
   /**
    * The OAuth authorization server and protected-resource metadata (docs/oauth.md); null: off
    * (404s, bare 401 challenges), by VFS_OAUTH=off or because VFS_PUBLIC_URL is unset while the
-   * service listens on a host other than loopback (`oauthNotice` then says so).
+   * service listens on a host other than loopback or runs as a cluster node (`oauthNotice` then
+   * says so).
    */
   oauth: OAuthSettings | null;
   /** Why OAuth is off although VFS_OAUTH=on, logged at start; null otherwise. */
@@ -356,7 +357,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     throw new Error(`invalid configuration: ${problems}`);
   }
   const e = parsed.data;
-  const oauthNeedsUrl = e.VFS_PUBLIC_URL === undefined && !isLoopbackHost(e.HOST);
+  // SECURITY: without VFS_PUBLIC_URL the issuer would be http://HOST:PORT, which no client
+  // elsewhere reaches (and is not https); and each node of a cluster would be an issuer of its
+  // own, its tokens bound to a resource the other nodes do not serve, so a client sent to
+  // another node would be refused. OAuth stays off in either case.
+  const oauthNeedsUrl = e.VFS_PUBLIC_URL === undefined && (!isLoopbackHost(e.HOST) || e.VFS_CLUSTER === 'on');
   return Object.freeze({
     port: e.PORT,
     host: e.HOST,
@@ -404,15 +409,15 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
           })
         : null,
     publicUrl: e.VFS_PUBLIC_URL === undefined ? null : publicUrl(e.VFS_PUBLIC_URL),
-    // SECURITY: without VFS_PUBLIC_URL the issuer would be http://127.0.0.1:PORT, which no client
-    // elsewhere reaches (and is not https): on a host other than loopback, OAuth stays off.
     oauth:
       e.VFS_OAUTH === 'on' && !oauthNeedsUrl
         ? Object.freeze({ accessTtlSeconds: e.VFS_OAUTH_ACCESS_TTL_SECONDS, refreshTtlSeconds: e.VFS_OAUTH_REFRESH_TTL_SECONDS })
         : null,
     oauthNotice:
       e.VFS_OAUTH === 'on' && oauthNeedsUrl
-        ? `OAuth is off: set VFS_PUBLIC_URL to the https URL clients reach this service at (HOST is ${e.HOST}, not loopback)`
+        ? e.VFS_CLUSTER === 'on'
+          ? 'OAuth is off: set VFS_PUBLIC_URL to the https URL clients reach the cluster at, the same on every node (VFS_CLUSTER=on)'
+          : `OAuth is off: set VFS_PUBLIC_URL to the https URL clients reach this service at (HOST is ${e.HOST}, not loopback)`
         : null,
     issuer:
       e.VFS_OAUTH_ISSUER === undefined || e.VFS_OAUTH_ISSUER_ACCOUNT === undefined

@@ -12,13 +12,17 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeShardReader, openShardReader } from '../engine/index.js';
 import { WARM_COPIES, warmNodes } from '../service/warm-set.js';
 import { type ClusterNode, ServiceCluster } from './helpers/cluster.js';
+import { formOf, pkce, postFields, postForm, visit } from './helpers/oauth.js';
 
 const S3 = process.env.VFS_TEST_STORAGE === 's3';
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+const PUBLIC_URL = 'http://localhost:8443';
 
 let cluster: ServiceCluster;
 let a: ClusterNode;
@@ -34,6 +38,9 @@ async function startCluster(count: number): Promise<ServiceCluster> {
     VFS_DRAIN_SECONDS: '1',
     // Jobs a killed node had claimed go to another soon.
     VFS_INGEST_LEASE_SECONDS: '3',
+    // What clients reach the cluster at (its load balancer), the same on every node: OAuth's
+    // issuer and its tokens' resource. The tests below send each request to a node directly.
+    VFS_PUBLIC_URL: PUBLIC_URL,
   });
   await started.add();
   await Promise.all(Array.from({ length: count - 1 }, () => started.add()));
@@ -481,6 +488,117 @@ describe('three nodes on one database and one object store', () => {
     const byToken = await cluster.api(b, 'GET', '/v1/workspaces/gone/grep?pattern=needle-7-x', undefined, token);
     expect([401, 404]).toContain(byToken.status);
     expect((await cluster.api(b, 'GET', '/v1/workspaces/gone/grep?pattern=needle-7-x')).status).toBe(404);
+  });
+
+  describe('OAuth across nodes', () => {
+    const REDIRECT = 'http://127.0.0.1/callback';
+    const resource = `${PUBLIC_URL}/v1/workspaces/oauth/mcp`;
+
+    beforeAll(async () => {
+      expect((await cluster.api(a, 'POST', '/v1/workspaces', JSON.stringify({ name: 'oauth' }))).status).toBe(201);
+      expect((await cluster.api(a, 'PUT', '/v1/workspaces/oauth/files/x.txt', body(11))).status).toBe(202);
+      const deadline = Date.now() + 60_000;
+      while (!(await (await cluster.api(b, 'GET', '/v1/workspaces/oauth/grep?pattern=needle-11-x')).text()).includes('/x.txt')) {
+        if (Date.now() > deadline) throw new Error('x.txt never became readable');
+        await sleep(20);
+      }
+    });
+
+    /** A client registered through `node`. */
+    async function register(node: ClusterNode): Promise<string> {
+      const r = await fetch(`${cluster.url(node)}/oauth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_name: 'cluster test', redirect_uris: [REDIRECT] }),
+      });
+      expect(r.status).toBe(201);
+      return ((await r.json()) as { client_id: string }).client_id;
+    }
+
+    /** The person approves on the page `pageNode` serves, posting it to `postNode`: the code and its verifier. */
+    async function approve(clientId: string, pageNode: ClusterNode, postNode: ClusterNode): Promise<{ code: string; verifier: string }> {
+      const { verifier, challenge } = pkce();
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: REDIRECT,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        state: 's',
+        resource,
+      });
+      const { page, html, cookie } = await visit(`${cluster.url(pageNode)}/oauth/authorize?${query}`);
+      expect(page.status, html).toBe(200);
+      const post = await postForm(cluster.url(postNode), { ...formOf(html), key: cluster.key, decision: 'allow' }, cookie);
+      expect(post.status, await post.text()).toBe(303);
+      const back = new URL(post.headers.get('location') ?? '');
+      expect(back.searchParams.get('iss')).toBe(PUBLIC_URL);
+      return { code: back.searchParams.get('code') ?? '', verifier };
+    }
+
+    /** The token endpoint of `node`. */
+    const token = (node: ClusterNode, fields: Record<string, string>) => postFields(`${cluster.url(node)}/oauth/token`, fields);
+    const revoke = (node: ClusterNode, fields: Record<string, string>) => postFields(`${cluster.url(node)}/oauth/revoke`, fields);
+
+    /** The status of an MCP ping to `node` with `access`. */
+    async function ping(node: ClusterNode, access: string): Promise<number> {
+      const r = await fetch(`${cluster.url(node)}/v1/workspaces/oauth/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${access}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
+      await r.text();
+      return r.status;
+    }
+
+    it("a grant made through node A reads on B's MCP endpoint and refreshes there; revoked through C, it is refused on A and B at the next request", async () => {
+      const clientId = await register(a);
+      const { code, verifier } = await approve(clientId, a, a);
+      const issued = await token(a, { grant_type: 'authorization_code', code, client_id: clientId, code_verifier: verifier, redirect_uri: REDIRECT });
+      expect(issued.status, JSON.stringify(issued.json)).toBe(200);
+      // The official client on B, with the token A issued.
+      const client = new Client({ name: 'cluster-oauth', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${cluster.url(b)}/v1/workspaces/oauth/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${issued.json.access_token}` } },
+        }),
+      );
+      try {
+        const grep = (await client.callTool({ name: 'grep', arguments: { pattern: 'needle-11-x' } })) as { content: Array<{ text: string }> };
+        expect(grep.content[0].text).toBe('/x.txt\n');
+      } finally {
+        await client.close();
+      }
+      const refreshed = await token(b, { grant_type: 'refresh_token', refresh_token: issued.json.refresh_token, client_id: clientId });
+      expect(refreshed.status, JSON.stringify(refreshed.json)).toBe(200);
+      const access = refreshed.json.access_token;
+      // Each node has now seen (and cached) the token.
+      for (const node of [a, b]) expect(await ping(node, access)).toBe(200);
+      const grants = (await (await cluster.api(c, 'GET', '/v1/workspaces/oauth/grants')).json()) as { grants: Array<{ id: string; clientId: string }> };
+      const grant = grants.grants.find((g) => g.clientId === clientId);
+      expect(grant).toBeDefined();
+      expect((await cluster.api(c, 'DELETE', `/v1/grants/${grant?.id}`)).status).toBe(204);
+      for (const node of [a, b]) expect([node.id, await ping(node, access)]).toEqual([node.id, 401]);
+      const again = await token(a, { grant_type: 'refresh_token', refresh_token: refreshed.json.refresh_token, client_id: clientId });
+      expect([again.status, again.json.error]).toEqual([400, 'invalid_grant']);
+    });
+
+    it('a page served by A is posted to B; a revocation at /oauth/revoke on one node holds on the others at the next request', async () => {
+      const clientId = await register(b);
+      const { code, verifier } = await approve(clientId, a, b);
+      const first = await token(c, { grant_type: 'authorization_code', code, client_id: clientId, code_verifier: verifier, redirect_uri: REDIRECT });
+      expect(first.status, JSON.stringify(first.json)).toBe(200);
+      for (const node of [b, c]) expect(await ping(node, first.json.access_token)).toBe(200);
+      // The access token alone, revoked through A: refused by B and C, which had it cached.
+      expect((await revoke(a, { token: first.json.access_token, client_id: clientId })).status).toBe(200);
+      for (const node of [b, c]) expect([node.id, await ping(node, first.json.access_token)]).toEqual([node.id, 401]);
+      // The grant lives on: a refresh through C, then its refresh token revoked through B ends it everywhere.
+      const second = await token(c, { grant_type: 'refresh_token', refresh_token: first.json.refresh_token, client_id: clientId });
+      expect(second.status, JSON.stringify(second.json)).toBe(200);
+      for (const node of [a, c]) expect(await ping(node, second.json.access_token)).toBe(200);
+      expect((await revoke(b, { token: second.json.refresh_token, client_id: clientId })).status).toBe(200);
+      for (const node of [a, c]) expect([node.id, await ping(node, second.json.access_token)]).toEqual([node.id, 401]);
+    });
   });
 });
 
