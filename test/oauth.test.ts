@@ -6,28 +6,17 @@
  * each refused with the RFCs' error code, and VFS_OAUTH=off.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import {
-  Client,
-  type OAuthClientMetadata,
-  type OAuthClientProvider,
-  type OAuthDiscoveryState,
-  type StoredOAuthClientInformation,
-  type StoredOAuthTokens,
-  StreamableHTTPClientTransport,
-  UnauthorizedError,
-} from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueManagementKey, revokeManagementKey } from '../db/accounts.js';
 import { loadConfig } from '../service/config.js';
+import { approve, Callback, formOf, postForm, TestProvider, toolText, visit } from './helpers/oauth.js';
 import { put, type Reply, settled, startTestService, type TestService } from './helpers/service.js';
 
 let t: TestService;
-/** A loopback HTTP server standing in for a native client's redirect URI: it records each query it receives. */
-let callback: Server;
+/** The native client's redirect URI. */
+let callback: Callback;
 let callbackBase: string;
-const received: URLSearchParams[] = [];
 
 beforeAll(async () => {
   // No credential cache: a token aged in the database below is seen as expired at its next use.
@@ -38,115 +27,19 @@ beforeAll(async () => {
   expect((await put(t, 'other', 'x.md', 'hello other\n')).status).toBe(202);
   await settled(t, 'docs');
   await settled(t, 'other');
-  callback = createServer((req, res) => {
-    received.push(new URL(req.url ?? '/', 'http://x').searchParams);
-    res.end('You can close this window.');
-  });
-  await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
-  callbackBase = `http://127.0.0.1:${(callback.address() as AddressInfo).port}`;
+  callback = await Callback.start();
+  callbackBase = callback.base;
 });
 afterAll(async () => {
-  await new Promise((resolve) => callback?.close(resolve));
+  await callback?.close();
   await t?.stop();
 });
 
 const mcpUrl = (ws: string): string => `${t.url}/v1/workspaces/${ws}/mcp`;
 
-/** An in-memory OAuth client as a desktop MCP client keeps one. */
-class TestProvider implements OAuthClientProvider {
-  info: StoredOAuthClientInformation | undefined;
-  saved: StoredOAuthTokens | undefined;
-  verifier = '';
-  discovery: OAuthDiscoveryState | undefined;
-  authorizationUrl: URL | null = null;
-  sentState = '';
-
-  constructor(readonly redirectUrl: string) {}
-
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'Test <Agent> & "friends"',
-      redirect_uris: [this.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-  state(): string {
-    this.sentState = randomBytes(8).toString('hex');
-    return this.sentState;
-  }
-  clientInformation(): StoredOAuthClientInformation | undefined {
-    return this.info;
-  }
-  saveClientInformation(info: StoredOAuthClientInformation): void {
-    this.info = info;
-  }
-  tokens(): StoredOAuthTokens | undefined {
-    return this.saved;
-  }
-  saveTokens(tokens: StoredOAuthTokens): void {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL): void {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string): void {
-    this.verifier = verifier;
-  }
-  codeVerifier(): string {
-    return this.verifier;
-  }
-  saveDiscoveryState(state: OAuthDiscoveryState): void {
-    this.discovery = state;
-  }
-  discoveryState(): OAuthDiscoveryState | undefined {
-    return this.discovery;
-  }
-}
-
-/** The fields of a page's form, as a browser would post them. */
-function formOf(html: string): Record<string, string> {
-  const fields: Record<string, string> = {};
-  const unescapeHtml = (s: string): string => s.replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n)));
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescapeHtml(m[1])] = unescapeHtml(m[2]);
-  return fields;
-}
-
-/** A browser opening the authorization URL: the page, its HTML, and the cookie it set (`name=value`). */
-async function visit(url: string | URL): Promise<{ page: Response; html: string; cookie: string }> {
-  const page = await fetch(url, { redirect: 'manual' });
-  return { page, html: await page.text(), cookie: (page.headers.get('set-cookie') ?? '').split(';')[0] };
-}
-
-/** A browser posting the authorization form of the service at `base`, with `cookie` ('' sends none). */
-function postForm(fields: Record<string, string>, cookie: string, base = t.url): Promise<Response> {
-  return fetch(`${base}/oauth/authorize`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie === '' ? {} : { cookie }) },
-    body: new URLSearchParams(fields).toString(),
-    redirect: 'manual',
-  });
-}
-
-/** A browser's visit: GET the authorization URL, then post its form with `answers`, keeping the cookie. */
-async function approve(
-  url: string | URL,
-  answers: Record<string, string>,
-  cookieOverride?: string,
-): Promise<{ page: Response; html: string; post: Response; postHtml: string }> {
-  const { page, html, cookie } = await visit(url);
-  expect(page.status, html).toBe(200);
-  const post = await postForm({ ...formOf(html), ...answers }, cookieOverride ?? cookie);
-  return { page, html, post, postHtml: await post.text() };
-}
-
 /** Follows a redirect to the loopback redirect URI, as the browser would, and returns what it received. */
-async function followToCallback(location: string): Promise<URLSearchParams> {
-  expect(location.startsWith(callbackBase)).toBe(true);
-  const before = received.length;
-  await (await fetch(location)).text();
-  expect(received.length).toBe(before + 1);
-  return received[before];
+function followToCallback(location: string): Promise<URLSearchParams> {
+  return callback.follow(location);
 }
 
 /** A client through the whole flow with `key`: its provider, and a connected client. */
@@ -164,12 +57,6 @@ async function connectByOAuth(ws: string, key: string, extra: Record<string, str
   const client = new Client({ name: 'oauth-test', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl(ws)), { authProvider: provider }));
   return { provider, client };
-}
-
-async function toolText(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
-  const result = (await client.callTool({ name, arguments: args })) as { content: Array<{ text: string }>; isError?: boolean };
-  expect(result.isError ?? false).toBe(false);
-  return result.content[0].text;
 }
 
 /** A raw MCP call with a bearer credential. */
@@ -472,7 +359,7 @@ describe('a grant never outlives its approver', () => {
       const key = await issueManagementKey(t.service.db, 'default');
       const { url } = await authorizationRequest('docs');
       const { html, cookie } = await visit(url);
-      const posting = postForm({ ...formOf(html), key: key.key, decision: 'allow' }, cookie);
+      const posting = postForm({ ...formOf(html), key: key.key, decision: 'allow' }, cookie, t.url);
       await new Promise((resolve) => setTimeout(resolve, i));
       const [post] = await Promise.all([posting, revokeManagementKey(t.service.db, key.id)]);
       expect([303, 401]).toContain(post.status);
@@ -600,14 +487,14 @@ describe('hostile', () => {
       [{ ...form, resource: mcpUrl('other') }, cookie],
       [{ ...form, code_challenge: 'B'.repeat(43) }, cookie],
     ] as Array<[Record<string, string>, string]>) {
-      const r = await postForm({ ...fields, key: t.key, decision: 'allow' }, cookieHeader);
+      const r = await postForm({ ...fields, key: t.key, decision: 'allow' }, cookieHeader, t.url);
       expect(r.status).toBe(403);
       expect(r.headers.get('location')).toBeNull();
       expect(await r.text()).toContain('This form cannot be used');
     }
     expect((await grantsOf('docs')).json.grants.length).toBe(before);
     // The same form with its cookie still works.
-    expect((await postForm({ ...form, key: t.key, decision: 'allow' }, cookie)).status).toBe(303);
+    expect((await postForm({ ...form, key: t.key, decision: 'allow' }, cookie, t.url)).status).toBe(303);
   });
 
   it('a code used twice fails the second time and takes back what the first gave', async () => {
