@@ -22,7 +22,7 @@
  * - the rate: each URL's outcome is cached, a document within Cache-Control max-age clamped to
  *   [CACHE_FLOOR_MS, CACHE_CEILING_MS], a failure FAILURE_CACHE_MS, so a hostile URL cannot make
  *   the service fetch in a loop; concurrent requests for one URL share one fetch, and the cache
- *   holds at most `maxEntries` URLs (the oldest go first).
+ *   holds at most `maxEntries` URLs (the oldest go first); at most `maxFetches` run at once.
  */
 import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
@@ -45,6 +45,8 @@ export interface ClientDocumentOptions {
   maxBytes?: number;
   /** URLs whose outcome is cached at once. Default 1,000. */
   maxEntries?: number;
+  /** Fetches under way at once; past it a new URL is refused for now (not cached). Default 16. */
+  maxFetches?: number;
 }
 
 /** Shortest and longest a fetched document is cached, whatever its Cache-Control says. */
@@ -55,7 +57,7 @@ export const FAILURE_CACHE_MS = 60_000;
 /** Longest client_id URL. */
 export const MAX_DOCUMENT_URL = 2000;
 
-const DEFAULTS = { allowPrivate: false, timeoutMs: 5000, maxBytes: 64 * 1024, maxEntries: 1000 } as const;
+const DEFAULTS = { allowPrivate: false, timeoutMs: 5000, maxBytes: 64 * 1024, maxEntries: 1000, maxFetches: 16 } as const;
 
 /** True when `clientId` is meant as a document URL (an http one too: it is refused with a reason, not looked up as registered). */
 export function isDocumentClientId(clientId: string): boolean {
@@ -86,6 +88,8 @@ export class ClientDocuments {
   private readonly blocked: BlockList;
   /** Each URL's outcome, while its fetch runs and then until `until`; a Map keeps insertion order, oldest first. */
   private readonly cache = new Map<string, { until: number; client: Promise<OAuthClient | VfsError> }>();
+  /** Fetches under way. */
+  private fetching = 0;
 
   constructor(options: ClientDocumentOptions = {}) {
     this.options = { ...DEFAULTS, ...stripUndefined(options), ca: options.ca };
@@ -102,9 +106,13 @@ export class ClientDocuments {
     const now = Date.now();
     let hit = this.cache.get(url);
     if (hit === undefined || hit.until <= now) {
+      // SECURITY: bounded work. Many new URLs at once (each may take the whole time limit) are refused, not queued.
+      if (this.fetching >= this.options.maxFetches) throw documentError(url, 'too many client documents are being fetched at once; try again shortly');
+      this.fetching++;
       const entry = { until: Number.POSITIVE_INFINITY, client: Promise.resolve<OAuthClient | VfsError>(documentError(url, 'not fetched yet')) };
       // Kept while the fetch runs (callers share it), then as long as the outcome says.
       entry.client = this.load(url).then((outcome) => {
+        this.fetching--;
         entry.until = Date.now() + outcome.keepMs;
         return outcome.client;
       });
