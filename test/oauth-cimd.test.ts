@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepOAuth } from '../db/oauth.js';
+import { loadConfig } from '../service/config.js';
 import { approve, Callback, TestProvider, toolText } from './helpers/oauth.js';
 import { put, settled, startTestService, type TestService } from './helpers/service.js';
 
@@ -303,6 +304,21 @@ describe('hostile documents and addresses', () => {
     const elapsed = performance.now() - started;
     expect(elapsed).toBeGreaterThan(4500);
     expect(elapsed).toBeLessThan(15_000);
+  });
+});
+
+describe('the settings', () => {
+  const config = (env: Record<string, string>) => loadConfig({ HOST: '127.0.0.1', DATA_DIR: '/tmp/vfs-config-check', ...env });
+
+  it('private fetching is refused by default; a CA file must hold a certificate; the retention has bounds', async () => {
+    expect(config({}).oauth).toMatchObject({ clientFetchPrivate: false, clientFetchCa: undefined, retentionSeconds: 604_800 });
+    expect(config({ VFS_OAUTH_CLIENT_FETCH_PRIVATE: 'allow' }).oauth?.clientFetchPrivate).toBe(true);
+    expect(() => config({ VFS_OAUTH_CLIENT_FETCH_PRIVATE: 'yes' })).toThrow(/VFS_OAUTH_CLIENT_FETCH_PRIVATE/);
+    expect(config({ VFS_OAUTH_CLIENT_FETCH_CA: join(dir, 'ca.pem') }).oauth?.clientFetchCa).toBe(await readFile(join(dir, 'ca.pem'), 'utf8'));
+    for (const path of [join(dir, 'missing.pem'), join(dir, 'leaf.key')]) {
+      expect(() => config({ VFS_OAUTH_CLIENT_FETCH_CA: path })).toThrow(/VFS_OAUTH_CLIENT_FETCH_CA: .* is not a readable PEM file holding a CERTIFICATE/);
+    }
+    expect(() => config({ VFS_OAUTH_RETENTION_SECONDS: '10' })).toThrow(/VFS_OAUTH_RETENTION_SECONDS/);
   });
 });
 
