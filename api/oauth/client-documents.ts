@@ -109,12 +109,12 @@ export class ClientDocuments {
       // SECURITY: bounded work. Many new URLs at once (each may take the whole time limit) are refused, not queued.
       if (this.fetching >= this.options.maxFetches) throw documentError(url, 'too many client documents are being fetched at once; try again shortly');
       this.fetching++;
-      const entry = { until: Number.POSITIVE_INFINITY, client: Promise.resolve<OAuthClient | VfsError>(documentError(url, 'not fetched yet')) };
+      const loading = this.load(url);
       // Kept while the fetch runs (callers share it), then as long as the outcome says.
-      entry.client = this.load(url).then((outcome) => {
+      const entry = { until: Number.POSITIVE_INFINITY, client: loading.then((outcome) => outcome.client) };
+      void loading.then((outcome) => {
         this.fetching--;
         entry.until = Date.now() + outcome.keepMs;
-        return outcome.client;
       });
       this.cache.delete(url); // re-inserted last: the oldest entries are evicted first
       this.cache.set(url, entry);
