@@ -35,7 +35,7 @@ export interface ServerDeps extends ManagementDeps, FileRouteDeps, ReadRouteDeps
   /** False while this node drains or its object store does not answer (GET /readyz says 503). */
   ready: () => boolean;
   /** The OAuth routes' own needs (VFS_OAUTH=on), or null: the built-in authorization server is off. */
-  oauth: Pick<OAuthDeps, 'publicUrl' | 'options' | 'csrf'> | null;
+  oauth: Pick<OAuthDeps, 'publicUrl' | 'options' | 'csrf' | 'documents'> | null;
   /** The protected-resource metadata (VFS_OAUTH=on or VFS_OAUTH_ISSUER set), or null: none is served. */
   protectedResource: Omit<ProtectedResourceDeps, 'log'> | null;
 }

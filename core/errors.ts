@@ -22,6 +22,7 @@ export const ERRORS = {
   OAUTH_INVALID_CLIENT_METADATA: { status: 400, template: '{reason}', oauth: 'invalid_client_metadata' },
   OAUTH_ACCESS_DENIED: { status: 400, template: 'the person declined to give access', oauth: 'access_denied' },
   OAUTH_INVALID_CLIENT: { status: 401, template: '{reason}', oauth: 'invalid_client' },
+  OAUTH_CLIENT_DOCUMENT: { status: 400, template: 'the client metadata document {url} cannot be used: {reason}', oauth: 'invalid_client' },
   OAUTH_WRONG_KEY: { status: 401, template: 'this key cannot give access to workspace {name}: paste a management key of its account or a scoped token of it' },
   OAUTH_CSRF: { status: 403, template: 'the form expired or did not come from this page: go back to the application and start again' },
   SCOPED_TOKEN_FORBIDDEN: { status: 403, template: 'a scoped token may only call the read tools (ls, find, cat, grep)' },

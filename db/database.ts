@@ -218,9 +218,10 @@ function grantsFor(app: string): string {
     GRANT SELECT, INSERT, UPDATE ON account_usage TO ${app};
     GRANT SELECT, INSERT ON workspace_changes TO ${app};
     GRANT SELECT, INSERT, UPDATE, DELETE ON nodes TO ${app};
-    GRANT SELECT, INSERT ON oauth_clients TO ${app};
+    GRANT SELECT, INSERT, UPDATE ON oauth_clients TO ${app};
     GRANT SELECT, INSERT, UPDATE ON oauth_grants, oauth_codes, oauth_refresh_tokens TO ${app};
-    GRANT EXECUTE ON FUNCTION oauth_take_code(bytea, text), oauth_take_refresh_token(bytea, text), oauth_access_token(bytea), oauth_secret(text, bytea), oauth_approver_live(uuid, uuid) TO ${app};
+    GRANT EXECUTE ON FUNCTION oauth_take_code(bytea, text), oauth_take_refresh_token(bytea, text), oauth_access_token(bytea), oauth_secret(text, bytea), oauth_approver_live(uuid, uuid),
+      oauth_sweep(integer, integer) TO ${app};
     GRANT EXECUTE ON FUNCTION auth_management_key(bytea), auth_token(bytea), claim_ingest_jobs(integer, integer), workspace_shards(boolean), ingest_queue_stats(), workspace_versions(uuid[]),
       append_audit_batch(uuid[], uuid[], text[], text[], text[], integer[], jsonb, integer[], integer[]) TO ${app};
   `;

@@ -81,6 +81,37 @@ export async function findClient(db: Database, id: string): Promise<OAuthClient 
   return row === undefined ? null : { id: row.id, name: row.name, redirectUris: row.redirect_uris, createdAt: row.created_at };
 }
 
+/**
+ * Keeps the row of a client known by its metadata document (its id is the document's URL), with
+ * the name and redirect URIs it has now: grants name their client by a row. Updated at each grant.
+ */
+export async function saveDocumentClient(tx: Tx, client: OAuthClient): Promise<void> {
+  await tx.query(
+    `INSERT INTO oauth_clients (id, name, redirect_uris) VALUES ($1, $2, $3)
+     ON CONFLICT (id) DO UPDATE SET name = excluded.name, redirect_uris = excluded.redirect_uris`,
+    [client.id, client.name, client.redirectUris],
+  );
+}
+
+/** Rows one statement of the sweep deletes at most per table. */
+export const SWEEP_BATCH = 1000;
+
+/**
+ * Deletes, in batches of SWEEP_BATCH a table, what OAuth no longer needs once `keepSeconds` have
+ * passed (oauth_sweep in migration 017): registered clients that never got a grant, codes past
+ * their expiry or use, and refresh tokens past their expiry or use or whose grant was revoked.
+ * Stops after `maxBatches` rounds (the next sweep goes on); answers the rows deleted.
+ */
+export async function sweepOAuth(db: Database, keepSeconds: number, maxBatches = 100): Promise<number> {
+  let total = 0;
+  for (let round = 0; round < maxBatches; round++) {
+    const { rows } = await db.appStatement<{ deleted: number }>('SELECT oauth_sweep($1, $2) AS deleted', [keepSeconds, SWEEP_BATCH]);
+    total += rows[0].deleted;
+    if (rows[0].deleted === 0) break;
+  }
+  return total;
+}
+
 /** What a grant is made of. */
 export interface NewGrant {
   accountId: string;

@@ -2,6 +2,7 @@
  * Configuration: read once from the environment at start, validated, frozen
  * and passed down. Nothing below the entry points reads `process.env`.
  */
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { MIN_MCP_MAX_CHARS } from '../api/mcp/tools.js';
@@ -124,6 +125,18 @@ const schema = z
     VFS_OAUTH_ISSUER_ACCOUNT: z.string().min(1).max(200).optional(),
     VFS_OAUTH_ISSUER_WORKSPACES_CLAIM: claimName.default('workspaces'),
     VFS_OAUTH_ISSUER_GROUPS_CLAIM: claimName.default('groups'),
+    VFS_OAUTH_CLIENT_FETCH_PRIVATE: z.enum(['refuse', 'allow']).default('refuse'),
+    VFS_OAUTH_CLIENT_FETCH_CA: z
+      .string()
+      .min(1)
+      .optional()
+      .transform((path, ctx) => {
+        if (path === undefined) return undefined;
+        const pem = readPem(path);
+        if (pem === null) ctx.addIssue({ code: 'custom', message: `${path.slice(0, 200)} is not a readable PEM file holding a CERTIFICATE` });
+        return pem ?? undefined;
+      }),
+    VFS_OAUTH_RETENTION_SECONDS: z.coerce.number().int().min(60).max(31_536_000).default(604_800),
   })
   .refine((env) => env.VFS_OAUTH_ISSUER === undefined || env.VFS_OAUTH_ISSUER_ACCOUNT !== undefined, {
     message: "VFS_OAUTH_ISSUER needs VFS_OAUTH_ISSUER_ACCOUNT: the name of the account whose workspaces the issuer's tokens may read",
@@ -273,6 +286,22 @@ export interface OAuthSettings {
   accessTtlSeconds: number;
   /** Lifetime of a refresh token; each use rotates it. */
   refreshTtlSeconds: number;
+  /** Client metadata documents may be fetched from loopback, private, CGNAT and unique-local addresses (an intranet deployment). */
+  clientFetchPrivate: boolean;
+  /** PEM certificates trusted for client metadata documents besides the system's roots; undefined: none. */
+  clientFetchCa: string | undefined;
+  /** How long expired, used or revoked OAuth rows (and clients never used) are kept before the sweep deletes them. */
+  retentionSeconds: number;
+}
+
+/** The text of a PEM file holding a certificate, or null. */
+function readPem(path: string): string | null {
+  try {
+    const pem = readFileSync(path, 'utf8');
+    return pem.includes('-----BEGIN CERTIFICATE-----') ? pem : null;
+  } catch {
+    return null;
+  }
 }
 
 /** True for a loopback host name (127.0.0.0/8, localhost, ::1; an IPv6 literal with or without brackets). */
@@ -411,7 +440,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     publicUrl: e.VFS_PUBLIC_URL === undefined ? null : publicUrl(e.VFS_PUBLIC_URL),
     oauth:
       e.VFS_OAUTH === 'on' && !oauthNeedsUrl
-        ? Object.freeze({ accessTtlSeconds: e.VFS_OAUTH_ACCESS_TTL_SECONDS, refreshTtlSeconds: e.VFS_OAUTH_REFRESH_TTL_SECONDS })
+        ? Object.freeze({
+            accessTtlSeconds: e.VFS_OAUTH_ACCESS_TTL_SECONDS,
+            refreshTtlSeconds: e.VFS_OAUTH_REFRESH_TTL_SECONDS,
+            clientFetchPrivate: e.VFS_OAUTH_CLIENT_FETCH_PRIVATE === 'allow',
+            clientFetchCa: e.VFS_OAUTH_CLIENT_FETCH_CA,
+            retentionSeconds: e.VFS_OAUTH_RETENTION_SECONDS,
+          })
         : null,
     oauthNotice:
       e.VFS_OAUTH === 'on' && oauthNeedsUrl

@@ -27,10 +27,11 @@ import { Lookups } from '../api/gate/lookups.js';
 import { Metrics, type MetricsServer, startMetricsServer } from '../api/metrics.js';
 import { RecentReads } from '../api/recent-reads.js';
 import { startServer } from '../api/server.js';
+import { ClientDocuments } from '../api/oauth/client-documents.js';
 import { CsrfTokens } from '../api/oauth/csrf.js';
 import { mcpChallenge, resourceUrl } from '../api/oauth/metadata.js';
 import { IssuerTokens } from '../api/gate/issuer.js';
-import { sharedSecret } from '../db/oauth.js';
+import { sharedSecret, sweepOAuth } from '../db/oauth.js';
 import { paced } from '../core/paced.js';
 import { threadStat, ThreadStatsListener } from '../core/thread-stats.js';
 import { accountIdByName, bootstrapAccount, INVALIDATE_CHANNEL } from '../db/accounts.js';
@@ -72,6 +73,9 @@ export interface Service {
   /** Stops accepting requests, finishes those in flight, closes the databases (and stops the embedded cluster). */
   stop(): Promise<void>;
 }
+
+/** Interval of the sweep of OAuth rows past their retention (also run at start). */
+const OAUTH_SWEEP_MS = 3600_000;
 
 /** Upload temp files untouched this long are removed by the periodic sweep (an upload in progress touches its file with every chunk). */
 const TEMP_GRACE_MS = 3600_000;
@@ -322,6 +326,7 @@ async function startParts(
           publicUrl: () => publicUrl,
           options: config.oauth,
           csrf: new CsrfTokens(await sharedSecret(db, 'csrf', randomBytes(32))),
+          documents: new ClientDocuments({ allowPrivate: config.oauth.clientFetchPrivate, ca: config.oauth.clientFetchCa }),
         };
   const server = await startServer(
     {
@@ -384,6 +389,21 @@ async function startParts(
     Math.max(60_000, config.keepChangesSeconds * 100),
   ).unref();
   made.push(async () => clearInterval(trim));
+  // OAuth rows past their use are deleted after VFS_OAUTH_RETENTION_SECONDS, at start and then
+  // hourly, by every node (deleting twice is harmless), in bounded batches.
+  if (config.oauth !== null) {
+    const retention = config.oauth.retentionSeconds;
+    const sweepOAuthRows = (): Promise<void> =>
+      sweepOAuth(db, retention)
+        .then((deleted) => void (deleted > 0 && log.info(`OAuth sweep: deleted ${deleted} rows`)))
+        .catch((error: unknown) => log.error('sweeping OAuth rows failed (tried again at the next one)', error));
+    let sweepingOAuth = sweepOAuthRows();
+    const oauthSweep = setInterval(() => (sweepingOAuth = sweepingOAuth.then(sweepOAuthRows)), OAUTH_SWEEP_MS).unref();
+    made.push(async () => {
+      clearInterval(oauthSweep);
+      await sweepingOAuth;
+    });
+  }
   if (config.cluster !== null) {
     const id = await nodeId(config.dataDir, config.cluster.nodeId);
     membership = new Membership(

@@ -353,7 +353,9 @@ const ROUTES: Route[] = [
     query: AUTHORIZE_QUERY,
     replies: {
       200: page('The page, with its CSRF cookie.', ['Set-Cookie', 'Content-Security-Policy']),
-      400: page('Any error of the request (its RFC 6749 code on the page): shown, never redirected.'),
+      400: page(
+        'Any error of the request (its RFC 6749 code on the page): shown, never redirected. A client metadata document (an https client_id) that cannot be fetched or is invalid: invalid_client.',
+      ),
       404: OAUTH_OFF,
       500: page('Internal error.'),
       503: page('A database is unavailable; retry.', ['Retry-After']),
@@ -388,7 +390,7 @@ const ROUTES: Route[] = [
     replies: {
       ...OAUTH_ERRORS,
       200: { description: 'The tokens.', json: REPLIES.oauthTokens, headers: ['Cache-Control'] },
-      401: oauthError('invalid_client: an unknown client_id.'),
+      401: oauthError('invalid_client: an unknown client_id, or a client metadata document that cannot be fetched or is invalid.'),
       429: oauthError('Too many token and revocation requests from the address.', ['Retry-After']),
     },
   },
@@ -402,7 +404,7 @@ const ROUTES: Route[] = [
     replies: {
       ...OAUTH_ERRORS,
       200: { description: 'Revoked, or not a token of this client: the same answer.' },
-      401: oauthError('invalid_client: an unknown client_id.'),
+      401: oauthError('invalid_client: an unknown client_id, or a client metadata document that cannot be fetched or is invalid.'),
       429: oauthError('Too many token and revocation requests from the address.', ['Retry-After']),
     },
   },

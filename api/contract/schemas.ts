@@ -201,6 +201,7 @@ export const REPLIES = {
       code_challenge_methods_supported: z.array(z.string()),
       token_endpoint_auth_methods_supported: z.array(z.string()),
       scopes_supported: z.array(z.string()),
+      client_id_metadata_document_supported: z.boolean().optional().describe('A client_id may be the https URL of a Client ID Metadata Document.'),
     })
     .describe('OAuth 2.0 Authorization Server Metadata (RFC 8414).'),
   clientRegistered: z

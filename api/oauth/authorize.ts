@@ -19,12 +19,13 @@
  * as RFC 9700 4.12 asks after a form that carried a credential).
  */
 import { VfsError } from '../../core/errors.js';
-import { type Approver, createGrant, findClient, type OAuthClient } from '../../db/oauth.js';
+import { type Approver, createGrant, type OAuthClient, saveDocumentClient } from '../../db/oauth.js';
 import { CLAIM } from '../contract/params.js';
 import type { Principal } from '../gate/auth.js';
 import { type RequestContext, readBody, send } from '../http/context.js';
 import { toVfsError } from '../http/respond.js';
-import { formFields, MAX_OAUTH_BODY, type OAuthDeps, redirectTo, uniqueFields } from './context.js';
+import { isDocumentClientId } from './client-documents.js';
+import { formFields, lookupClient, MAX_OAUTH_BODY, type OAuthDeps, redirectTo, uniqueFields } from './context.js';
 import { cookieValue, csrfCookie } from './csrf.js';
 import { resourceWorkspace, SCOPE } from './metadata.js';
 import { consentPage, errorPage, pageHeaders } from './page.js';
@@ -125,8 +126,10 @@ export async function serveAuthorizeDecision(ctx: RequestContext, post: Authoriz
     }
     const principal = approver.principal;
     const approvedBy: Approver = { kind: principal.kind, id: principal.actorId };
-    const made = await deps.db.inAccount(principal.accountId, (tx) =>
-      createGrant(
+    const made = await deps.db.inAccount(principal.accountId, async (tx) => {
+      // A client known by its document gets a row too, the grant's to name, with the name and redirect URIs approved.
+      if (isDocumentClientId(request.client.id)) await saveDocumentClient(tx, request.client);
+      return createGrant(
         tx,
         {
           accountId: principal.accountId,
@@ -142,8 +145,8 @@ export async function serveAuthorizeDecision(ctx: RequestContext, post: Authoriz
         },
         request.codeChallenge,
         CODE_SECONDS,
-      ),
-    );
+      );
+    });
     // SECURITY: the key was revoked (or the token expired) since it was authenticated, maybe from the cache.
     if (made === null) {
       sendConsent(ctx, deps, request, new VfsError('OAUTH_WRONG_KEY', { name: request.workspace }).message, claimsText, 401);
@@ -201,7 +204,14 @@ async function checkRequest(fields: Map<string, string>, deps: OAuthDeps): Promi
   const page = (reason: string): Checked => ({ ok: false, error: new VfsError('OAUTH_INVALID_REQUEST', { reason }), redirectHost: null });
   const clientId = fields.get('client_id') ?? '';
   if (clientId === '') return page('the request names no client (client_id)');
-  const client = clientId.length <= 100 ? await findClient(deps.db, clientId) : null;
+  let client: OAuthClient | null;
+  try {
+    client = await lookupClient(deps, clientId);
+  } catch (error) {
+    // A client document that cannot be fetched or is invalid: invalid_client, shown, never redirected.
+    if (error instanceof VfsError && error.code === 'OAUTH_CLIENT_DOCUMENT') return { ok: false, error, redirectHost: null };
+    throw error;
+  }
   if (client === null) return page('the client is not registered here (unknown client_id)');
   const requested = fields.get('redirect_uri') ?? '';
   if (requested === '') return page('the request has no redirect_uri');
@@ -265,7 +275,8 @@ function sendConsent(ctx: RequestContext, deps: OAuthDeps, request: Authorizatio
     csrf: token,
   };
   const url = new URL(request.redirectUri);
-  const html = consentPage({ clientName: request.client.name, redirectHost: url.host, workspace: request.workspace, hidden, error, claims });
+  const documentHost = isDocumentClientId(request.client.id) ? new URL(request.client.id).host : null;
+  const html = consentPage({ clientName: request.client.name, documentHost, redirectHost: url.host, workspace: request.workspace, hidden, error, claims });
   send(ctx, status, HTML, html, { ...pageHeaders(formTarget(url)), 'set-cookie': `${cookie.name}=${nonce}; ${cookie.attributes}` });
 }
 

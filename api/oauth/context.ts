@@ -4,11 +4,13 @@
  */
 import { VfsError } from '../../core/errors.js';
 import type { Database } from '../../db/database.js';
+import { findClient, type OAuthClient } from '../../db/oauth.js';
 import type { Authenticator } from '../gate/auth.js';
 import type { Guard } from '../gate/guard.js';
 import type { Lookups } from '../gate/lookups.js';
 import { type RequestContext, StrictQuery, send, sendJson } from '../http/context.js';
 import { type ErrorLog, toVfsError } from '../http/respond.js';
+import { type ClientDocuments, isDocumentClientId } from './client-documents.js';
 import type { CsrfTokens } from './csrf.js';
 
 /** How the authorization server issues tokens. */
@@ -31,6 +33,20 @@ export interface OAuthDeps {
   options: OAuthOptions;
   /** Signs the authorization page's forms (csrf.ts). */
   csrf: CsrfTokens;
+  /** Fetches the clients whose client_id is a URL (client-documents.ts). */
+  documents: ClientDocuments;
+}
+
+/** Longest client_id of a registered client (register.ts makes 43 characters). */
+const MAX_REGISTERED_ID = 100;
+
+/**
+ * The client `clientId` names: a registered one (null when unknown), or the one a client
+ * metadata document describes (an https URL; throws OAUTH_CLIENT_DOCUMENT when it cannot be used).
+ */
+export async function lookupClient(deps: OAuthDeps, clientId: string): Promise<OAuthClient | null> {
+  if (isDocumentClientId(clientId)) return deps.documents.client(clientId);
+  return clientId.length <= MAX_REGISTERED_ID ? findClient(deps.db, clientId) : null;
 }
 
 /** Largest form or registration body the OAuth endpoints read. */

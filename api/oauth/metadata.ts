@@ -63,8 +63,8 @@ export function protectedResourceMetadata(base: string, workspace: string, autho
 
 /**
  * RFC 8414 2: the authorization server's metadata. Public clients only (PKCE with S256, no client
- * secret); `iss` on every authorization response (RFC 9207). Client ID Metadata Documents are
- * not served yet (`client_id_metadata_document_supported` absent): clients register dynamically.
+ * secret); `iss` on every authorization response (RFC 9207). A client registers dynamically
+ * (RFC 7591) or names its Client ID Metadata Document by an https URL as its client_id.
  */
 export function authorizationServerMetadata(base: string): Record<string, unknown> {
   return {
@@ -80,5 +80,6 @@ export function authorizationServerMetadata(base: string): Record<string, unknow
     revocation_endpoint_auth_methods_supported: ['none'],
     scopes_supported: [SCOPE],
     authorization_response_iss_parameter_supported: true,
+    client_id_metadata_document_supported: true,
   };
 }

@@ -25,6 +25,8 @@ export function pageHeaders(formTarget: string | null): Record<string, string> {
 export interface ConsentView {
   /** The client's registered name, or null. */
   clientName: string | null;
+  /** The host of the client's metadata document (its client_id is that URL), or null for a registered client. */
+  documentHost: string | null;
   /** The host the person will be sent back to. */
   redirectHost: string;
   workspace: string;
@@ -39,7 +41,9 @@ export interface ConsentView {
 /** The page a person approves or denies on. */
 export function consentPage(view: ConsentView): string {
   // The name is isolated (<bdi>), so no text of it can reorder what follows; the host stands alone.
-  const client = view.clientName === null ? 'An application' : `The application “<bdi>${escapeHtml(view.clientName)}</bdi>”`;
+  const named = view.clientName === null ? 'An application' : `The application “<bdi>${escapeHtml(view.clientName)}</bdi>”`;
+  // A document's name is whatever its author wrote: the host that published it is the part a person can check.
+  const client = view.documentHost === null ? named : `${named}, described by <strong id="client-host">${escapeHtml(view.documentHost)}</strong>,`;
   const hidden = Object.entries(view.hidden)
     .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
     .join('\n      ');

@@ -56,14 +56,14 @@ export async function serveRegistration(ctx: RequestContext, address: string, bo
 }
 
 /** What is kept of a registration request: the rest of its metadata is ignored (RFC 7591 2). */
-interface ClientMetadata {
+export interface ClientMetadata {
   clientName: string | null;
   redirectUris: string[];
   grantTypes: string[];
 }
 
-/** Checks a registration request's metadata (RFC 7591 2 and 3.2.2's errors). */
-function clientMetadata(input: unknown): ClientMetadata {
+/** Checks a registration request's or a client document's metadata (RFC 7591 2 and 3.2.2's errors). */
+export function clientMetadata(input: unknown): ClientMetadata {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) throw metadataError('the body must be a JSON object');
   const m = input as Record<string, unknown>;
   const uris = m.redirect_uris;

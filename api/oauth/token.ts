@@ -18,7 +18,6 @@ import { credentialHash, credentialKind, isRefreshToken } from '../../core/crede
 import { VfsError } from '../../core/errors.js';
 import {
   findAccessToken,
-  findClient,
   grantClient,
   type IssuedTokens,
   issueTokens,
@@ -33,7 +32,7 @@ import {
 } from '../../db/oauth.js';
 import { type RequestContext, readBody, send, sendJson } from '../http/context.js';
 import { checkScope } from './authorize.js';
-import { formFields, MAX_OAUTH_BODY, NO_STORE, type OAuthDeps, required, sendOAuthError } from './context.js';
+import { formFields, lookupClient, MAX_OAUTH_BODY, NO_STORE, type OAuthDeps, required, sendOAuthError } from './context.js';
 
 /** A PKCE code verifier (RFC 7636 4.1). */
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
@@ -107,10 +106,20 @@ export async function serveRevocation(ctx: RequestContext, address: string, body
   }
 }
 
-/** The registered client the request names (public clients: client_id is their only credential). */
+/**
+ * The client the request names, registered or by its metadata document (public clients:
+ * client_id is their only credential); invalid_client (401) for an unknown one or a document
+ * that cannot be used.
+ */
 async function requireClient(fields: Map<string, string>, deps: OAuthDeps): Promise<OAuthClient> {
   const id = required(fields, 'client_id');
-  const client = id.length <= 100 ? await findClient(deps.db, id) : null;
+  let client: OAuthClient | null;
+  try {
+    client = await lookupClient(deps, id);
+  } catch (error) {
+    if (error instanceof VfsError && error.code === 'OAUTH_CLIENT_DOCUMENT') throw new VfsError('OAUTH_INVALID_CLIENT', { reason: error.message });
+    throw error;
+  }
   if (client === null) throw new VfsError('OAUTH_INVALID_CLIENT', { reason: 'unknown client_id' });
   return client;
 }

@@ -23,7 +23,8 @@ import { StreamableHTTPClientTransport as Transport1 } from '@modelcontextprotoc
 
 /**
  * An in-memory OAuth client as a desktop MCP client keeps one. Both SDK generations take it:
- * their provider interfaces differ only in names of types of the same shape.
+ * their provider interfaces differ only in names of types of the same shape. With
+ * `clientMetadataUrl` it names its Client ID Metadata Document instead of registering.
  */
 export class TestProvider {
   info: StoredOAuthClientInformation | undefined;
@@ -34,7 +35,10 @@ export class TestProvider {
   authorizationUrl: URL | null = null;
   sentState = '';
 
-  constructor(readonly redirectUrl: string) {}
+  constructor(
+    readonly redirectUrl: string,
+    readonly clientMetadataUrl?: string,
+  ) {}
 
   get clientMetadata(): OAuthClientMetadata {
     return {
@@ -184,6 +188,18 @@ export function postForm(base: string, fields: Record<string, string>, cookie: s
     body: new URLSearchParams(fields).toString(),
     redirect: 'manual',
   });
+}
+
+/** A browser's visit: GET the authorization URL, then post its form (to the same service) with `answers`, keeping the cookie. */
+export async function approve(
+  url: string | URL,
+  answers: Record<string, string>,
+  cookieOverride?: string,
+): Promise<{ page: Response; html: string; post: Response; postHtml: string }> {
+  const { page, html, cookie } = await visit(url);
+  expect(page.status, html).toBe(200);
+  const post = await postForm(new URL(url).origin, { ...formOf(html), ...answers }, cookieOverride ?? cookie);
+  return { page, html, post, postHtml: await post.text() };
 }
 
 /** A PKCE verifier and its S256 challenge. */
