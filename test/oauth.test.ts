@@ -6,8 +6,6 @@
  * each refused with the RFCs' error code, and VFS_OAUTH=off.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   Client,
   type OAuthClientMetadata,
@@ -21,13 +19,14 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueManagementKey, revokeManagementKey } from '../db/accounts.js';
 import { loadConfig } from '../service/config.js';
+import { type Callback, formOf, postForm, startCallback, visit } from './helpers/oauth.js';
 import { put, type Reply, settled, startTestService, type TestService } from './helpers/service.js';
 
 let t: TestService;
 /** A loopback HTTP server standing in for a native client's redirect URI: it records each query it receives. */
-let callback: Server;
+let callback: Callback;
 let callbackBase: string;
-const received: URLSearchParams[] = [];
+let received: URLSearchParams[];
 
 beforeAll(async () => {
   // No credential cache: a token aged in the database below is seen as expired at its next use.
@@ -38,15 +37,12 @@ beforeAll(async () => {
   expect((await put(t, 'other', 'x.md', 'hello other\n')).status).toBe(202);
   await settled(t, 'docs');
   await settled(t, 'other');
-  callback = createServer((req, res) => {
-    received.push(new URL(req.url ?? '/', 'http://x').searchParams);
-    res.end('You can close this window.');
-  });
-  await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
-  callbackBase = `http://127.0.0.1:${(callback.address() as AddressInfo).port}`;
+  callback = await startCallback();
+  callbackBase = callback.base;
+  received = callback.received;
 });
 afterAll(async () => {
-  await new Promise((resolve) => callback?.close(resolve));
+  await callback?.close();
   await t?.stop();
 });
 
@@ -104,30 +100,6 @@ class TestProvider implements OAuthClientProvider {
   }
 }
 
-/** The fields of a page's form, as a browser would post them. */
-function formOf(html: string): Record<string, string> {
-  const fields: Record<string, string> = {};
-  const unescapeHtml = (s: string): string => s.replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n)));
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) fields[unescapeHtml(m[1])] = unescapeHtml(m[2]);
-  return fields;
-}
-
-/** A browser opening the authorization URL: the page, its HTML, and the cookie it set (`name=value`). */
-async function visit(url: string | URL): Promise<{ page: Response; html: string; cookie: string }> {
-  const page = await fetch(url, { redirect: 'manual' });
-  return { page, html: await page.text(), cookie: (page.headers.get('set-cookie') ?? '').split(';')[0] };
-}
-
-/** A browser posting the authorization form of the service at `base`, with `cookie` ('' sends none). */
-function postForm(fields: Record<string, string>, cookie: string, base = t.url): Promise<Response> {
-  return fetch(`${base}/oauth/authorize`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie === '' ? {} : { cookie }) },
-    body: new URLSearchParams(fields).toString(),
-    redirect: 'manual',
-  });
-}
-
 /** A browser's visit: GET the authorization URL, then post its form with `answers`, keeping the cookie. */
 async function approve(
   url: string | URL,
@@ -136,7 +108,7 @@ async function approve(
 ): Promise<{ page: Response; html: string; post: Response; postHtml: string }> {
   const { page, html, cookie } = await visit(url);
   expect(page.status, html).toBe(200);
-  const post = await postForm({ ...formOf(html), ...answers }, cookieOverride ?? cookie);
+  const post = await postForm(t.url, { ...formOf(html), ...answers }, cookieOverride ?? cookie);
   return { page, html, post, postHtml: await post.text() };
 }
 
@@ -478,7 +450,7 @@ describe('a grant never outlives its approver', () => {
       const key = await issueManagementKey(t.service.db, 'default');
       const { url } = await authorizationRequest('docs');
       const { html, cookie } = await visit(url);
-      const posting = postForm({ ...formOf(html), key: key.key, decision: 'allow' }, cookie);
+      const posting = postForm(t.url, { ...formOf(html), key: key.key, decision: 'allow' }, cookie);
       await new Promise((resolve) => setTimeout(resolve, i));
       const [post] = await Promise.all([posting, revokeManagementKey(t.service.db, key.id)]);
       expect([303, 401]).toContain(post.status);
@@ -606,14 +578,14 @@ describe('hostile', () => {
       [{ ...form, resource: mcpUrl('other') }, cookie],
       [{ ...form, code_challenge: 'B'.repeat(43) }, cookie],
     ] as Array<[Record<string, string>, string]>) {
-      const r = await postForm({ ...fields, key: t.key, decision: 'allow' }, cookieHeader);
+      const r = await postForm(t.url, { ...fields, key: t.key, decision: 'allow' }, cookieHeader);
       expect(r.status).toBe(403);
       expect(r.headers.get('location')).toBeNull();
       expect(await r.text()).toContain('This form cannot be used');
     }
     expect((await grantsOf('docs')).json.grants.length).toBe(before);
     // The same form with its cookie still works.
-    expect((await postForm({ ...form, key: t.key, decision: 'allow' }, cookie)).status).toBe(303);
+    expect((await postForm(t.url, { ...form, key: t.key, decision: 'allow' }, cookie)).status).toBe(303);
   });
 
   it('a code used twice fails the second time and takes back what the first gave', async () => {
@@ -857,7 +829,7 @@ describe('with the credential cache on (the default)', () => {
       resource: `${cached.url}/v1/workspaces/docs/mcp`,
     });
     const { html, cookie } = await visit(`${cached.url}/oauth/authorize?${query}`);
-    const post = await postForm({ ...formOf(html), key: cached.key, decision: 'allow' }, cookie, cached.url);
+    const post = await postForm(cached.url, { ...formOf(html), key: cached.key, decision: 'allow' }, cookie);
     expect(post.status).toBe(303);
     const code = new URL(post.headers.get('location')!).searchParams.get('code')!;
     const tokens = (
