@@ -78,7 +78,7 @@ export function GrantsCard({ workspace }: { workspace: string }) {
       <h2 id="grants-title">OAuth grants</h2>
       <p class="muted">
         Applications a person let read this workspace on the authorization page (MCP clients that connect by OAuth). Each reads what the key that approved it
-        may read, until it is revoked here.
+        may read, until you revoke its grant.
       </p>
       <ErrorLine error={error} />
       {note !== '' && <p role="status">{note}</p>}
