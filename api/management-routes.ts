@@ -11,7 +11,7 @@ import { exportAudit } from '../db/audit.js';
 import type { Database } from '../db/database.js';
 import { listFiles } from '../db/files.js';
 import { accountLimits } from '../db/limits.js';
-import { listGrants, revokeGrant } from '../db/oauth.js';
+import { type GrantPosition, listGrants, revokeGrant } from '../db/oauth.js';
 import { mintToken, revokeToken } from '../db/tokens.js';
 import { createWorkspace, deleteWorkspace, listWorkspaces, requireWorkspace } from '../db/workspaces.js';
 import { type Authenticator, requireManagementKey } from './gate/auth.js';
@@ -19,7 +19,7 @@ import type { Guard } from './gate/guard.js';
 import { type RequestContext, readBody, sendJson, snapshot } from './http/context.js';
 import { decodeURIComponentSafe, workspaceParam } from './contract/params.js';
 import { noQuery, queryReader } from './contract/query.js';
-import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, MINT_TOKEN_BODY } from './contract/schemas.js';
+import { AUDIT_QUERY, CREATE_WORKSPACE_BODY, FILES_QUERY, GRANTS_QUERY, MINT_TOKEN_BODY } from './contract/schemas.js';
 import { type ErrorLog, sendJsonError } from './http/respond.js';
 
 /** What the management routes need. */
@@ -45,6 +45,7 @@ type ManagementHandler = (ctx: RequestContext, accountId: string, body: unknown)
 
 const filesQuery = queryReader(FILES_QUERY);
 const auditQuery = queryReader(AUDIT_QUERY);
+const grantsQuery = queryReader(GRANTS_QUERY);
 
 /** Registers every management route on the app. */
 export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps): void {
@@ -119,9 +120,11 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
 
   route('get', '/v1/workspaces/:ws/grants', 'none', async (ctx, accountId) => {
     const name = workspaceParam(ctx.params[0]);
-    noQuery.read(ctx.query);
-    const grants = await db.inAccount(accountId, async (tx) => listGrants(tx, (await requireWorkspace(tx, name)).id));
-    return { status: 200, body: { grants } };
+    const { cursor, limit } = grantsQuery.read(ctx.query);
+    const after = grantCursor(cursor);
+    const page = await db.inAccount(accountId, async (tx) => listGrants(tx, (await requireWorkspace(tx, name)).id, { after, limit }));
+    const nextCursor = page.last === null ? null : Buffer.from(`${page.last.createdAt.toISOString()} ${page.last.id}`).toString('base64url');
+    return { status: 200, body: { grants: page.grants, nextCursor } };
   });
 
   route('del', '/v1/grants/:id', 'none', async (ctx, accountId) => {
@@ -171,6 +174,16 @@ function fileCursor(raw: string | undefined): string | undefined {
   const path = /^[A-Za-z0-9_-]{1,2000}$/.test(raw) ? Buffer.from(raw, 'base64url').toString('utf8') : '';
   if (!path.startsWith('/')) throw invalidParameter('cursor', 'not a cursor returned by this listing');
   return path;
+}
+
+/** A grant listing's cursor: its last grant's creation time and id, base64url-encoded. */
+function grantCursor(raw: string | undefined): GrantPosition | undefined {
+  if (raw === undefined) return undefined;
+  const text = /^[A-Za-z0-9_-]{1,200}$/.test(raw) ? Buffer.from(raw, 'base64url').toString('utf8') : '';
+  const parts = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z) ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(text);
+  const createdAt = new Date(parts?.[1] ?? Number.NaN);
+  if (parts === null || Number.isNaN(createdAt.getTime())) throw invalidParameter('cursor', 'not a cursor returned by this listing');
+  return { createdAt, id: parts[2] };
 }
 
 /** The date part names a day that exists (Date would roll 2026-02-30 over to March 2). */

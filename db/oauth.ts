@@ -300,36 +300,68 @@ export interface ListedGrant {
   id: string;
   clientId: string;
   clientName: string | null;
+  /** Where the client is sent back to with its code. */
+  redirectUri: string;
   claims: string[];
   approvedBy: Approver;
   createdAt: string;
+  /** When the grant ends with the token that approved it; null for a management key's. */
+  expiresAt: string | null;
+  /** When the client last got an access token (its code redeemed, or a refresh); null before that. */
+  lastIssuedAt: string | null;
 }
 
-/** The live grants of a workspace of the account, oldest first. */
-export async function listGrants(tx: Tx, workspaceId: string): Promise<ListedGrant[]> {
+/** Where a page of grants starts: after the grant made at `createdAt` with this `id` (the listing's order). */
+export interface GrantPosition {
+  createdAt: Date;
+  id: string;
+}
+
+/** A page of grants, oldest first, and the position of its last one when more follow. */
+export interface GrantPage {
+  grants: ListedGrant[];
+  last: GrantPosition | null;
+}
+
+/** The live grants of a workspace of the account, oldest first: at most `limit` after `after`. */
+export async function listGrants(tx: Tx, workspaceId: string, q: { after?: GrantPosition; limit: number }): Promise<GrantPage> {
   const { rows } = await tx.query<{
     id: string;
     client_id: string;
     name: string | null;
+    redirect_uri: string;
     claims: string[];
     approved_by_key: string | null;
     approved_by_token: string | null;
     created_at: Date;
+    expires_at: Date | null;
+    last_issued_at: Date | null;
   }>(
-    `SELECT g.id, g.client_id, c.name, g.claims, g.approved_by_key, g.approved_by_token, g.created_at
+    `SELECT g.id, g.client_id, c.name, g.redirect_uri, g.claims, g.approved_by_key, g.approved_by_token, g.created_at, g.expires_at,
+            (SELECT max(t.created_at) FROM tokens t WHERE t.grant_id = g.id) AS last_issued_at
        FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id
       WHERE g.workspace_id = $1 AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
-      ORDER BY g.created_at, g.id`,
-    [workspaceId],
+        AND ($2::timestamptz IS NULL OR (g.created_at, g.id) > ($2::timestamptz, $3::uuid))
+      ORDER BY g.created_at, g.id LIMIT $4`,
+    [workspaceId, q.after?.createdAt ?? null, q.after?.id ?? null, q.limit + 1],
   );
-  return rows.map((r) => ({
-    id: r.id,
-    clientId: r.client_id,
-    clientName: r.name,
-    claims: r.claims,
-    approvedBy: r.approved_by_key !== null ? { kind: 'management_key', id: r.approved_by_key } : { kind: 'token', id: r.approved_by_token! },
-    createdAt: iso(r.created_at),
-  }));
+  const more = rows.length > q.limit;
+  const page = more ? rows.slice(0, q.limit) : rows;
+  const grants = page.map(
+    (r): ListedGrant => ({
+      id: r.id,
+      clientId: r.client_id,
+      clientName: r.name,
+      redirectUri: r.redirect_uri,
+      claims: r.claims,
+      approvedBy: r.approved_by_key !== null ? { kind: 'management_key', id: r.approved_by_key } : { kind: 'token', id: r.approved_by_token! },
+      createdAt: iso(r.created_at),
+      expiresAt: r.expires_at === null ? null : iso(r.expires_at),
+      lastIssuedAt: r.last_issued_at === null ? null : iso(r.last_issued_at),
+    }),
+  );
+  const tail = page[page.length - 1];
+  return { grants, last: more ? { createdAt: tail.created_at, id: tail.id } : null };
 }
 
 /** The secret named `name`, the same on every node: `candidate` if none was kept before. */

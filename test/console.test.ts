@@ -2,8 +2,9 @@
  * The operator console in a real Chromium against a real service: the whole journey of an
  * operator (sign in, a workspace, a folder uploaded and watched until ingested, a file read, a
  * search, a token minted and revoked, the audit of those reads, sign out), each page checked by
- * axe-core, shot at 1280x800 and 390x844 and walked with the keyboard; tenant strings shown as
- * text; the Content-Security-Policy on every console response and in force.
+ * axe-core, shot at 1280x800 and 390x844 and walked with the keyboard; an OAuth grant listed and
+ * revoked; tenant strings shown as text; the Content-Security-Policy on every console response
+ * and in force.
  */
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, seriousViolations, shoot, tabOrder, visibleControls } from './helpers/browser.js';
 import { makePdf } from './helpers/make-pdf.js';
+import { formOf, mcpPingStatus, newAuthorizationRequest, postForm, redeemCode, visit } from './helpers/oauth.js';
 import { put, settled, startTestService, type TestService } from './helpers/service.js';
 
 let t: TestService;
@@ -215,6 +217,46 @@ describe('the console', () => {
     await page.getByRole('link', { name: 'a.txt' }).click();
     await expect.poll(() => page.getByRole('region', { name: 'Text of /notes/a.txt' }).textContent()).toContain('alpha line');
     await checkPage(page, '09-token-view');
+    await context.close();
+  });
+
+  it("lists a workspace's OAuth grants, revokes one after a confirmation, and its access token is refused at once", { timeout: 120_000 }, async () => {
+    await t.call('POST', '/v1/workspaces', { body: { name: 'granted' } });
+    // A grant made as a client and a person make it: registration, the authorization page, its form posted, the code redeemed.
+    const request = await newAuthorizationRequest(t.url, 'granted', 'http://127.0.0.1:7/callback', 'Desk <b>Agent</b>');
+    const { html, cookie } = await visit(request.url);
+    const post = await postForm(t.url, { ...formOf(html), key: t.key, claims: 'group:eng', decision: 'allow' }, cookie);
+    expect(post.status).toBe(303);
+    const access = await redeemCode(t.url, request, new URL(post.headers.get('location') ?? '').searchParams.get('code') ?? '');
+    expect(await mcpPingStatus(request.resource, access)).toBe(200);
+    const [grant] = (await t.call('GET', '/v1/workspaces/granted/grants')).json.grants;
+
+    const { context, page, dialogs } = await openTab();
+    await signIn(page, t.key);
+    await page.goto(`${t.url}/console/#/w/granted/tokens`);
+    const table = page.getByRole('region', { name: 'OAuth grants' });
+    const row = table.locator(`tr[data-grant="${grant.id}"]`);
+    await expect.poll(() => row.locator('th').textContent()).toBe('Desk <b>Agent</b>');
+    const cells = await row.locator('td').allTextContents();
+    expect(cells.slice(0, 3)).toEqual(['127.0.0.1:7', 'group:eng', `management key ${grant.approvedBy.id}`]);
+    expect(cells[5]).toBe('when revoked');
+    expect(cells[4]).not.toBe('none yet');
+    await checkPage(page, '10-grants');
+
+    // Cancel leaves it; Revoke grant ends it.
+    await page.getByRole('button', { name: 'Revoke the grant of Desk <b>Agent</b>' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Revoke a grant' });
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    expect(await mcpPingStatus(request.resource, access)).toBe(200);
+    await page.getByRole('button', { name: 'Revoke the grant of Desk <b>Agent</b>' }).click();
+    await confirm.getByRole('button', { name: 'Revoke grant' }).click();
+    await page.getByText(/is revoked: its tokens are refused/).waitFor();
+    expect(await mcpPingStatus(request.resource, access)).toBe(401);
+    expect((await t.call('GET', '/v1/workspaces/granted/grants')).json.grants).toEqual([]);
+    await page.getByText('No application has access to this workspace through OAuth.', { exact: false }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(await page.locator('b').count()).toBe(0);
+    expect(dialogs).toEqual([]);
     await context.close();
   });
 

@@ -102,8 +102,8 @@ function mcpPing(ws: string, credential: string | null): Promise<Response> {
   });
 }
 
-async function grantsOf(ws: string): Promise<Reply> {
-  const r = await t.call('GET', `/v1/workspaces/${ws}/grants`);
+async function grantsOf(ws: string, query = ''): Promise<Reply> {
+  const r = await t.call('GET', `/v1/workspaces/${ws}/grants${query}`);
   expect(r.status).toBe(200);
   return r;
 }
@@ -115,6 +115,10 @@ interface ListedGrant {
   clientName: string | null;
   claims: string[];
   approvedBy: { kind: string; id: string };
+  redirectUri: string;
+  createdAt: string;
+  expiresAt: string | null;
+  lastIssuedAt: string;
 }
 
 /** The live grant of a registered client, if any. */
@@ -291,7 +295,13 @@ describe('the grant and the page', () => {
   it('lists the grant with its client, claims and approver; the page showed the client name escaped', async () => {
     const grant = await grantOfClient('docs', provider.info!.client_id);
     const keys = await t.service.db.owner.query('SELECT id FROM management_keys');
-    expect(grant).toMatchObject({ clientId: provider.info!.client_id, clientName: 'Test <Agent> & "friends"', claims: ['*'] });
+    expect(grant).toMatchObject({
+      clientId: provider.info!.client_id,
+      clientName: 'Test <Agent> & "friends"',
+      claims: ['*'],
+      redirectUri: provider.redirectUrl,
+    });
+    expect([grant!.expiresAt, Date.parse(grant!.lastIssuedAt) >= Date.parse(grant!.createdAt)]).toEqual([null, true]);
     expect(grant!.approvedBy.kind).toBe('management_key');
     expect(keys.rows.map((r) => r.id)).toContain(grant!.approvedBy.id);
     const page = await fetch(provider.authorizationUrl!, { redirect: 'manual' });
@@ -735,6 +745,29 @@ describe('registration', () => {
     fresh = await startTestService({});
   });
   afterAll(async () => fresh?.stop());
+
+  it('pages the grants like the file listing: limit, nextCursor, and a bad cursor or limit refused with 400', async () => {
+    for (let i = 0; i < 3; i++) await codeFor('other');
+    const all = (await grantsOf('other', '?limit=1000')).json;
+    expect(all.grants.length).toBeGreaterThanOrEqual(3);
+    expect(all.nextCursor).toBeNull();
+    const paged: Array<{ id: string }> = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor === null ? 'limit=2' : `limit=2&cursor=${encodeURIComponent(cursor)}`;
+      const page: Reply = await grantsOf('other', `?${query}`);
+      expect(page.json.grants.length).toBeLessThanOrEqual(2);
+      paged.push(...page.json.grants);
+      cursor = page.json.nextCursor;
+    } while (cursor !== null);
+    expect(paged.map((g) => g.id)).toEqual(all.grants.map((g: { id: string }) => g.id));
+    expect(all.grants[0]).toMatchObject({ redirectUri: `${callbackBase}/callback`, expiresAt: null });
+    const bad = ['cursor=not-a-cursor', `cursor=${Buffer.from('/README.md').toString('base64url')}`, 'cursor=', 'limit=0', 'limit=1001', 'limit=x', 'after=1'];
+    for (const query of bad) {
+      const r = await t.call('GET', `/v1/workspaces/other/grants?${query}`);
+      expect([query, r.status, r.json.error]).toEqual([query, 400, expect.stringMatching(/cursor|limit|after/)]);
+    }
+  });
 
   it('registration takes public clients with https or loopback redirect URIs only', async () => {
     const cases: Array<[unknown, string]> = [

@@ -18,6 +18,12 @@ export const FILES_QUERY = z.strictObject({
   limit: z.int().min(1).max(1000).default(100).describe('Most files on the page.'),
 });
 
+/** GET /v1/workspaces/{ws}/grants: the listing's query. */
+export const GRANTS_QUERY = z.strictObject({
+  cursor: z.string().optional().describe("The previous page's nextCursor."),
+  limit: z.int().min(1).max(1000).default(100).describe('Most grants on the page.'),
+});
+
 /** GET /v1/workspaces/{ws}/audit: the export's query. */
 export const AUDIT_QUERY = z.strictObject({
   after: z.string().optional().describe('Only events strictly after this ISO 8601 date-time with a time zone, e.g. 2026-11-21T22:35:02.787Z.'),
@@ -175,10 +181,14 @@ export const REPLIES = {
         clientId: z.string(),
         clientName: z.string().nullable().describe('The name the client registered with; null if none.'),
         claims: z.array(z.string()).describe("The grant's visibility claims: the approving token's, or those chosen with a management key."),
+        redirectUri: z.string().describe('Where the client is sent back to with its authorization code.'),
         approvedBy: z.strictObject({ kind: z.enum(['management_key', 'token']), id: z.uuid() }),
         createdAt: z.string(),
+        expiresAt: z.string().nullable().describe("When the grant ends with the scoped token that approved it; null for a management key's."),
+        lastIssuedAt: z.string().nullable().describe('When the client last got an access token (its code redeemed, or a refresh); null before that.'),
       }),
     ),
+    nextCursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last one.'),
   }),
   protectedResource: z
     .looseObject({

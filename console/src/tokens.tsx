@@ -2,11 +2,12 @@
  * Scoped tokens: mint one (claims, time to live), shown once with a copy button; revoke by id;
  * and "Connect an agent", which mints a token and shows each client's configuration for this
  * workspace's MCP endpoint. The API has no token list (SPEC.md 4.3), so the page keeps the
- * ones minted here, in memory, to revoke them.
+ * ones minted here, in memory, to revoke them. Below, the workspace's OAuth grants (grants.tsx).
  */
 import { useRef, useState } from 'preact/hooks';
 import { json, workspacePath } from './api';
 import { time } from './format';
+import { GrantsCard } from './grants';
 import { copy, ErrorLine } from './ui';
 
 interface Minted {
@@ -127,6 +128,7 @@ export function TokensTab({ workspace }: { workspace: string }) {
         )}
       </section>
       <ConnectAgent workspace={workspace} mint={() => mint(null, '*')} />
+      <GrantsCard workspace={workspace} />
     </div>
   );
 }

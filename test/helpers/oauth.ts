@@ -223,8 +223,11 @@ export async function postFields(url: string, fields: Record<string, string>): P
 export class RedirectTarget {
   readonly received: URLSearchParams[] = [];
   private readonly server: Server = createServer((req, res) => {
-    this.received.push(new URL(req.url ?? '/', 'http://x').searchParams);
-    res.end('You can close this window.');
+    const url = new URL(req.url ?? '/', 'http://x');
+    // A browser landing here asks for the site's icon on its own: no redirect brought that.
+    if (url.pathname !== '/favicon.ico') this.received.push(url.searchParams);
+    res.setHeader('content-type', 'text/html; charset=utf-8');
+    res.end('<!doctype html><html lang="en"><title>Signed in</title><p>You can close this window.</p></html>');
   });
 
   /** Listens on a free loopback port. */
@@ -258,4 +261,70 @@ export async function toolText(client: Client2, name: string, args: Record<strin
   const result = (await client.callTool({ name, arguments: args })) as { content: Array<{ text: string }>; isError?: boolean };
   expect(result.isError ?? false).toBe(false);
   return result.content[0].text;
+}
+
+/** An authorization request of a freshly registered client for workspace `ws` of the service at `base`. */
+export interface AuthorizationRequest {
+  /** The authorization page's URL. */
+  url: string;
+  clientId: string;
+  redirectUri: string;
+  /** The PKCE verifier the code is redeemed with. */
+  verifier: string;
+  /** The workspace's MCP endpoint, the token's audience. */
+  resource: string;
+}
+
+/** Registers a client named `clientName` (RFC 7591) and builds its authorization request (PKCE S256) for `ws`. */
+export async function newAuthorizationRequest(base: string, ws: string, redirectUri: string, clientName: string): Promise<AuthorizationRequest> {
+  const registered = await fetch(`${base}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: clientName, redirect_uris: [redirectUri] }),
+  });
+  const body = (await registered.json()) as { client_id?: string };
+  if (registered.status !== 201 || body.client_id === undefined) throw new Error(`registration failed: ${registered.status} ${JSON.stringify(body)}`);
+  const verifier = randomBytes(32).toString('base64url');
+  const resource = `${base}/v1/workspaces/${ws}/mcp`;
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: body.client_id,
+    redirect_uri: redirectUri,
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    state: randomBytes(8).toString('hex'),
+    resource,
+    scope: 'vfs:read',
+  });
+  return { url: `${base}/oauth/authorize?${query}`, clientId: body.client_id, redirectUri, verifier, resource };
+}
+
+/** Redeems `code` at the token endpoint; the access token, or an error naming what came back. */
+export async function redeemCode(base: string, request: AuthorizationRequest, code: string): Promise<string> {
+  const reply = await fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      client_id: request.clientId,
+      code_verifier: request.verifier,
+      redirect_uri: request.redirectUri,
+      resource: request.resource,
+    }).toString(),
+  });
+  const body = (await reply.json()) as { access_token?: string };
+  if (reply.status !== 200 || body.access_token === undefined) throw new Error(`token request failed: ${reply.status} ${JSON.stringify(body)}`);
+  return body.access_token;
+}
+
+/** A raw MCP ping to the endpoint `resource` with a bearer credential: its status says whether the credential is accepted. */
+export async function mcpPingStatus(resource: string, credential: string): Promise<number> {
+  const reply = await fetch(resource, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${credential}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+  });
+  await reply.arrayBuffer();
+  return reply.status;
 }
