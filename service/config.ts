@@ -310,31 +310,23 @@ export function isLoopbackHost(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
+/** `raw` as an http or https URL without query, fragment or user; null if it is not one. */
+function plainHttpUrl(raw: string): URL | null {
+  if (!URL.canParse(raw) || raw.includes('?') || raw.includes('#')) return null;
+  const url = new URL(raw);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  return url.username === '' && url.password === '' ? url : null;
+}
+
 /** A public base URL as VFS_PUBLIC_URL takes it (http or https, no path, query or fragment), without the trailing slash; null if it is not one. */
 export function publicUrl(raw: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return null;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
-  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) return null;
-  if (url.username !== '' || url.password !== '') return null;
-  return url.origin;
+  const url = plainHttpUrl(raw);
+  return url !== null && url.pathname === '/' ? url.origin : null;
 }
 
 /** An issuer URL as VFS_OAUTH_ISSUER takes it (http or https, a path allowed, no query, fragment or user), unchanged; null if it is not one. */
 export function issuerUrl(raw: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return null;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
-  if (raw.includes('?') || raw.includes('#') || url.username !== '' || url.password !== '') return null;
-  return raw;
+  return plainHttpUrl(raw) === null ? null : raw;
 }
 
 /** How a node takes part in a cluster. */

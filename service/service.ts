@@ -30,7 +30,7 @@ import { startServer } from '../api/server.js';
 import { ClientDocuments } from '../api/oauth/client-documents.js';
 import { CsrfTokens } from '../api/oauth/csrf.js';
 import { mcpChallenge, resourceUrl } from '../api/oauth/metadata.js';
-import { IssuerTokens } from '../api/gate/issuer.js';
+import { IssuerTokens } from '../api/oauth/issuer.js';
 import { sharedSecret, sweepOAuth } from '../db/oauth.js';
 import { paced } from '../core/paced.js';
 import { threadStat, ThreadStatsListener } from '../core/thread-stats.js';

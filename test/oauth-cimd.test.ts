@@ -18,7 +18,7 @@ import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@model
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepOAuth } from '../db/oauth.js';
 import { loadConfig } from '../service/config.js';
-import { approve, RedirectTarget, TestProvider, toolText } from './helpers/oauth.js';
+import { approve, RedirectTarget, SDKS, TestProvider, toolText } from './helpers/oauth.js';
 import { put, settled, startTestService, type TestService } from './helpers/service.js';
 
 /** Fetching private addresses allowed (as an intranet deployment): the documents are on 127.0.0.1. */
@@ -82,7 +82,8 @@ function json(res: ServerResponse, body: string, headers: Record<string, string>
 function serveDocument(req: IncomingMessage, res: ServerResponse): void {
   const path = new URL(req.url ?? '/', 'https://x').pathname;
   hits.set(path, (hits.get(path) ?? 0) + 1);
-  const answer = ANSWERS[path];
+  // One good document per SDK and era of the end-to-end run: /sdk/0.json, /sdk/1.json, …
+  const answer = path.startsWith('/sdk/') ? ANSWERS['/good.json'] : ANSWERS[path];
   if (answer === undefined) res.writeHead(404).end();
   else answer(path, res);
 }
@@ -238,6 +239,35 @@ describe('a client known by its metadata document', () => {
     }
     // Fetched once: the page, the form's post and the token requests were served from the cache.
     expect(hits.get('/good.json')).toBe(1);
+  });
+});
+
+describe('each official SDK and era registers by its document', () => {
+  SDKS.forEach((sdk, i) => {
+    it(`${sdk.name}: names its document, the person approves, it greps`, async () => {
+      const docUrl = `${docBase}/sdk/${i}.json`;
+      const provider = new TestProvider(`${callback.base}/callback`, docUrl);
+      const first = sdk.open(new URL(mcpUrl(t, 'docs')), provider);
+      const refused = await first.connect().then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(sdk.unauthorized(refused), String(refused)).toBe(true);
+      expect(provider.authorizationUrl!.searchParams.get('client_id')).toBe(docUrl);
+      const { post, postHtml } = await approve(provider.authorizationUrl!, { key: t.key, decision: 'allow' });
+      expect(post.status, postHtml).toBe(303);
+      await first.finishAuth(await callback.follow(post.headers.get('location')!));
+      const client = sdk.open(new URL(mcpUrl(t, 'docs')), provider);
+      await client.connect();
+      try {
+        expect(client.protocolVersion()).toBe(sdk.protocolVersion);
+        const { text, isError } = await client.callTool('grep', { pattern: 'hello', output_mode: 'content' });
+        expect([isError, text]).toEqual([false, expect.stringContaining('/README.md:2:hello from a client document')]);
+      } finally {
+        await client.close();
+      }
+      expect(hits.get(`/sdk/${i}.json`)).toBe(1);
+    });
   });
 });
 

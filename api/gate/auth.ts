@@ -2,8 +2,8 @@
  * Bearer authentication. A credential is first checked for form (prefix,
  * length, checksum) without touching the database; a well-formed one is looked
  * up by its SHA-256 hash. A JWT (three base64url parts) is an access token of
- * the company's OpenID provider, verified by `IssuerTokens` (issuer.ts) on a
- * workspace's MCP endpoint only. Verified credentials are cached briefly; a
+ * the company's OpenID provider, verified by the `JwtVerifier` the service hands in
+ * (`api/oauth/issuer.ts`) on a workspace's MCP endpoint only. Verified credentials are cached briefly; a
  * revocation through this service, or a NOTIFY from another process (the
  * operator command), clears the cache before the next request.
  */
@@ -12,7 +12,6 @@ import { VfsError } from '../../core/errors.js';
 import { findManagementKey, findToken } from '../../db/auth.js';
 import type { Database } from '../../db/database.js';
 import { TtlCache } from '../../core/ttl-cache.js';
-import type { IssuerTokens } from './issuer.js';
 
 /** Who is calling. */
 export type Principal =
@@ -54,6 +53,12 @@ export function requireManagementKey(principal: Principal): string {
   return principal.accountId;
 }
 
+/** Verifies the company issuer's JWT access tokens for one workspace's MCP endpoint (`api/oauth/issuer.ts`). */
+export interface JwtVerifier {
+  /** The principal of `token` on `workspace`'s MCP endpoint; a 401 saying why it is refused, or a 503. */
+  verify(token: string, workspace: string): Promise<Principal>;
+}
+
 /** Verifies bearer credentials, with a bounded cache. */
 export class Authenticator {
   private readonly cache: TtlCache<Principal>;
@@ -62,7 +67,7 @@ export class Authenticator {
   constructor(
     private readonly db: Database,
     cacheMs: number,
-    private readonly issuer: IssuerTokens | null = null,
+    private readonly issuer: JwtVerifier | null = null,
   ) {
     this.cache = new TtlCache(cacheMs, MAX_CACHED);
   }

@@ -29,9 +29,10 @@ import { lookup } from 'node:dns/promises';
 import type { IncomingMessage } from 'node:http';
 import { request } from 'node:https';
 import { BlockList, isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
 import { VfsError } from '../../core/errors.js';
 import type { OAuthClient } from '../../db/oauth.js';
-import { clientMetadata } from './register.js';
+import { clientMetadata } from './client-metadata.js';
 
 /** How client documents are fetched. */
 export interface ClientDocumentOptions {
@@ -182,7 +183,8 @@ export class ClientDocuments {
         },
         agent: false,
         signal,
-        ...(this.options.ca === undefined ? {} : { ca: this.options.ca }),
+        // A `ca` replaces Node's roots: the configured CA is trusted beside them, not instead.
+        ...(this.options.ca === undefined ? {} : { ca: [...rootCertificates, this.options.ca] }),
       });
       req.on('response', resolve);
       req.on('error', (error) => reject(new Error(signal.aborted ? 'no answer in time' : `fetching it failed: ${error.message}`)));

@@ -19,8 +19,8 @@
 import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { VfsError } from '../../core/errors.js';
 import { CLAIM, WORKSPACE_NAME } from '../contract/params.js';
-import { type Principal, unauthenticated } from './auth.js';
-import type { Lookups } from './lookups.js';
+import { type JwtVerifier, type Principal, unauthenticated } from '../gate/auth.js';
+import type { Lookups } from '../gate/lookups.js';
 
 /** What the verifier needs. */
 export interface IssuerOptions {
@@ -56,7 +56,7 @@ const MAX_DISCOVERY_BYTES = 256 * 1024;
 const MAX_SUBJECT = 255;
 
 /** Verifies the company issuer's access tokens. */
-export class IssuerTokens {
+export class IssuerTokens implements JwtVerifier {
   private keys: JWTVerifyGetKey | null = null;
   private discovering: Promise<JWTVerifyGetKey> | null = null;
   private failedAt = Number.NEGATIVE_INFINITY;
