@@ -354,7 +354,7 @@ describe('the settings', () => {
 
 describe('the sweep of OAuth rows', () => {
   it('deletes clients never used, old codes and refresh tokens used, expired or of a revoked grant; keeps live ones', async () => {
-    // A registered client never used, one just registered, and the live grant of the flow above.
+    // A registered client never used, one just registered, and the live grant of the first flow above.
     const register = (name: string) =>
       t
         .call('POST', '/oauth/register', {
@@ -370,7 +370,7 @@ describe('the sweep of OAuth rows', () => {
     const fresh = await register('just registered');
     const su = await t.superuser();
     try {
-      const [grant] = (await su.query('SELECT id, account_id, client_id FROM oauth_grants')).rows;
+      const [grant] = (await su.query('SELECT id, account_id, client_id FROM oauth_grants WHERE client_id = $1', [`${docBase}/good.json`])).rows;
       const row = async (sql: string, values: unknown[]) => su.query(sql, values);
       await row("UPDATE oauth_clients SET created_at = now() - interval '8 days' WHERE id = $1", [unused]);
       // The document client's row is as old, but has a grant: kept.
@@ -420,7 +420,7 @@ describe('the sweep of OAuth rows', () => {
       // A revoked grant's refresh tokens go once the revocation is older than the retention.
       await row("UPDATE oauth_grants SET revoked_at = now() - interval '8 days' WHERE id = $1", [grant.id]);
       await sweepOAuth(t.service.db, 7 * 86_400);
-      expect(await hashes('oauth_refresh_tokens', 'secret_hash')).toEqual([]);
+      expect((await su.query('SELECT id FROM oauth_refresh_tokens WHERE grant_id = $1', [grant.id])).rows).toEqual([]);
       expect((await su.query('SELECT id FROM oauth_grants WHERE id = $1', [grant.id])).rows).toHaveLength(1);
       // Nothing left to delete: a second sweep deletes nothing.
       expect(await sweepOAuth(t.service.db, 7 * 86_400)).toBe(0);
