@@ -17,8 +17,9 @@ try {
   if (service.createdKey !== null) {
     process.stdout.write(`\nCreated the default account. Its management key (shown only this once):\n\n  ${service.createdKey}\n\n`);
   }
-  process.stdout.write(`agent-vfs listening on ${service.url}\n`);
-  if (service.consoleUrl !== null) process.stdout.write(`console on ${service.consoleUrl}\n`);
+  // One write: whoever reads the output at the first line has the console's too.
+  const consoleLine = service.consoleUrl === null ? '' : `console on ${service.consoleUrl}\n`;
+  process.stdout.write(`agent-vfs listening on ${service.url}\n${consoleLine}`);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
