@@ -12,6 +12,10 @@
  * an earlier build goes on loading that build's files (worker threads, child processes, lazy
  * imports): the last KEEP_BUILDS builds are kept. A `dist/` that is a plain folder (an older
  * checkout's) is moved into `.build/` first.
+ *
+ * Each build records a digest of the sources it was made from (SOURCES_FILE). When the sources
+ * are those of the current build, nothing is compiled: `npm start` and every test run start at
+ * once. `--force` builds anyway (and keeps the current build if the result is the same).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -33,7 +37,6 @@ import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import { build as vite } from 'vite';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
@@ -42,6 +45,11 @@ const BUILDS = join(ROOT, '.build');
 const KEEP_BUILDS = 3;
 /** Files that must be executable: package.json's `bin`. */
 const EXECUTABLE = ['cli/main.js'];
+/** What a build is made from: these folders, whole, and these files. */
+const SOURCE_DIRS = ['api', 'cli', 'console', 'core', 'db', 'engine', 'ingest', 'reads', 'service', 'storage'];
+const SOURCE_FILES = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.ts'];
+/** The file in a build that holds the digest of its sources; not part of the build's own digest. */
+const SOURCES_FILE = '.sources';
 /** The console's files that are sent compressed (images other than SVG are compressed already). */
 const COMPRESSED = /\.(?:js|css|html|svg|json)$/;
 
@@ -55,25 +63,46 @@ function running(pid: number): boolean {
   }
 }
 
-/** A digest of every file under `dir`, by path and content. */
-function digest(dir: string): string {
-  const hash = createHash('sha256');
-  const files = readdirSync(dir, { recursive: true, withFileTypes: true })
+/** Every file under `dir`, as paths relative to `base`. */
+function filesUnder(dir: string, base: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile())
-    .map((entry) => relative(dir, join(entry.parentPath, entry.name)))
-    .sort();
-  for (const file of files)
+    .map((entry) => relative(base, join(entry.parentPath, entry.name)));
+}
+
+/** A digest of `files` (relative to `base`), by path and content. */
+function digestOf(base: string, files: string[]): string {
+  const hash = createHash('sha256');
+  for (const file of files.sort())
     hash
       .update(file)
       .update('\0')
-      .update(readFileSync(join(dir, file)))
+      .update(readFileSync(join(base, file)))
       .update('\0');
   return hash.digest('hex');
+}
+
+/** A digest of every file of the build in `dir`. */
+function digest(dir: string): string {
+  return digestOf(
+    dir,
+    filesUnder(dir, dir).filter((file) => file !== SOURCES_FILE),
+  );
+}
+
+/** A digest of what a build is made from. */
+function sourcesDigest(): string {
+  const files = SOURCE_DIRS.flatMap((dir) => filesUnder(join(ROOT, dir), ROOT));
+  return digestOf(ROOT, [...files, ...SOURCE_FILES.filter((file) => existsSync(join(ROOT, file)))]);
 }
 
 /** Builds the operator console into `outDir`; the reason when it failed, else null. */
 async function buildConsole(outDir: string): Promise<string | null> {
   try {
+    // Vite bundles for development (JSX with source locations) unless NODE_ENV says production,
+    // and a test runner sets it to `test`: the console is built the same from anywhere.
+    process.env.NODE_ENV = 'production';
+    const { build: vite } = await import('vite');
     await vite({ configFile: join(ROOT, 'console/vite.config.ts'), build: { outDir } });
   } catch (error) {
     return error instanceof Error ? error.message : String(error);
@@ -97,6 +126,18 @@ function currentBuild(): string | null {
   return lstatSync(DIST).isSymbolicLink() ? join(ROOT, readlinkSync(DIST)) : null;
 }
 
+/** A file's text, or null when there is none. */
+function readFileIfAny(file: string): string | null {
+  return existsSync(file) ? readFileSync(file, 'utf8') : null;
+}
+
+/** Writes the digest of the sources `build` was made from (or found equal to), in one rename. */
+function recordSources(build: string, sources: string): void {
+  const temp = join(build, `${SOURCES_FILE}-${process.pid}`);
+  writeFileSync(temp, sources);
+  renameSync(temp, join(build, SOURCES_FILE));
+}
+
 /** Points `dist` at `build` in one rename. */
 function switchTo(build: string): void {
   const link = join(ROOT, `.dist-${process.pid}`);
@@ -114,6 +155,13 @@ for (const name of existsSync(BUILDS) ? readdirSync(BUILDS) : []) {
 }
 // A plain dist/ folder becomes a build of its own (dist becomes a link below).
 if (existsSync(DIST) && !lstatSync(DIST).isSymbolicLink()) renameSync(DIST, join(BUILDS, `legacy-${Date.now()}`));
+
+const sources = sourcesDigest();
+const built = currentBuild();
+if (!process.argv.includes('--force') && built !== null && readFileIfAny(join(built, SOURCES_FILE)) === sources) {
+  process.stdout.write(`build: the sources are those of ${relative(ROOT, built)}; nothing to compile (--force builds anyway)\n`);
+  process.exit(0);
+}
 
 const staging = join(BUILDS, `staging-${process.pid}-${Date.now()}`);
 try {
@@ -138,6 +186,7 @@ try {
       renameSync(staging, build);
       switchTo(build);
     }
+    recordSources(currentBuild()!, sources);
     // Builds past the newest KEEP_BUILDS (the current one always kept) are removed, oldest first.
     const now = currentBuild();
     const made = (name: string): number => Number(/\d{13}/.exec(name)?.[0] ?? 0);

@@ -3,10 +3,23 @@
  * is never missing, half written or a mix of two builds (the command line, or a second start,
  * may run from the same checkout meanwhile), the command line stays executable, and the build a
  * running service was started from stays on disk. A build of unchanged sources is the current
- * build itself: every file it makes, the console's compressed ones included, is the same.
+ * build itself: every file it makes, the console's compressed ones included, is the same. And
+ * when the sources are those the current build records, nothing is compiled at all.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, symlinkSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { ROOT } from '../service/script-args.js';
@@ -28,6 +41,8 @@ test('dist/ is whole and of one build all through a rebuild, and the build befor
   cpSync(join(ROOT, readlinkSync(DIST)), stale, { recursive: true });
   for (const file of WATCHED)
     appendFileSync(join(stale, file), file.endsWith('.sql') ? '\n-- planted\n' : file.endsWith('.html') ? '\n<!-- planted -->\n' : '\n// planted\n');
+  // It was made from other sources, as its digest of them says.
+  writeFileSync(join(stale, '.sources'), 'other sources\n');
   const link = join(ROOT, `.dist-test-${process.pid}`);
   symlinkSync(join('.build', stale.slice(BUILDS.length + 1)), link);
   renameSync(link, DIST);
@@ -67,10 +82,34 @@ test('dist/ is whole and of one build all through a rebuild, and the build befor
   expect(readdirSync(BUILDS).filter((name) => name.startsWith('staging-'))).toEqual([]);
 });
 
+/** Runs `npm run build` with `args` to its end; what it printed. */
+function build(...args: string[]): string {
+  const run = spawnSync('npm', ['run', '--silent', 'build', '--', ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  expect(run.status).toBe(0);
+  return run.stdout;
+}
+
 test('a build of unchanged sources keeps the current build', { timeout: 180_000 }, () => {
-  expect(spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] }).status).toBe(0);
+  build();
   const current = readlinkSync(DIST);
   expect(existsSync(join(DIST, 'console/index.html.br'))).toBe(true);
-  expect(spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] }).status).toBe(0);
+  // Compiled again, with NODE_ENV as a test runner sets it: the same files.
+  const env = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'test';
+  try {
+    expect(build('--force')).not.toMatch(/nothing to compile/);
+  } finally {
+    process.env.NODE_ENV = env;
+  }
   expect(readlinkSync(DIST)).toBe(current);
+  expect(readFileSync(join(DIST, '.sources'), 'utf8')).toMatch(/^[0-9a-f]{64}$/);
+});
+
+test('sources that the current build records compile nothing', { timeout: 180_000 }, () => {
+  build();
+  const current = readlinkSync(DIST);
+  const builds = readdirSync(BUILDS);
+  expect(build()).toBe(`build: the sources are those of ${current}; nothing to compile (--force builds anyway)\n`);
+  expect(readlinkSync(DIST)).toBe(current);
+  expect(readdirSync(BUILDS)).toEqual(builds);
 });

@@ -1,6 +1,6 @@
 /**
- * The operators' command line run as a real child process (`node --import tsx
- * cli/main.ts`, what `npm run cli` runs) against a real service on port 0:
+ * The operators' command line run as a real child process (the compiled `agent-vfs`,
+ * package.json's `bin`) against a real service on port 0:
  * outcomes are read back from the service's listing and read tools.
  */
 import { spawn } from 'node:child_process';
@@ -16,11 +16,10 @@ import { contentTypeOf } from '../core/content-types.js';
 import { remotePath } from '../cli/local-tree.js';
 import { issueManagementKey, setAccountLimits } from '../db/accounts.js';
 import { makePdf } from './helpers/make-pdf.js';
-import { type CliRun, startCli } from './helpers/process.js';
+import { CLI_ARGS, type CliRun, startCli } from './helpers/process.js';
 import { listAll, put, settled, startTestService, type TestService } from './helpers/service.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CLI = ['--import', 'tsx', 'cli/main.ts'];
 
 let t: TestService;
 let scratch: string;
@@ -269,7 +268,7 @@ describe('push', () => {
 
     await writeFile(join(dir, 'p0.txt'), 'changed\n');
     // script(1) from util-linux gives the command a pseudo-terminal, so its stderr is a TTY.
-    const command = [process.execPath, ...CLI, 'push', dir, 'progress'].map((a) => `'${a}'`).join(' ');
+    const command = [process.execPath, ...CLI_ARGS, 'push', dir, 'progress'].map((a) => `'${a}'`).join(' ');
     const tty = await new Promise<CliRun>((resolve) => {
       const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';

@@ -15,6 +15,7 @@ import { type Config, loadConfig } from '../../service/config.js';
 import { createLogger } from '../../service/log.js';
 import { type Service, startWithDatabase } from '../../service/service.js';
 import { openObjectStore } from '../../storage/open-store.js';
+import type { ObjectStore } from '../../storage/object-store.js';
 import { swiftStorageEnv } from './swift.js';
 import { storedOriginals } from './originals.js';
 
@@ -109,6 +110,7 @@ export async function startTestService(env: Record<string, string> = {}, options
     if ((res.headers.get('content-type') ?? '').includes('json') && text !== '') json = JSON.parse(text);
     return { status: res.status, headers: res.headers, text, json };
   };
+  let inspector: Promise<{ objects: ObjectStore; client: pg.Client }> | undefined;
   return {
     service,
     url: service.url,
@@ -129,19 +131,24 @@ export async function startTestService(env: Record<string, string> = {}, options
     },
     call,
     blobFiles: async () => {
-      const objects = openObjectStore(config.storage);
-      const client = new pg.Client({ ...superuserAddress, database: names.database });
-      await client.connect();
-      try {
-        const keys = (await storedOriginals(objects, client)).map((o) => o.where);
-        const temps = await readdir(join(dataDir, 'blobs', 'tmp')).catch(() => [] as string[]);
-        return [...keys, ...temps.map((name) => `tmp/${name}`)];
-      } finally {
+      // One store and one connection serve every call: suites call this before and after each
+      // of hundreds of requests.
+      inspector ??= (async () => {
+        const client = new pg.Client({ ...superuserAddress, database: names.database });
+        await client.connect();
+        return { objects: openObjectStore(config.storage), client };
+      })();
+      const { objects, client } = await inspector;
+      const keys = (await storedOriginals(objects, client)).map((o) => o.where);
+      const temps = await readdir(join(dataDir, 'blobs', 'tmp')).catch(() => [] as string[]);
+      return [...keys, ...temps.map((name) => `tmp/${name}`)];
+    },
+    stop: async () => {
+      if (inspector !== undefined) {
+        const { objects, client } = await inspector;
         await client.end();
         objects.close();
       }
-    },
-    stop: async () => {
       await service.stop();
       await rm(dataDir, { recursive: true, force: true });
     },
