@@ -2,7 +2,7 @@
  * Poison files: extraction processes killed mid-file lose no job. A PDF that exhausts its
  * process's heap every time and one that runs past the time cap (real hostile inputs, no test
  * hook) are tried once more, each try ending an extraction process that the pool replaces, and end
- * in `error` naming the cap within 2.5 times VFS_EXTRACT_TIMEOUT_SECONDS of their upload;
+ * in `error` naming a cap within four times VFS_EXTRACT_TIMEOUT_SECONDS of their upload;
  * meanwhile ordinary files, uploaded before and during the tries, keep becoming `ready`, and
  * the service process never goes down.
  */
@@ -57,9 +57,17 @@ describe('extraction processes that die', () => {
     for (const path of ['/bomb/heap.pdf', '/bomb/hang.pdf']) expect(settledAt.get(path), path).toBeLessThan(4 * TIMEOUT_SECONDS * 1000);
 
     const final = new Map((await settled(svc, 'ws', 60_000)).map((f) => [f.path, f]));
+    // The heap bomb ends at whichever cap comes first: its heap on an idle machine, the time cap
+    // when the machine is so busy that pdfjs fills 128 MiB slower than in 8 s (seen in a CI run's
+    // first pass). Either way each try ended its process; extract-pool.test.ts proves the heap
+    // cap's own report.
     expect(final.get('/bomb/heap.pdf')).toMatchObject({
       status: 'error',
-      errorDetail: "ingest gave up after 2 attempts: extraction exceeded the memory limit (its process's heap is capped at 128 MiB)",
+      errorDetail: expect.stringMatching(
+        new RegExp(
+          `^ingest gave up after 2 attempts: extraction exceeded the (memory limit \\(its process's heap is capped at 128 MiB\\)|${TIMEOUT_SECONDS} s time limit)$`,
+        ),
+      ),
     });
     expect(final.get('/bomb/hang.pdf')).toMatchObject({
       status: 'error',
