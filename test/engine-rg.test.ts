@@ -263,8 +263,19 @@ afterAll(async () => {
 
 type Mode = 'files' | 'count' | 'content';
 
-/** Runs rg for a case; returns its stdout with paths rewritten to the engine's `/`-form. */
+/** rg's answers by case and mode: the V8 section asks for each again, and the corpus does not change. */
+const rgAnswers = new Map<string, string[]>();
+
+/** rg's answer for a case (once per case and mode). */
 function rg(c: Case, mode: Mode): string[] {
+  const key = `${mode} ${label(c)}`;
+  let answer = rgAnswers.get(key);
+  if (answer === undefined) rgAnswers.set(key, (answer = runRg(c, mode)));
+  return [...answer];
+}
+
+/** Runs rg for a case; returns its stdout with paths rewritten to the engine's `/`-form. */
+function runRg(c: Case, mode: Mode): string[] {
   const args = ['--no-config', '--hidden', '--no-ignore', '--no-messages', '--color', 'never', '--with-filename'];
   if (c.i) args.push('-i');
   if (c.multiline) args.push('-U', '--multiline-dotall');
