@@ -269,8 +269,8 @@ const rgAnswers = new Map<string, string[]>();
 /** rg's answer for a case (once per case and mode). */
 function rg(c: Case, mode: Mode): string[] {
   const key = `${mode} ${label(c)}`;
-  let answer = rgAnswers.get(key);
-  if (answer === undefined) rgAnswers.set(key, (answer = runRg(c, mode)));
+  const answer = rgAnswers.get(key) ?? runRg(c, mode);
+  rgAnswers.set(key, answer);
   return [...answer];
 }
 
