@@ -45,8 +45,8 @@ const BUILDS = join(ROOT, '.build');
 const KEEP_BUILDS = 3;
 /** Files that must be executable: package.json's `bin`. */
 const EXECUTABLE = ['cli/main.js'];
-/** What a build is made from: these folders, whole, and these files. */
-const SOURCE_DIRS = ['api', 'cli', 'console', 'core', 'db', 'engine', 'ingest', 'reads', 'service', 'storage'];
+/** What a build is made from: the folders tsc compiles and the console's, whole, and these files. */
+const SOURCE_DIRS = [...(JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] }).include, 'console'];
 const SOURCE_FILES = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.ts'];
 /** The file in a build that holds the digest of its sources; not part of the build's own digest. */
 const SOURCES_FILE = '.sources';
