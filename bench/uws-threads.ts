@@ -26,15 +26,29 @@ const BODY = Buffer.from(
   Array.from({ length: 100 }, (_, i) => `${String(i + 1).padStart(6)}\tline ${i + 1}: the quick brown fox jumps over the lazy dog\n`).join(''),
 );
 
-/** One server thread: a uWS app on `port`. */
-function serve(port: number, busyUs: number, onListening: () => void): void {
-  const { uws } = loadUws('native');
+/**
+ * The stand-in for a request's work, one per thread: `busyUs` µs of CPU, then `answer` with the
+ * others of the same millisecond (as audit events wait for one commit).
+ */
+function standIn(busyUs: number): (answer: () => void) => void {
   const waiting: Array<() => void> = [];
   let timer: NodeJS.Timeout | null = null;
   const flush = (): void => {
     timer = null;
     for (const answer of waiting.splice(0)) answer();
   };
+  return (answer) => {
+    const until = process.hrtime.bigint() + BigInt(busyUs * 1000);
+    while (process.hrtime.bigint() < until);
+    waiting.push(answer);
+    if (timer === null) timer = setTimeout(flush, 1);
+  };
+}
+
+/** One server thread: a uWS app on `port`. */
+function serve(port: number, busyUs: number, onListening: () => void): void {
+  const { uws } = loadUws('native');
+  const work = standIn(busyUs);
   uws
     .App()
     .get('/*', (res, req) => {
@@ -42,12 +56,9 @@ function serve(port: number, busyUs: number, onListening: () => void): void {
       res.onAborted(() => (aborted = true));
       req.getQuery();
       req.getHeader('authorization');
-      const until = process.hrtime.bigint() + BigInt(busyUs * 1000);
-      while (process.hrtime.bigint() < until);
-      waiting.push(() => {
+      work(() => {
         if (!aborted) res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'text/plain').end(BODY));
       });
-      if (timer === null) timer = setTimeout(flush, 1);
     })
     .listen('127.0.0.1', port, (socket) => {
       if (socket === false) throw new Error(`thread could not listen on ${port}`);
@@ -57,18 +68,10 @@ function serve(port: number, busyUs: number, onListening: () => void): void {
 
 /** One node:http server thread, on `port` or on the listening descriptor `fd`; calls back with its descriptor. */
 function serveNode(on: { port: number } | { fd: number }, busyUs: number, onListening: (fd: number) => void): void {
-  const waiting: Array<() => void> = [];
-  let timer: NodeJS.Timeout | null = null;
-  const flush = (): void => {
-    timer = null;
-    for (const answer of waiting.splice(0)) answer();
-  };
+  const work = standIn(busyUs);
   const server = createServer((req, res) => {
     void req.headers.authorization;
-    const until = process.hrtime.bigint() + BigInt(busyUs * 1000);
-    while (process.hrtime.bigint() < until);
-    waiting.push(() => res.writeHead(200, { 'content-type': 'text/plain', 'content-length': BODY.length }).end(BODY));
-    if (timer === null) timer = setTimeout(flush, 1);
+    work(() => res.writeHead(200, { 'content-type': 'text/plain', 'content-length': BODY.length }).end(BODY));
   });
   server.listen('fd' in on ? { fd: on.fd } : { port: on.port, host: '127.0.0.1' }, () =>
     // The descriptor of the listening socket: not in Node's public API, read from its handle.

@@ -126,11 +126,6 @@ function currentBuild(): string | null {
   return lstatSync(DIST).isSymbolicLink() ? join(ROOT, readlinkSync(DIST)) : null;
 }
 
-/** A file's text, or null when there is none. */
-function readFileIfAny(file: string): string | null {
-  return existsSync(file) ? readFileSync(file, 'utf8') : null;
-}
-
 /** Writes the digest of the sources `build` was made from (or found equal to), in one rename. */
 function recordSources(build: string, sources: string): void {
   const temp = join(build, `${SOURCES_FILE}-${process.pid}`);
@@ -158,7 +153,12 @@ if (existsSync(DIST) && !lstatSync(DIST).isSymbolicLink()) renameSync(DIST, join
 
 const sources = sourcesDigest();
 const built = currentBuild();
-if (!process.argv.includes('--force') && built !== null && readFileIfAny(join(built, SOURCES_FILE)) === sources) {
+if (
+  !process.argv.includes('--force') &&
+  built !== null &&
+  existsSync(join(built, SOURCES_FILE)) &&
+  readFileSync(join(built, SOURCES_FILE), 'utf8') === sources
+) {
   process.stdout.write(`build: the sources are those of ${relative(ROOT, built)}; nothing to compile (--force builds anyway)\n`);
   process.exit(0);
 }
@@ -186,9 +186,9 @@ try {
       renameSync(staging, build);
       switchTo(build);
     }
-    recordSources(currentBuild()!, sources);
+    const now = currentBuild()!;
+    recordSources(now, sources);
     // Builds past the newest KEEP_BUILDS (the current one always kept) are removed, oldest first.
-    const now = currentBuild();
     const made = (name: string): number => Number(/\d{13}/.exec(name)?.[0] ?? 0);
     const builds = readdirSync(BUILDS)
       .filter((name) => !name.startsWith('staging-') && join(BUILDS, name) !== now)
