@@ -37,14 +37,34 @@ export const CHUNK_BYTES = 64 * 1024;
  */
 export const LINES_PER_WRITE = 100;
 
-/**
- * First size of an output buffer (it grows to CHUNK_BYTES as needed): just under half of
- * Buffer.poolSize, so that it is a slice of Node's shared pool rather than a memory block of
- * its own, which costs a small `ls` more.
- */
-const INITIAL_BYTES = Buffer.poolSize / 2 - 1;
+/** First size of an output buffer (it grows to CHUNK_BYTES as needed). */
+const INITIAL_BYTES = 4 * 1024;
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Output buffers up to SMALL_BYTES are cut from a block of SLAB_BYTES shared by the thread's
+ * calls, as Node's `Buffer.allocUnsafe` cuts from its 8 KiB pool: most answers are a few KiB,
+ * and a memory block of their own each (or a new 8 KiB pool every second `cat` of 100 lines)
+ * cost the HTTP thread more than the copy of their text (docs/benchmarks.md, "Read tools over
+ * HTTP"). A block is never reused: it is freed once no answer cut from it is still held.
+ */
+const SLAB_BYTES = 64 * 1024;
+const SMALL_BYTES = 16 * 1024;
+let slab: Buffer = EMPTY;
+let slabUsed = 0;
+
+/** An uninitialised buffer of `bytes`, from the shared block when it is small. */
+function outputBuffer(bytes: number): Buffer {
+  if (bytes > SMALL_BYTES) return Buffer.allocUnsafe(bytes);
+  if (slabUsed + bytes > slab.length) {
+    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  const buf = slab.subarray(slabUsed, slabUsed + bytes);
+  slabUsed += (bytes + 7) & ~7; // 8-byte aligned, as Node's pool
+  return buf;
+}
 
 /** Strings up to this many characters are tried as ASCII before the UTF-8 encoder. */
 const SHORT_ASCII = 128;
@@ -63,7 +83,7 @@ export class ChunkedOutput {
   // Allocated at the first write, at least INITIAL_BYTES, and grown to CHUNK_BYTES: most
   // answers are a few KiB, and a 64 KiB buffer per call is garbage the collector then has to
   // chase. A first write larger than INITIAL_BYTES (`cat`'s lines) gets its size at once.
-  private buf = EMPTY;
+  private buf: Buffer = EMPTY;
   private used = 0;
   private readonly full: Buffer[] = [];
   /** Bytes written so far (all chunks). */
@@ -152,7 +172,7 @@ export class ChunkedOutput {
   private reserve(bytes: number): void {
     if (this.used + bytes <= this.buf.length) return;
     if (this.used + bytes <= CHUNK_BYTES) {
-      const grown = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(this.buf.length * 2, this.used + bytes, INITIAL_BYTES)));
+      const grown = outputBuffer(Math.min(CHUNK_BYTES, Math.max(this.buf.length * 2, this.used + bytes, INITIAL_BYTES)));
       this.buf.copy(grown, 0, 0, this.used);
       this.buf = grown;
       return;
