@@ -164,8 +164,23 @@ function parallelCounts(s: Splitter, sink: ChunkSink): ReadCall {
 }
 
 /**
+ * Output of content shares that wait for the shares before them, held at once over all calls:
+ * within it a waiting share's thread goes on searching rather than stopping at its window of
+ * unwritten chunks, so that the shares search side by side and not one after the other
+ * (docs/benchmarks.md, "grep in content mode, shares side by side").
+ */
+const HELD_BYTES = 64 * 1024 * 1024;
+let held = 0;
+
+/** Bytes of waiting shares' output held now (for tests). */
+export function heldBytes(): number {
+  return held;
+}
+
+/**
  * A content-mode grep split into path ranges: the lead streams its range to the client at once;
- * each further share's chunks wait until the shares before it have ended.
+ * each further share's chunks wait until the shares before it have ended, its thread going on
+ * while they fit in HELD_BYTES.
  */
 function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
   const context = s.settings.before > 0 || s.settings.after > 0;
@@ -178,14 +193,21 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
     printed = i;
     sink(data, release);
   };
+  let finished = false;
   const split = startShares(s, 'grep', (i) => {
     queued[i] = [];
     return (data, release) => {
-      if (i === current) forward(i, data, release);
-      else queued[i].push([data, release]);
+      // After the call ended, a cancelled share's last chunk: nobody will send it.
+      if (finished) release();
+      else if (i === current) forward(i, data, release);
+      else if (held + data.length <= HELD_BYTES) {
+        held += data.length;
+        queued[i].push([data, () => (held -= data.length)]);
+        release();
+      } else queued[i].push([data, release]);
     };
   });
-  const outcome = (async (): Promise<ReadOutcome> => {
+  const inOrder = async (): Promise<ReadOutcome> => {
     const shares = await split.shares;
     const summaries: GrepContentSummary[] = [];
     for (const [i, share] of shares.entries()) {
@@ -206,6 +228,15 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
       resultCount: summaries.reduce((n, r) => n + r.resultCount, 0),
       grep: { candidates: summaries.reduce((n, r) => n + r.candidates, 0), verifiedBytes: summaries.reduce((n, r) => n + r.verifiedBytes, 0) },
     };
+  };
+  const outcome = (async (): Promise<ReadOutcome> => {
+    try {
+      return await inOrder();
+    } finally {
+      // A cancelled or failed call leaves chunks that will never be sent.
+      finished = true;
+      for (const chunks of queued) for (const [, release] of chunks?.splice(0) ?? []) release();
+    }
   })();
   return { outcome, cancel: split.cancel };
 }

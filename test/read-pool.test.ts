@@ -1,12 +1,17 @@
 /**
  * Stopping the read pool: a thread terminated while lmdb's native addon initialises aborts the
  * whole process ("FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw"; it took down a
- * test process once), so `close` stops no thread before its modules have loaded.
+ * test process once), so `close` stops no thread before its modules have loaded. And a content
+ * grep split over two real threads: the second path range searched while the first waits for
+ * its client, its output in order, and what was held given back.
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
+import { grep } from '../engine/index.js';
+import { heldBytes } from '../reads/grep-split.js';
 import { ReadPool } from '../reads/read-pool.js';
-import { THREAD_LOADED } from '../reads/read-protocol.js';
+import { type ReadCall, THREAD_LOADED } from '../reads/read-protocol.js';
+import { buildShard, output } from './helpers/engine-shard.js';
 
 const loaded = new Set<number>();
 const channel = new BroadcastChannel(THREAD_LOADED);
@@ -28,5 +33,70 @@ describe('ReadPool.close', () => {
     await pool.close();
     // Posted before each thread stopped; the message may still be on its way here.
     expect(await loadedReach(before + 2, 2_000)).toBe(before + 2);
+  });
+});
+
+describe('a content grep split across the read threads', () => {
+  // Two path ranges of about 0.8 MB of text each: every line matches `.`, so each range prints
+  // far more than the four unwritten chunks a thread may have in flight.
+  const docs = Array.from({ length: 40 }, (_, i) => ({
+    path: `/d/f${String(i).padStart(2, '0')}.txt`,
+    text: Array.from({ length: 800 }, (_, j) => `line ${j} of file ${i}: ${'x'.repeat(j % 60)}`).join('\n'),
+  }));
+  const request = { claims: null, pattern: '.', outputMode: 'content' as const, deadline: Date.now() + 600_000 };
+
+  /** Runs the grep on a pool of two threads; `hold` keeps the chunks unwritten while it returns true. */
+  async function splitRun(hold: () => boolean, whileHeld?: (call: ReadCall) => Promise<void>) {
+    const shard = await buildShard(docs);
+    const expected = output(grep(shard.reader, request));
+    const pool = new ReadPool(2, 0);
+    await loadedReach(loaded.size + 2, 10_000);
+    const chunks: Buffer[] = [];
+    const waiting: Array<() => void> = [];
+    try {
+      const call = pool.run('grep', shard.dir, request, (data, release) => {
+        chunks.push(Buffer.from(data));
+        if (hold()) waiting.push(release);
+        else release();
+      });
+      await whileHeld?.(call);
+      for (const release of waiting.splice(0)) release();
+      return { expected, outcome: await call.outcome, text: Buffer.concat(chunks).toString() };
+    } finally {
+      await pool.close();
+      await shard.close();
+    }
+  }
+
+  it('while the first range waits for its client, the second is searched on; all of it arrives in order', async () => {
+    let holding = true;
+    let heldWhileWaiting = 0;
+    const r = await splitRun(
+      () => holding,
+      async () => {
+        const deadline = Date.now() + 10_000;
+        while (heldBytes() < 8 * 64 * 1024 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        heldWhileWaiting = heldBytes();
+        holding = false;
+      },
+    );
+    expect(heldWhileWaiting).toBeGreaterThanOrEqual(8 * 64 * 1024);
+    expect(r.outcome.kind).toBe('done');
+    expect(r.text).toBe(r.expected);
+    expect(heldBytes()).toBe(0);
+  });
+
+  it('cancelled while the second range is held, it holds nothing afterwards', async () => {
+    const r = await splitRun(
+      () => true,
+      async (call) => {
+        const deadline = Date.now() + 10_000;
+        while (heldBytes() === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(heldBytes()).toBeGreaterThan(0);
+        call.cancel();
+      },
+    );
+    expect(r.outcome.kind).toBe('cancelled');
+    expect(heldBytes()).toBe(0);
   });
 });
