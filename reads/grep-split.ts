@@ -194,6 +194,8 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
     sink(data, release);
   };
   let finished = false;
+  // This call's chunks counted in `held`, until written, dropped or the call is cancelled.
+  const holding = new Set<() => void>();
   const split = startShares(s, 'grep', (i) => {
     queued[i] = [];
     return (data, release) => {
@@ -202,7 +204,11 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
       else if (i === current) forward(i, data, release);
       else if (held + data.length <= HELD_BYTES) {
         held += data.length;
-        queued[i].push([data, () => (held -= data.length)]);
+        const giveBack = (): void => {
+          if (holding.delete(giveBack)) held -= data.length;
+        };
+        holding.add(giveBack);
+        queued[i].push([data, giveBack]);
         release();
       } else queued[i].push([data, release]);
     };
@@ -238,7 +244,14 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
       for (const chunks of queued) for (const [, release] of chunks?.splice(0) ?? []) release();
     }
   })();
-  return { outcome, cancel: split.cancel };
+  return {
+    outcome,
+    cancel: () => {
+      split.cancel();
+      // The client is gone: what it was sent may never be written.
+      for (const giveBack of [...holding]) giveBack();
+    },
+  };
 }
 
 /** Thrown on a read thread while a merge waits for a collection and the call is cancelled. */

@@ -45,8 +45,8 @@ describe('a content grep split across the read threads', () => {
   }));
   const request = { claims: null, pattern: '.', outputMode: 'content' as const, deadline: Date.now() + 600_000 };
 
-  /** Runs the grep on a pool of two threads; `hold` keeps the chunks unwritten while it returns true. */
-  async function splitRun(hold: () => boolean, whileHeld?: (call: ReadCall) => Promise<void>) {
+  /** Runs the grep on a pool of two threads; `hold` keeps a chunk unwritten while it returns true. */
+  async function splitRun(hold: (data: Uint8Array) => boolean, whileHeld?: (call: ReadCall, writeHeld: () => void) => Promise<void>) {
     const shard = await buildShard(docs);
     const expected = output(grep(shard.reader, request));
     const pool = new ReadPool(2, 0);
@@ -56,11 +56,14 @@ describe('a content grep split across the read threads', () => {
     try {
       const call = pool.run('grep', shard.dir, request, (data, release) => {
         chunks.push(Buffer.from(data));
-        if (hold()) waiting.push(release);
+        if (hold(data)) waiting.push(release);
         else release();
       });
-      await whileHeld?.(call);
-      for (const release of waiting.splice(0)) release();
+      const writeHeld = (): void => {
+        for (const release of waiting.splice(0)) release();
+      };
+      await whileHeld?.(call, writeHeld);
+      writeHeld();
       return { expected, outcome: await call.outcome, text: Buffer.concat(chunks).toString() };
     } finally {
       await pool.close();
@@ -97,6 +100,36 @@ describe('a content grep split across the read threads', () => {
       },
     );
     expect(r.outcome.kind).toBe('cancelled');
+    expect(heldBytes()).toBe(0);
+  });
+
+  it("cancelled while the second range's held chunks wait to be written, it holds nothing afterwards", async () => {
+    // Nothing is written until the second range is held beyond its window; then the first
+    // range's chunks are, and from the second range's first one (f20 starts it: the ranges
+    // are balanced by text bytes) nothing is again.
+    let first = true;
+    let second = false;
+    const r = await splitRun(
+      (data) => {
+        second ||= Buffer.from(data).includes('/d/f20.txt:');
+        return first || second;
+      },
+      async (call, writeHeld) => {
+        const deadline = Date.now() + 10_000;
+        while (heldBytes() < 8 * 64 * 1024 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        first = false;
+        writeHeld();
+        while (!second && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(second).toBe(true);
+        expect(heldBytes()).toBeGreaterThan(0);
+        call.cancel();
+        // Given back at the cancel, though the chunks are still unwritten here.
+        await call.outcome;
+        expect(heldBytes()).toBe(0);
+      },
+    );
+    // The search may have ended before the cancel: every chunk of the second range was held.
+    expect(['done', 'cancelled']).toContain(r.outcome.kind);
     expect(heldBytes()).toBe(0);
   });
 });
