@@ -133,3 +133,29 @@ describe('a content grep split across the read threads', () => {
     expect(heldBytes()).toBe(0);
   });
 });
+
+describe('the read pool queue', () => {
+  it('starts queued greps in the order they came', async () => {
+    const shard = await buildShard([{ path: '/a.txt', text: 'needle\n'.repeat(2000) }]);
+    const pool = new ReadPool(1, Number.MAX_SAFE_INTEGER);
+    await loadedReach(loaded.size + 1, 10_000);
+    try {
+      const ended: number[] = [];
+      const calls = Array.from({ length: 30 }, (_, i) => {
+        const call = pool.run('grep', shard.dir, { claims: null, pattern: 'needle', outputMode: 'count', deadline: Date.now() + 60_000 }, (_data, release) =>
+          release(),
+        );
+        return call.outcome.then((outcome) => {
+          expect(outcome.kind).toBe('done');
+          ended.push(i);
+        });
+      });
+      await Promise.all(calls);
+      // One thread: they end in the order they start.
+      expect(ended).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    } finally {
+      await pool.close();
+      await shard.close();
+    }
+  });
+});
