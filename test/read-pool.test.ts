@@ -1,9 +1,10 @@
 /**
  * Stopping the read pool: a thread terminated while lmdb's native addon initialises aborts the
  * whole process ("FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw"; it took down a
- * test process once), so `close` stops no thread before its modules have loaded. And a content
+ * test process once), so `close` stops no thread before its modules have loaded. A content
  * grep split over two real threads: the second path range searched while the first waits for
- * its client, its output in order, and what was held given back.
+ * its client, its output in order, and what was held given back. And the queue: tasks start in
+ * the order they came.
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
