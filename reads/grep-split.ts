@@ -172,7 +172,7 @@ function parallelCounts(s: Splitter, sink: ChunkSink): ReadCall {
 const HELD_BYTES = 64 * 1024 * 1024;
 let held = 0;
 
-/** Bytes of waiting shares' output held now (for tests). */
+/** Bytes of content shares' output counted against HELD_BYTES now: queued, or handed on and not yet written (for tests). */
 export function heldBytes(): number {
   return held;
 }

@@ -19,10 +19,15 @@ const channel = new BroadcastChannel(THREAD_LOADED);
 channel.onmessage = (event) => loaded.add((event as { data: number }).data);
 afterAll(() => channel.close());
 
+/** Resolves once `done()` holds, or after `ms`. */
+async function until(done: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
+
 /** Resolves once `count` threads have said they loaded, or after `ms`. */
 async function loadedReach(count: number, ms: number): Promise<number> {
-  const deadline = Date.now() + ms;
-  while (loaded.size < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await until(() => loaded.size >= count, ms);
   return loaded.size;
 }
 
@@ -78,8 +83,7 @@ describe('a content grep split across the read threads', () => {
     const r = await splitRun(
       () => holding,
       async () => {
-        const deadline = Date.now() + 10_000;
-        while (heldBytes() < 8 * 64 * 1024 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        await until(() => heldBytes() >= 8 * 64 * 1024, 10_000);
         heldWhileWaiting = heldBytes();
         holding = false;
       },
@@ -94,8 +98,7 @@ describe('a content grep split across the read threads', () => {
     const r = await splitRun(
       () => true,
       async (call) => {
-        const deadline = Date.now() + 10_000;
-        while (heldBytes() === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        await until(() => heldBytes() > 0, 10_000);
         expect(heldBytes()).toBeGreaterThan(0);
         call.cancel();
       },
@@ -116,11 +119,10 @@ describe('a content grep split across the read threads', () => {
         return first || second;
       },
       async (call, writeHeld) => {
-        const deadline = Date.now() + 10_000;
-        while (heldBytes() < 8 * 64 * 1024 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        await until(() => heldBytes() >= 8 * 64 * 1024, 10_000);
         first = false;
         writeHeld();
-        while (!second && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        await until(() => second, 10_000);
         expect(second).toBe(true);
         expect(heldBytes()).toBeGreaterThan(0);
         call.cancel();
