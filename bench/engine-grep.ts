@@ -24,7 +24,7 @@ import {
   find,
   grep,
   ls,
-  openShardReader,
+  openLmdbReader,
   openShardWriter,
   type DocInput,
   type GrepCollection,
@@ -156,8 +156,8 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 import('tsx/esm/api').then(({ tsImport }) => tsImport(workerData.engine, workerData.base)).then((engine) => {
   parentPort.on('message', ({ request, share }) => {
-    const reader = engine.openShardReader(workerData.shardDir);
-    reader.shard.env.resetReadTxn();
+    const reader = engine.openLmdbReader(workerData.shardDir);
+    reader.renew();
     if (share.lead) share = { ...share, lead: { ...share.lead, onSplit: (split) => parentPort.postMessage({ split }) } };
     const gen = engine.collectGrepCounts(reader, request, share);
     let r = gen.next();
@@ -213,7 +213,7 @@ async function main(): Promise<void> {
         `shard ${(size / 1e6).toFixed(1)} MB = ${(size / l.bytes).toFixed(2)}x text`,
     );
   }
-  const reader = openShardReader(shardDir);
+  const reader = openLmdbReader(shardDir);
   const workers: Worker[] = [];
   for (let i = 0; i < args.parallel; i++) {
     const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { engine: '../engine/index.ts', base: import.meta.url, shardDir } });

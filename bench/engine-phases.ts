@@ -12,7 +12,7 @@
 import { evaluateQuery, selectCandidates } from '../engine/grep-candidates.js';
 import { lineStartsOf } from '../engine/doc-text.js';
 import { GrepFilter } from '../engine/grep-filter.js';
-import { openShardReader } from '../engine/index.js';
+import { openLmdbReader } from '../engine/index.js';
 import { LineMatcher } from '../engine/line-matcher.js';
 import { compilePattern, patternQuery } from '../engine/regex/pattern.js';
 import { Visibility } from '../engine/visibility.js';
@@ -27,7 +27,7 @@ if (shardDir === undefined || patterns.length === 0) {
   process.stderr.write('usage: node --import tsx bench/engine-phases.ts <shard-dir> <pattern>... [--reps N] [-i]\n');
   process.exit(2);
 }
-const reader = openShardReader(shardDir);
+const reader = openLmdbReader(shardDir);
 for (const pattern of patterns) {
   for (let rep = 0; rep < reps; rep++) {
     const snapshot = reader.snapshot();

@@ -115,6 +115,8 @@ const MIN_SAMPLE = 32;
  * its lists (within the candidates, if any).
  */
 export function evaluateQuery(snapshot: ShardSnapshot, query: Query): Uint32Array | null {
+  // A small shard's image has no lists: every document is a candidate.
+  if (!snapshot.indexed) return null;
   return new QueryEvaluation(snapshot).evaluate(query, null);
 }
 

@@ -4,8 +4,8 @@
  */
 
 export { FORMAT_VERSION, type DocMeta, type ShardState } from './shard-format.js';
-export { closeReadersEverywhere, closeShardReader, followReaderCloses, openReaderCount, openShardReader } from './reader-cache.js';
-export { DEFAULT_OPEN_SHARDS, setReaderLimits, ShardReader, type ReaderLimits } from './shard-reader.js';
+export { closeReadersEverywhere, closeShardReader, followReaderCloses, openLmdbReader, openReaderCount, openShardReader } from './reader-cache.js';
+export { DEFAULT_OPEN_SHARDS, setReaderLimits, ShardReader, type ReaderLimits, type ShardSource } from './shard-reader.js';
 export { ShardSnapshot } from './shard-snapshot.js';
 export { openShardWriter, ShardWriter, type DocInput, type BatchResult, type CompactResult } from './shard-writer.js';
 export { Visibility, type Claims } from './visibility.js';

@@ -13,7 +13,9 @@
 import { resolve } from 'node:path';
 import { BroadcastChannel } from 'node:worker_threads';
 import { acquireShardEnv } from './shard-env.js';
-import { readerLimits, ShardReader } from './shard-reader.js';
+import { readShardImage, type ShardImage } from './shard-image.js';
+import { readerLimits, ShardReader, type ShardSource } from './shard-reader.js';
+import { ShardSnapshot } from './shard-snapshot.js';
 
 const readers = new Map<string, ShardReader>();
 
@@ -23,21 +25,46 @@ function forget(reader: ShardReader): void {
 }
 
 /**
- * The reader of the shard in directory `dir`, opened once per thread and cached. A missing
- * shard is created empty (a workspace without files has an empty shard).
+ * What to read the shard in directory `dir` through: this thread's reader of it when one is
+ * open; else the shard's image when it is small enough to have one (shard-image.ts), which
+ * opens nothing; else a reader, opened once per thread and cached. A missing shard is created
+ * empty (a workspace without files has an empty shard).
  */
-export function openShardReader(directory: string): ShardReader {
+export function openShardReader(directory: string): ShardSource {
   // Looked up as given first: callers pass the same absolute path on every call.
-  let reader = readers.get(directory);
-  if (reader !== undefined) return reader;
+  const open = readers.get(directory);
+  if (open !== undefined) return open;
   const dir = resolve(directory);
-  reader = readers.get(dir);
+  const image = readers.has(dir) ? null : readShardImage(dir);
+  return image === null ? openLmdbReader(dir) : new ImageSource(image);
+}
+
+/** This thread's reader of the shard in `directory`, opened (and cached) if it has none; never an image. */
+export function openLmdbReader(directory: string): ShardReader {
+  const dir = resolve(directory);
+  let reader = readers.get(dir);
   if (reader === undefined) {
     if (readers.size >= readerLimits().maxOpen) closeLeastRecentReader();
     reader = new ShardReader(acquireShardEnv(dir), forget);
     readers.set(dir, reader);
   }
   return reader;
+}
+
+/** One version of a small shard, read from its image: every snapshot is of that version. */
+class ImageSource implements ShardSource {
+  constructor(private readonly image: ShardImage) {}
+
+  snapshot(): ShardSnapshot {
+    return new ShardSnapshot(this.image);
+  }
+
+  get catalogedDocs(): number {
+    return this.image.catalog.docs.length;
+  }
+
+  /** An image is read at every openShardReader: this one stays the version it was. */
+  renew(): void {}
 }
 
 /**

@@ -6,7 +6,9 @@
  * in trigram-extract.ts.
  *
  * A shard is one LMDB environment in its own directory (`data.mdb`, `lock.mdb`), pages of
- * PAGE_BYTES (4 KiB), holding eight named databases (openShardDatabases). Every number is
+ * PAGE_BYTES (4 KiB), holding eight named databases (openShardDatabases); a small shard's
+ * directory also holds `image`, a copy of its live records and texts that readers take instead
+ * of opening the environment (its layout and rules: shard-image.ts). Every number is
  * unsigned. Keys sort by their bytes; "BE" numbers in a key are big-endian so that they sort
  * as numbers, and the 4-byte doc id keys are LMDB integer keys (native byte order).
  *

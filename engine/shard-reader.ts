@@ -59,8 +59,21 @@ export function readerLimits(): Readonly<Required<ReaderLimits>> {
   return limits;
 }
 
+/**
+ * What the tools read a shard through: an open ShardReader, or a small shard's image
+ * (reader-cache.ts, openShardReader).
+ */
+export interface ShardSource {
+  /** Begins a snapshot; call its `done()` when finished. */
+  snapshot(): ShardSnapshot;
+  /** Live documents of the last cataloged version, or null without a catalog (a hint). */
+  readonly catalogedDocs: number | null;
+  /** Makes the next snapshot begin from the latest commit. */
+  renew(): void;
+}
+
 /** A shard opened for reading: hands out snapshots. Cheap to keep open per thread. */
-export class ShardReader implements CatalogHolder {
+export class ShardReader implements CatalogHolder, ShardSource {
   private closed = false;
   /** The catalog of the newest version seen that earned one (shard-catalog.ts). */
   private catalog: ShardCatalog | null = null;
@@ -94,6 +107,11 @@ export class ShardReader implements CatalogHolder {
     readonly shard: ShardEnv,
     private readonly onClose: (reader: ShardReader) => void = () => {},
   ) {}
+
+  /** lmdb-js renews its cached read transaction lazily: the next snapshot begins from the latest commit. */
+  renew(): void {
+    this.shard.env.resetReadTxn();
+  }
 
   /** Begins a snapshot of the latest committed state. */
   snapshot(): ShardSnapshot {

@@ -3,7 +3,8 @@
  * through it, so it sees one consistent version of the shard even while the writer commits
  * (format: shard-format.ts). Values read with `getBinaryFast` (readFast) live in a buffer
  * lmdb-js reuses for the next read on the thread: they are used immediately and never kept
- * across a `yield`.
+ * across a `yield`. A snapshot of a small shard's image (shard-image.ts) reads no LMDB at all:
+ * its records come from the image's catalog, and it has no trigram lists (`indexed` is false).
  */
 
 import type { Transaction } from 'lmdb';
@@ -11,6 +12,7 @@ import { startsOffset, startWidth } from './doc-text.js';
 import { blockCount, decodePostings, findInGroup, type PostingBlocks } from './posting-block.js';
 import { ShardCatalog } from './shard-catalog.js';
 import { readFast, type ShardEnv } from './shard-env.js';
+import type { ShardImage } from './shard-image.js';
 import { fromRecord, groupOf, readDocsVersion, readState, recentKey, trigramRange, type DocMeta, type ShardState } from './shard-format.js';
 import { foldQuad, QUAD_KEY_BASE, quadBucket } from './trigram-extract.js';
 
@@ -19,8 +21,11 @@ import { foldQuad, QUAD_KEY_BASE, quadBucket } from './trigram-extract.js';
  * (the tools do, in a `finally`).
  */
 export class ShardSnapshot {
+  private readonly shard: ShardEnv;
   private readonly txn: Transaction;
   private readonly opts: { transaction: Transaction };
+  /** The image this snapshot reads instead of LMDB, if any. */
+  private readonly image: ShardImage | null;
   private finished = false;
   private cachedState: ShardState | undefined;
 
@@ -31,13 +36,32 @@ export class ShardSnapshot {
   /** Records read from LMDB, reported to the reader (see ShardReader.snapshot). */
   private recordsRead = 0;
 
+  /** A snapshot of the latest commit of `source`, or of the version a small shard's image holds. */
   constructor(
-    private readonly shard: ShardEnv,
+    source: ShardEnv | ShardImage,
     private readonly onDone: (snapshot: ShardSnapshot, recordsRead: number) => void = () => {},
   ) {
-    this.txn = shard.env.useReadTransaction();
-    this.opts = { transaction: this.txn };
-    this.docsVersion = readDocsVersion(shard.info, this.opts);
+    if ('env' in source) {
+      this.shard = source;
+      this.image = null;
+      this.txn = source.env.useReadTransaction();
+      this.opts = { transaction: this.txn };
+      this.docsVersion = readDocsVersion(source.info, this.opts);
+    } else {
+      // Never read: every read an image serves goes to it or to its catalog first.
+      this.shard = null as never;
+      this.txn = null as never;
+      this.opts = null as never;
+      this.image = source;
+      this.docsVersion = source.docsVersion;
+      this.catalog = source.catalog;
+      this.cachedState = source.state;
+    }
+  }
+
+  /** False for a snapshot of an image, which has no trigram lists: every document is a candidate. */
+  get indexed(): boolean {
+    return this.image === null;
   }
 
   /** Serves this snapshot's records from `catalog`, which must hold this snapshot's `docsVersion`. */
@@ -53,6 +77,7 @@ export class ShardSnapshot {
 
   /** A catalog of this snapshot's live records (reads every one of them). */
   buildCatalog(): ShardCatalog {
+    if (this.image !== null) return this.image.catalog;
     const docs: DocMeta[] = [];
     for (const { value } of this.shard.paths.getRange({ transaction: this.txn })) docs.push(fromRecord(value));
     return new ShardCatalog(this.docsVersion, docs);
@@ -131,11 +156,12 @@ export class ShardSnapshot {
    * read buffer: valid only until the next read on this thread, never across a `yield`.
    */
   docValue(meta: DocMeta): Buffer {
-    const value = readFast(this.shard.text, meta.id, this.opts);
-    if (value === undefined) throw new Error(`shard ${this.shard.dir}: no text for live doc ${meta.id}`);
+    const value = this.image === null ? readFast(this.shard.text, meta.id, this.opts) : this.image.values.get(meta.id);
+    const where = this.image === null ? `shard ${this.shard.dir}` : 'shard image';
+    if (value === undefined) throw new Error(`${where}: no text for live doc ${meta.id}`);
     const expected = startsOffset(meta.textBytes) + meta.lines * startWidth(meta.textBytes);
     if (value.length !== expected) {
-      throw new Error(`shard ${this.shard.dir}: text of doc ${meta.id} has ${value.length} bytes, expected ${expected}`);
+      throw new Error(`${where}: text of doc ${meta.id} has ${value.length} bytes, expected ${expected}`);
     }
     return value;
   }
@@ -155,6 +181,7 @@ export class ShardSnapshot {
    * valid for as long as the caller keeps them.
    */
   postingBlocks(gram: number): PostingBlocks {
+    if (this.image !== null) throw new Error('a snapshot of a shard image has no trigram lists');
     const quad = gram >= QUAD_KEY_BASE;
     const key = quad ? quadBucket(foldQuad(gram - QUAD_KEY_BASE)) : gram;
     const blocks: Buffer[] = [];
@@ -189,7 +216,7 @@ export class ShardSnapshot {
   done(): void {
     if (this.finished) return;
     this.finished = true;
-    this.txn.done();
+    if (this.image === null) this.txn.done();
     this.onDone(this, this.recordsRead);
   }
 }

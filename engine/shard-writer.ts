@@ -54,6 +54,7 @@ import {
   postingKey,
   postingKeyGram,
   postingsRange,
+  readDocsVersion,
   readState,
   recentKey,
   recentKeyGroup,
@@ -63,8 +64,10 @@ import {
   toRecord,
   writeState,
   type DocMeta,
+  type DocRecord,
   type ShardState,
 } from './shard-format.js';
+import { dropShardImage, wantsImage, writeShardImage } from './shard-image.js';
 import { distinctGrams, QUAD_BUCKET_BITS } from './trigram-extract.js';
 
 /** One document to store. */
@@ -369,28 +372,30 @@ export class ShardWriter {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.enqueue(() => this.doWriteBatch(docs));
+    return this.enqueue(() => this.changingDocuments(() => this.doWriteBatch(docs)));
   }
 
   /** Deletes the document at `path` in one transaction; resolves to false if there was none. */
   deleteDocument(path: string): Promise<boolean> {
-    return this.enqueue(async () => {
-      return this.atomically(() => {
-        const record = this.shard.paths.get(path);
-        if (record === undefined) return false;
-        const old = fromRecord(record);
-        const state = this.readState();
-        this.shard.paths.remove(path);
-        this.shard.docs.remove(old.id);
-        this.shard.text.remove(old.id);
-        state.liveDocs--;
-        state.deadIds++;
-        state.textBytes -= old.textBytes;
-        writeState(this.shard.info, state);
-        bumpDocsVersion(this.shard.info); // readers' catalogs of the old version stop applying
-        return true;
-      });
-    });
+    return this.enqueue(() =>
+      this.changingDocuments(() =>
+        this.atomically(() => {
+          const record = this.shard.paths.get(path);
+          if (record === undefined) return false;
+          const old = fromRecord(record);
+          const state = this.readState();
+          this.shard.paths.remove(path);
+          this.shard.docs.remove(old.id);
+          this.shard.text.remove(old.id);
+          state.liveDocs--;
+          state.deadIds++;
+          state.textBytes -= old.textBytes;
+          writeState(this.shard.info, state);
+          bumpDocsVersion(this.shard.info); // readers' catalogs of the old version stop applying
+          return true;
+        }),
+      ),
+    );
   }
 
   /**
@@ -421,6 +426,40 @@ export class ShardWriter {
     this.closed = true;
     await this.queue.catch(() => undefined);
     await releaseShardEnv(this.shard);
+  }
+
+  /**
+   * Runs `op`, whose transactions change documents, with the shard's image kept exact
+   * (shard-image.ts): removed before, written anew after the commit.
+   */
+  private async changingDocuments<T>(op: () => Promise<T>): Promise<T> {
+    dropShardImage(this.shard.dir);
+    const result = await op();
+    try {
+      this.writeImage();
+    } catch {
+      // A shard without an image is read from LMDB: the image only saves opening it.
+      try {
+        dropShardImage(this.shard.dir);
+      } catch {}
+    }
+    return result;
+  }
+
+  /** After a commit: writes the shard's image, when it is small enough to have one. */
+  private writeImage(): void {
+    this.shard.env.resetReadTxn();
+    const state = this.state();
+    if (!wantsImage(state)) return;
+    const records: DocRecord[] = [];
+    const values: Buffer[] = [];
+    for (const { value } of this.shard.paths.getRange()) {
+      const text = this.shard.text.getBinary(value[0]);
+      if (text === undefined) throw new Error(`shard ${this.shard.dir}: no text for live doc ${value[0]}`);
+      records.push(value);
+      values.push(text);
+    }
+    writeShardImage(this.shard.dir, readDocsVersion(this.shard.info), state, records, values);
   }
 
   private enqueue<T>(op: () => Promise<T>): Promise<T> {

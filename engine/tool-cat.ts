@@ -9,7 +9,7 @@
 
 import { VfsError } from '../core/errors.js';
 import { lineEndOf, lineStartsOf } from './doc-text.js';
-import type { ShardReader } from './shard-reader.js';
+import type { ShardSource } from './shard-reader.js';
 import { CHUNK_BYTES, ChunkedOutput, digitsOf, formatLine, MAX_LINE_CHARS, requestFilePath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
@@ -35,7 +35,7 @@ export const DEFAULT_CAT_LIMIT = 2000;
 export const MAX_CAT_BYTES = 256 * 1024;
 
 /** Runs `cat`. Throws NO_SUCH_FILE for a missing or invisible file. */
-export function* cat(reader: ShardReader, request: CatRequest): Generator<Buffer, ToolSummary> {
+export function* cat(reader: ShardSource, request: CatRequest): Generator<Buffer, ToolSummary> {
   const path = requestFilePath(request.path);
   const offset = request.offset ?? 1;
   const limit = request.limit ?? DEFAULT_CAT_LIMIT;

@@ -14,7 +14,7 @@ import { VfsError, invalidParameter } from '../core/errors.js';
 import { DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT } from '../core/read-limits.js';
 import { newestFirst } from './shard-catalog.js';
 import { dirRange, type DocMeta } from './shard-format.js';
-import type { ShardReader } from './shard-reader.js';
+import type { ShardSource } from './shard-reader.js';
 import { ChunkedOutput, HEARTBEAT, LINES_PER_WRITE, relativeTo, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
@@ -78,7 +78,7 @@ function compiledGlob(pattern: string): Glob {
 }
 
 /** Runs `find`. Throws NO_SUCH_FILE when `path` is not a directory with a visible file. */
-export function* find(reader: ShardReader, request: FindRequest): Generator<Buffer, ToolSummary> {
+export function* find(reader: ShardSource, request: FindRequest): Generator<Buffer, ToolSummary> {
   const dir = requestDirPath(request.path);
   const headLimit = Math.min(request.headLimit ?? DEFAULT_FIND_LIMIT, MAX_FIND_LIMIT);
   if (request.pattern.length === 0) throw invalidParameter('pattern', 'the pattern is empty');

@@ -45,7 +45,7 @@ import { LineMatcher } from './line-matcher.js';
 import { GuardedScan } from './guarded-scan.js';
 import { compilePattern, patternQuery, type PatternFacts } from './regex/pattern.js';
 import type { DocMeta } from './shard-format.js';
-import type { ShardReader } from './shard-reader.js';
+import type { ShardSource } from './shard-reader.js';
 import type { ShardSnapshot } from './shard-snapshot.js';
 import { ChunkedOutput, comparePaths, formatLine, HEARTBEAT, MAX_LINE_CHARS, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
@@ -326,11 +326,11 @@ function countMatchingLines(snapshot: ShardSnapshot, meta: DocMeta, matcher: Lin
  * Searches one share (or all) of the documents and returns per-file matching-line counts, for
  * `emitGrepCounts`. Yields only HEARTBEAT chunks.
  */
-export function* collectGrepCounts(reader: ShardReader, request: GrepRequest, share: GrepShare = WHOLE): Generator<Buffer, GrepCollection> {
+export function* collectGrepCounts(reader: ShardSource, request: GrepRequest, share: GrepShare = WHOLE): Generator<Buffer, GrepCollection> {
   return yield* collectCounts(reader, plan(request), share);
 }
 
-function* collectCounts(reader: ShardReader, p: GrepPlan, share: GrepShare): Generator<Buffer, GrepCollection> {
+function* collectCounts(reader: ShardSource, p: GrepPlan, share: GrepShare): Generator<Buffer, GrepCollection> {
   const snapshot = reader.snapshot();
   try {
     // Id order follows the order texts were written in, which is the best disk order.
@@ -467,7 +467,7 @@ export function grepContentFooter(shares: readonly GrepContentSummary[]): string
  * Runs `grep`, or one share of it (see the module comment). Throws INVALID_PARAMETER for a bad
  * pattern/glob/type, NO_SUCH_FILE for a missing path.
  */
-export function* grep(reader: ShardReader, request: GrepRequest, share: GrepShare = WHOLE): Generator<Buffer, ToolSummary> {
+export function* grep(reader: ShardSource, request: GrepRequest, share: GrepShare = WHOLE): Generator<Buffer, ToolSummary> {
   const p = plan(request);
   if (p.outputMode !== 'content') {
     const collection = yield* collectCounts(reader, p, share);
@@ -476,7 +476,7 @@ export function* grep(reader: ShardReader, request: GrepRequest, share: GrepShar
   return yield* grepContent(reader, p, share);
 }
 
-function* grepContent(reader: ShardReader, p: GrepPlan, share: GrepShare): Generator<Buffer, GrepContentSummary> {
+function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Generator<Buffer, GrepContentSummary> {
   const snapshot = reader.snapshot();
   try {
     const docs = candidates(snapshot, p, share, false);

@@ -10,7 +10,7 @@
 
 import { VfsError } from '../core/errors.js';
 import { dirRange } from './shard-format.js';
-import type { ShardReader } from './shard-reader.js';
+import type { ShardSource } from './shard-reader.js';
 import type { ShardSnapshot } from './shard-snapshot.js';
 import { ChunkedOutput, comparePaths, LINES_PER_WRITE, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
@@ -72,7 +72,7 @@ export function listDirectory(snapshot: ShardSnapshot, dir: string, visibility: 
 }
 
 /** Runs `ls`. Throws NO_SUCH_FILE when the path is neither a visible file nor a directory of one. */
-export function* ls(reader: ShardReader, request: LsRequest): Generator<Buffer, ToolSummary> {
+export function* ls(reader: ShardSource, request: LsRequest): Generator<Buffer, ToolSummary> {
   const path = requestDirPath(request.path);
   const visibility = new Visibility(request.claims);
   const snapshot = reader.snapshot();

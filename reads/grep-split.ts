@@ -33,7 +33,7 @@ import {
   type GrepShare,
   type GrepSplit,
   grepWithDefaults,
-  type ShardReader,
+  type ShardSource,
   type ToolSummary,
 } from '../engine/index.js';
 import { CANCELLED, type ChunkSink, doneWith, type ReadCall, type ReadOutcome, type ReadTask, type RunTask, type TaskCall } from './read-protocol.js';
@@ -261,7 +261,7 @@ export class TaskCancelled extends Error {}
  * The output of a `grep`, `grepShare` or `grepMerge` task on a read thread; a lead's split goes
  * to `report`.
  */
-export function grepTaskOutput(task: ReadTask, reader: ShardReader, control: Int32Array, report: (split: GrepSplit) => void): Generator<Buffer, unknown> {
+export function grepTaskOutput(task: ReadTask, reader: ShardSource, control: Int32Array, report: (split: GrepSplit) => void): Generator<Buffer, unknown> {
   const request = task.request as GrepRequest;
   const { lead, ...rest } = task.share ?? {};
   let alone = false; // a lead that reported no further shares
@@ -280,7 +280,7 @@ export function grepTaskOutput(task: ReadTask, reader: ShardReader, control: Int
  * for a lead that kept the whole search, which prints the answer itself (no merge task).
  */
 function* shareCounts(
-  reader: ShardReader,
+  reader: ShardSource,
   request: GrepRequest,
   share: GrepShare,
   peer: MessagePort,

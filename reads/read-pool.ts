@@ -16,7 +16,7 @@ import {
   type GrepRequest,
   ls,
   openShardReader,
-  type ShardReader,
+  type ShardSource,
   setReaderLimits,
   type ToolSummary,
 } from '../engine/index.js';
@@ -53,16 +53,15 @@ const INLINE_TOOLS = { ls, cat, find } as const;
 /** `find` runs on the calling thread in shards with at most this many files. */
 const INLINE_FIND_DOCS = 5000;
 
-/** The thread's reader of a shard, renewed to the latest commit. */
-function currentReader(shardDir: string): ShardReader {
+/** What to read a shard through, renewed to the latest commit. */
+function currentReader(shardDir: string): ShardSource {
   const reader = openShardReader(shardDir);
-  // lmdb-js renews its cached read transaction lazily: begin from the latest commit.
-  reader.shard.env.resetReadTxn();
+  reader.renew();
   return reader;
 }
 
 /** Whether `find` over this shard is small enough to run on the calling thread. */
-function smallShard(reader: ShardReader): boolean {
+function smallShard(reader: ShardSource): boolean {
   // A catalog's size is recent enough to decide by, and costs no snapshot.
   const cataloged = reader.catalogedDocs;
   if (cataloged !== null) return cataloged <= INLINE_FIND_DOCS;
@@ -75,7 +74,7 @@ function smallShard(reader: ShardReader): boolean {
 }
 
 /** Runs a tool on the calling thread, delivering its chunks before the outcome settles. */
-function runInline(tool: 'ls' | 'cat' | 'find', reader: ShardReader, request: unknown, sink: ChunkSink): ReadCall {
+function runInline(tool: 'ls' | 'cat' | 'find', reader: ShardSource, request: unknown, sink: ChunkSink): ReadCall {
   let outcome: ReadOutcome;
   try {
     const output = INLINE_TOOLS[tool](reader, request as never);
@@ -140,7 +139,7 @@ export class ReadPool {
   /** Runs a tool; chunks go to `sink` in order, then `outcome` settles. */
   run(tool: 'ls' | 'find' | 'cat' | 'grep', shardDir: string, request: unknown, sink: ChunkSink): ReadCall {
     if (tool === 'ls' || tool === 'cat' || tool === 'find') {
-      let reader: ShardReader;
+      let reader: ShardSource;
       try {
         reader = currentReader(shardDir);
       } catch (error) {

@@ -4,7 +4,7 @@
  * control (read-protocol.ts). Grep tasks of a split search are grep-split.ts's.
  */
 import { BroadcastChannel, isMainThread, type MessagePort, threadId, workerData } from 'node:worker_threads';
-import { cat, find, followReaderCloses, ls, openReaderCount, openShardReader, type ShardReader, setReaderLimits, setV8Scans } from '../engine/index.js';
+import { cat, find, followReaderCloses, ls, openReaderCount, openShardReader, type ShardSource, setReaderLimits, setV8Scans } from '../engine/index.js';
 import { reportThreadStats } from '../core/thread-stats.js';
 import { grepTaskOutput, TaskCancelled } from './grep-split.js';
 import { CANCELLED, errorMessage, IN_FLIGHT, type ReadMessage, type ReadTask, type ReadThreadData, THREAD_LOADED, WINDOW } from './read-protocol.js';
@@ -39,10 +39,10 @@ export default function runReadTask(task: ReadTask): void {
     const reader = openShardReader(task.shardDir);
     // lmdb-js renews its cached read transaction on a timer, and piscina may run tasks back to
     // back without turning the event loop: start every task from the latest commit explicitly.
-    reader.shard.env.resetReadTxn();
+    reader.renew();
     const output =
       task.tool === 'ls' || task.tool === 'find' || task.tool === 'cat'
-        ? (TOOLS[task.tool] as (r: ShardReader, q: unknown) => Generator<Buffer, unknown>)(reader, task.request)
+        ? (TOOLS[task.tool] as (r: ShardSource, q: unknown) => Generator<Buffer, unknown>)(reader, task.request)
         : grepTaskOutput(task, reader, control, (split) => port.postMessage({ type: 'split', split } satisfies ReadMessage));
     pump(output, control, port);
   } catch (error) {

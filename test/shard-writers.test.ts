@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { openReaderCount, openShardReader } from '../engine/reader-cache.js';
+import { openLmdbReader, openReaderCount } from '../engine/reader-cache.js';
 import { Shards } from '../ingest/shards/writers.js';
 
 let root: string;
@@ -32,7 +32,7 @@ test('keeps at most maxOpen writers, closes idle ones, and has the readers of a 
     for (const ws of ['a', 'b', 'c']) await shards.write(ws, [doc('/f.txt', `text of ${ws}\n`)]);
     expect(shards.openWriters).toBe(2);
     const readersBefore = openReaderCount();
-    const reader = openShardReader(shards.dir('c'));
+    const reader = openLmdbReader(shards.dir('c'));
     const snapshot = reader.snapshot();
     expect(snapshot.state().liveDocs).toBe(1);
     snapshot.done();

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setAccountLimits } from '../db/accounts.js';
-import { closeShardReader, openShardReader, type ShardState } from '../engine/index.js';
+import { closeShardReader, openLmdbReader, type ShardState } from '../engine/index.js';
 import { strToU8 } from 'fflate';
 import { makeDocx, makeEpub, makeOdf, makePptx, makeXlsx, zipFiles } from './helpers/make-documents.js';
 import { makePdf, makeXObjectBombPdf } from './helpers/make-pdf.js';
@@ -319,7 +319,7 @@ describe('delete', () => {
       await settled(t, 'merged'); // one batch, so one level-0 segment, each
     }
     const dir = join(shards, (await readdir(shards)).find((name) => !earlier.has(name))!);
-    const reader = openShardReader(dir);
+    const reader = openLmdbReader(dir);
     const state = (): ShardState => {
       const snapshot = reader.snapshot();
       try {

@@ -8,7 +8,7 @@
 import { existsSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { openShardReader } from '../../engine/reader-cache.js';
+import { openLmdbReader } from '../../engine/reader-cache.js';
 
 const say = (message: object): void => {
   writeSync(1, JSON.stringify(message) + '\n');
@@ -23,7 +23,7 @@ for await (const dir of createInterface({ input: process.stdin })) {
     continue;
   }
   try {
-    const reader = openShardReader(dir);
+    const reader = openLmdbReader(dir);
     const snapshot = reader.snapshot();
     try {
       snapshot.state();

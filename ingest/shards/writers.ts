@@ -15,7 +15,7 @@
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobFile } from '../../db/file-rows.js';
-import { closeReadersEverywhere, openShardReader } from '../../engine/reader-cache.js';
+import { closeReadersEverywhere, openLmdbReader } from '../../engine/reader-cache.js';
 import { acquireShardEnv, releaseShardEnv } from '../../engine/shard-env.js';
 import type { DocMeta } from '../../engine/shard-format.js';
 import { type DocInput, type ShardWriter, openShardWriter } from '../../engine/shard-writer.js';
@@ -172,7 +172,7 @@ export class Shards {
    */
   async contents(workspaceId: string): Promise<Map<string, string> | null> {
     if (!(await this.exists(workspaceId))) return null;
-    const reader = openShardReader(this.dir(workspaceId));
+    const reader = openLmdbReader(this.dir(workspaceId));
     try {
       const snapshot = reader.snapshot();
       try {

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openShardReader, openShardWriter, ShardReader, type DocInput, type ShardWriter, type ToolSummary } from '../../engine/index.js';
+import { openLmdbReader, openShardWriter, ShardReader, type DocInput, type ShardWriter, type ToolSummary } from '../../engine/index.js';
 import { acquireShardEnv } from '../../engine/shard-env.js';
 
 /** A document as tests write it: only `path` and `text` are required. */
@@ -51,7 +51,7 @@ export function toInput(spec: DocSpec): DocInput {
 export async function buildShard(docs: DocSpec[] = []): Promise<TestShard> {
   const dir = mkdtempSync(join(tmpdir(), 'engine-test-'));
   const writer = openShardWriter(dir);
-  const reader = openShardReader(dir);
+  const reader = openLmdbReader(dir);
   const shard: TestShard = {
     dir,
     writer,
