@@ -10,14 +10,23 @@
  * thread closes it (docs/architecture.md, "What a workspace costs").
  */
 
-import { resolve } from 'node:path';
+import { closeSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { BroadcastChannel } from 'node:worker_threads';
 import { acquireShardEnv } from './shard-env.js';
-import { readShardImage, type ShardImage } from './shard-image.js';
+import { decodeShardImage, IMAGE_FILE, type ShardImage } from './shard-image.js';
 import { readerLimits, ShardReader, type ShardSource } from './shard-reader.js';
 import { ShardSnapshot } from './shard-snapshot.js';
 
 const readers = new Map<string, ShardReader>();
+
+/**
+ * The images this thread has read, by directory, least recently used first: each with its file
+ * held open, so that its inode number cannot be reused while it is here. The writer replaces an
+ * image by renaming a new file over it, so a path that still names the same inode names the same
+ * image. At most readerLimits().maxOpen of them.
+ */
+const images = new Map<string, { source: ImageSource; fd: number; ino: number }>();
 
 /** Called by a reader as it closes: it is no longer the one to hand out for its directory. */
 function forget(reader: ShardReader): void {
@@ -35,8 +44,46 @@ export function openShardReader(directory: string): ShardSource {
   const open = readers.get(directory);
   if (open !== undefined) return open;
   const dir = resolve(directory);
-  const image = readers.has(dir) ? null : readShardImage(dir);
-  return image === null ? openLmdbReader(dir) : new ImageSource(image);
+  return (readers.has(dir) ? null : imageSource(dir)) ?? openLmdbReader(dir);
+}
+
+/** The image of the shard in `dir` (absolute), from this thread's cache while it is current; null without one. */
+function imageSource(dir: string): ImageSource | null {
+  const path = join(dir, IMAGE_FILE);
+  const cached = images.get(dir);
+  if (cached !== undefined) {
+    images.delete(dir);
+    if (statSync(path, { throwIfNoEntry: false })?.ino === cached.ino) {
+      images.set(dir, cached); // now the most recently used
+      return cached.source;
+    }
+    closeSync(cached.fd);
+  }
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  let image: ShardImage | null = null;
+  try {
+    image = decodeShardImage(readFileSync(fd));
+  } finally {
+    if (image === null) closeSync(fd);
+  }
+  if (image === null) return null;
+  if (images.size >= readerLimits().maxOpen) forgetImage(images.keys().next().value as string);
+  const source = new ImageSource(image);
+  images.set(dir, { source, fd, ino: fstatSync(fd).ino });
+  return source;
+}
+
+/** Drops this thread's cached image of the shard in `dir`, closing its file. */
+function forgetImage(dir: string): void {
+  const cached = images.get(dir);
+  if (cached === undefined) return;
+  images.delete(dir);
+  closeSync(cached.fd);
 }
 
 /** This thread's reader of the shard in `directory`, opened (and cached) if it has none; never an image. */
@@ -63,16 +110,18 @@ class ImageSource implements ShardSource {
     return this.image.catalog.docs.length;
   }
 
-  /** An image is read at every openShardReader: this one stays the version it was. */
+  /** openShardReader checks the image at every call: this one stays the version it was. */
   renew(): void {}
 }
 
 /**
- * Forgets this thread's reader of the shard in `directory` (a deleted workspace's): it closes
- * once its snapshots in use end, which frees the shard's disk space and descriptors.
+ * Forgets this thread's reader and image of the shard in `directory` (a deleted workspace's):
+ * the reader closes once its snapshots in use end, which frees the shard's disk space and
+ * descriptors.
  */
 export function closeShardReader(directory: string): void {
   const dir = resolve(directory);
+  forgetImage(dir);
   const reader = readers.get(dir);
   if (reader === undefined) return;
   readers.delete(dir);

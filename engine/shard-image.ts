@@ -3,7 +3,8 @@
  * beside the shard's LMDB files (shard-format.ts). A read of a shard its thread has not open
  * reads the image instead of opening the environment: one file read against about 1.6 ms to
  * open and close an environment, which is what a read costs when reads spread over more
- * workspaces than a thread keeps open (docs/architecture.md, "What a workspace costs").
+ * workspaces than a thread keeps open (docs/architecture.md, "What a workspace costs"). Threads
+ * keep the images they read while the file is current (reader-cache.ts).
  *
  * The writer keeps it exact: before each transaction that changes documents it removes the
  * image (and syncs the directory, so a crash cannot bring it back), and after the commit it
@@ -62,12 +63,15 @@ export function wantsImage(state: ShardState): boolean {
 
 /** The image of the shard in `dir`, or null when it has none (or none that reads whole). */
 export function readShardImage(dir: string): ShardImage | null {
-  let bytes: Buffer;
   try {
-    bytes = readFileSync(join(dir, IMAGE_FILE));
+    return decodeShardImage(readFileSync(join(dir, IMAGE_FILE)));
   } catch {
     return null;
   }
+}
+
+/** The image in `bytes` (an image file's content), or null when they are not one whole. */
+export function decodeShardImage(bytes: Buffer): ShardImage | null {
   const end = bytes.length - 4;
   if (end < IMAGE_MAGIC.length + 4 || !bytes.subarray(0, IMAGE_MAGIC.length).equals(IMAGE_MAGIC)) return null;
   if (crc32(bytes.subarray(0, end)) !== bytes.readUInt32LE(end)) return null;

@@ -48,7 +48,8 @@ export class ShardSnapshot {
       this.opts = { transaction: this.txn };
       this.docsVersion = readDocsVersion(source.info, this.opts);
     } else {
-      // Never read: every read an image serves goes to it or to its catalog first.
+      // Unset: with the catalog and the state given from the start, and docValue and
+      // postingBlocks asking `image` first, no method of an image's snapshot reaches LMDB.
       this.shard = null as never;
       this.txn = null as never;
       this.opts = null as never;

@@ -1,13 +1,32 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cat, find, grep, ls, openLmdbReader, openShardReader, openShardWriter, setReaderLimits, ShardReader, type ShardSource } from '../engine/index.js';
+import {
+  cat,
+  closeShardReader,
+  find,
+  grep,
+  ls,
+  openLmdbReader,
+  openShardReader,
+  openShardWriter,
+  setReaderLimits,
+  ShardReader,
+  type ShardSource,
+} from '../engine/index.js';
 import { openReaderCount } from '../engine/reader-cache.js';
 import { IMAGE_FILE, IMAGE_MAX_DOCS, readShardImage } from '../engine/shard-image.js';
 import { output, toInput } from './helpers/engine-shard.js';
 
 const openFds = (): number => readdirSync('/proc/self/fd').length;
+const readlinkOf = (fd: string): string => {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return '';
+  }
+};
 
 describe('the readers a thread keeps open', () => {
   const root = mkdtempSync(join(tmpdir(), 'engine-readers-'));
@@ -84,7 +103,7 @@ describe("a small shard's image", () => {
       output(grep(source, { claims, pattern: 'return', glob: '*.c', outputMode: 'count' })),
     ]);
 
-  it('answers every tool as the shard itself does, and opens nothing', async () => {
+  it('answers every tool as the shard itself does, opening only the image', async () => {
     const dir = join(root, 'equal');
     const writer = openShardWriter(dir);
     await writer.writeBatch(files.map(toInput));
@@ -95,7 +114,8 @@ describe("a small shard's image", () => {
     expect(source).not.toBeInstanceOf(ShardReader);
     const fromImage = answers(source);
     expect(openReaderCount()).toBe(readers);
-    expect(openFds()).toBe(fds);
+    // The image's file, held while this thread keeps the image.
+    expect(openFds()).toBe(fds + 1);
     expect(fromImage).toEqual(answers(openLmdbReader(dir)));
     expect(fromImage.join('')).toContain('/src/helper.c');
   });
@@ -113,6 +133,11 @@ describe("a small shard's image", () => {
       expect(before.docByPath('/b.txt')?.textBytes).toBe(4);
       expect(before.docValue(before.docByPath('/a.txt')!).subarray(0, 4).toString()).toBe('one\n');
       before.done();
+      // The thread holds the current image's file, and lets it go when the shard is dropped.
+      const imagesHeld = (): number => readdirSync('/proc/self/fd').filter((fd) => readlinkOf(fd).startsWith(join(dir, IMAGE_FILE))).length;
+      expect(imagesHeld()).toBe(1);
+      closeShardReader(dir);
+      expect(imagesHeld()).toBe(0);
     } finally {
       await writer.close();
     }

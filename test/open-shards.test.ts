@@ -3,13 +3,20 @@
  * many shards open and closes the least recently used to open another, and writers close when
  * idle and ask the readers to close too. Reads of every workspace, twice over, while uploads go
  * on, answer exactly what each workspace holds; every upload acknowledged is then ready and found.
+ * The small workspaces are read from their shards' images (engine/shard-image.ts), which their
+ * writers rewrite at every upload; the others are too large to have one and are opened.
  */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { openReaderCount } from '../engine/reader-cache.js';
+import { IMAGE_FILE } from '../engine/shard-image.js';
 import { put, settled, startTestService, type TestService } from './helpers/service.js';
 
 const BUDGET = 3;
-const WORKSPACES = 12;
+/** Workspaces w0 to w11 are small; w12 to w17 hold 40 KB of filler in each file. */
+const SMALL = 12;
+const WORKSPACES = 18;
 let t: TestService;
 
 beforeAll(async () => {
@@ -23,10 +30,17 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => t?.stop());
 
-/** File k of workspace i: 20 lines naming both. */
+/** File k of workspace i: 20 lines naming both (then, past SMALL, lines of filler). */
 function text(i: number, k: number): string {
-  return Array.from({ length: 20 }, (_, line) => `w${i} file ${k} line ${line + 1} marker-${i}\n`).join('');
+  const lines = Array.from({ length: 20 }, (_, line) => `w${i} file ${k} line ${line + 1} marker-${i}\n`).join('');
+  return i < SMALL ? lines : lines + 'a line of filler, to be past the bounds of an image\n'.repeat(800);
 }
+
+test('the small workspaces have images, the others none', () => {
+  const shards = join(t.dataDir, 'shards');
+  const withImage = readdirSync(shards).filter((dir) => existsSync(join(shards, dir, IMAGE_FILE)));
+  expect(withImage.length).toBe(SMALL);
+});
 
 test('reads every workspace correctly, twice over, with fewer shards open than workspaces while uploads continue', async () => {
   expect(t.config.openShards).toBe(BUDGET);
