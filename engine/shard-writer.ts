@@ -438,10 +438,8 @@ export class ShardWriter {
     try {
       this.writeImage();
     } catch {
-      // A shard without an image is read from LMDB: the image only saves opening it.
-      try {
-        dropShardImage(this.shard.dir);
-      } catch {}
+      // Written under another name and renamed last, an image that failed is not there: the
+      // shard is read from LMDB, and the image only saves opening it.
     }
     return result;
   }

@@ -23,8 +23,11 @@ describe('SIGKILL during reads', () => {
     const run = await readsUnderKills(svc, 'ws', token, { kills: KILLS, clients: 8, roundMs: 1000, seed: SEED });
 
     const check = await checkAudit(svc, 'ws', run);
-    expect(check.statuses['200']).toBeGreaterThan(KILLS * 20);
-    expect(check.statuses['404']).toBeGreaterThan(KILLS * 5);
+    // Floors that show the run read in earnest, not a pace: each round reads for a random part of
+    // a second, so a seed whose kills come early on a machine busy with other test files answers
+    // fewer (seed 761608: 322 answered 200 alone, 174 in a full test run).
+    expect(check.statuses['200']).toBeGreaterThan(KILLS * 10);
+    expect(check.statuses['404']).toBeGreaterThan(KILLS * 2);
     expect(Object.keys(check.statuses).sort()).toEqual(['200', '404']);
     expect(check.missing).toEqual([]);
     expect(check.duplicated).toEqual([]);
