@@ -8,6 +8,10 @@
  * a deleted workspace's, whose disk space is freed only once every handle is closed, and one
  * whose writer closed, whose environment holds the pages of its largest write until the last
  * thread closes it (docs/architecture.md, "What a workspace costs").
+ *
+ * A small shard that the thread has not open is read from its image (shard-image.ts) instead:
+ * the thread keeps as many images as readers, each with its file held open, and drops a
+ * shard's image with its reader.
  */
 
 import { closeSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';

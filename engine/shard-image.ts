@@ -24,7 +24,7 @@
  * build, reads would serve the versions that build has since replaced.
  */
 
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { ShardCatalog } from './shard-catalog.js';
@@ -59,15 +59,6 @@ interface ImageHeader {
 /** Whether a shard of this state gets an image. */
 export function wantsImage(state: ShardState): boolean {
   return state.liveDocs <= IMAGE_MAX_DOCS && state.textBytes <= IMAGE_MAX_TEXT_BYTES;
-}
-
-/** The image of the shard in `dir`, or null when it has none (or none that reads whole). */
-export function readShardImage(dir: string): ShardImage | null {
-  try {
-    return decodeShardImage(readFileSync(join(dir, IMAGE_FILE)));
-  } catch {
-    return null;
-  }
 }
 
 /** The image in `bytes` (an image file's content), or null when they are not one whole. */
