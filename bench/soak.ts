@@ -19,7 +19,7 @@
  * anonymous memory, each kind of thread's V8 heap in use, all heaps' reserved size, the buffers
  * held outside them and open shards from /metrics, descriptors), the extraction processes and
  * PostgreSQL (resident memory, connections), the files in the data directories' temp folders,
- * the nodes serving, and the clients' requests/s, p99 and errors.
+ * the files the workspaces hold (as many deleted as added), the nodes serving, and the clients' requests/s, p99 and errors.
  *
  * At the end: every acknowledged upload must be ready and found by grep at its path with its
  * last text, no answer may be a 5xx, and each workspace's audit log must hold exactly one event
@@ -347,10 +347,12 @@ async function client(stop: () => boolean): Promise<void> {
     const ws = pick(workspaces);
     const roll = Math.random();
     try {
+      // Half the uploads add a file, as often as one is deleted: the data stays the same size, so
+      // that memory which grows is not memory the service needs for more files.
       if (roll < 0.8) await read(ws);
-      else if (roll < 0.92) await upload(ws);
-      else if (roll < 0.96) await remove(ws);
-      else if (roll < 0.98) await passingWorkspace();
+      else if (roll < 0.9) await upload(ws);
+      else if (roll < 0.95) await remove(ws);
+      else if (roll < 0.975) await passingWorkspace();
       else await tokenRoundTrip(ws);
     } catch (error) {
       windowErrors++;
@@ -418,6 +420,7 @@ const COLUMNS = [
   'postgres_rss_mb',
   'postgres_connections',
   'temp_files',
+  'files',
   ...(clustered ? ['nodes_serving'] : []),
   'requests_per_second',
   'p99_ms',
@@ -499,6 +502,7 @@ async function sample(): Promise<void> {
   let temp = 0;
   for (const node of nodes) temp += (await countFiles(join(node.dataDir, 'blobs', 'tmp'))) + (await countFiles(join(node.dataDir, 'snapshots-tmp')));
   row.temp_files = temp;
+  row.files = workspaces.reduce((sum, ws) => sum + ws.files.size, 0);
   if (clustered) row.nodes_serving = nodes.filter((node) => node.serving).length;
   row.requests_per_second = Math.round(latencies.length / seconds);
   row.p99_ms = latencies.length === 0 ? 0 : Math.round(latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] * 10) / 10;

@@ -10,6 +10,8 @@
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import type { ResourceLimits } from 'node:worker_threads';
 
 /** True when this module, and so every other one, is TypeScript source. */
 export const FROM_SOURCE = import.meta.url.endsWith('.ts');
@@ -39,6 +41,31 @@ export function workerExecArgv(loadTsx: boolean): string[] {
   const inherited = process.execArgv.filter((a) => !V8_FLAGS.test(a));
   if (!loadTsx || !FROM_SOURCE || inherited.some((a) => a.includes('tsx'))) return inherited;
   return [...inherited, '--import', tsxUrl()];
+}
+
+/**
+ * The young generation of each worker thread's heap, in MB: V8 makes it two semi-spaces of a
+ * third each (8 MB) and a third for new large objects. The read threads' grep throughput is the
+ * same with 8, 16 and 32 MB semi-spaces (docs/benchmarks.md, "Young generations"); a larger one
+ * only grows, slowly under light load, and with the memory reducer off is never given back.
+ */
+const WORKER_YOUNG_GENERATION_MB = 24;
+
+let semiSpaceFlagsCleared = false;
+
+/**
+ * Heap limits for a worker thread. V8's flags belong to the process, and a semi-space flag
+ * overrides a thread's own limit: with `npm start`'s `--max-semi-space-size=32` (meant for the
+ * HTTP thread, whose heap is already made when this runs) every worker's young generation could
+ * grow to 96 MB. So the first call clears those flags for the heaps made after it.
+ */
+export function workerResourceLimits(): ResourceLimits {
+  if (!semiSpaceFlagsCleared) {
+    setFlagsFromString('--max-semi-space-size=0');
+    setFlagsFromString('--min-semi-space-size=0');
+    semiSpaceFlagsCleared = true;
+  }
+  return { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB };
 }
 
 /**

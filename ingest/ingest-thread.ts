@@ -5,7 +5,7 @@
  * workspace's shard).
  */
 import { Worker } from 'node:worker_threads';
-import { FROM_SOURCE, siblingModule, tsxUrl, workerExecArgv } from '../core/run-mode.js';
+import { FROM_SOURCE, siblingModule, tsxUrl, workerExecArgv, workerResourceLimits } from '../core/run-mode.js';
 import type { DatabaseTargets } from '../db/database.js';
 import type { StorageSettings } from '../storage/open-store.js';
 import type { SnapshotOptions } from './shards/snapshots.js';
@@ -77,6 +77,7 @@ export class IngestThread {
       eval: FROM_SOURCE,
       // tsx, when needed, is registered by the script above.
       execArgv: workerExecArgv(false),
+      resourceLimits: workerResourceLimits(),
       workerData: data,
     });
     this.worker.on('message', (reply: IngestThreadReply) => {

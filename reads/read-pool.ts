@@ -6,7 +6,7 @@
  */
 import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { siblingModule, workerExecArgv } from '../core/run-mode.js';
+import { siblingModule, workerExecArgv, workerResourceLimits } from '../core/run-mode.js';
 import {
   cat,
   closeReadersEverywhere,
@@ -131,6 +131,7 @@ export class ReadPool {
       // shard drops (read-worker.ts) while no task comes.
       atomics: 'async',
       execArgv: workerExecArgv(true),
+      resourceLimits: workerResourceLimits(),
       recordTiming: false,
       workerData: { openShards, grepV8 } satisfies ReadThreadData,
     });
