@@ -19,7 +19,7 @@
  * anonymous memory, each kind of thread's V8 heap in use, all heaps' reserved size, the buffers
  * held outside them and open shards from /metrics, descriptors), the extraction processes and
  * PostgreSQL (resident memory, connections), the files in the data directories' temp folders,
- * the files the workspaces hold (as many deleted as added), the nodes serving, and the clients' requests/s, p99 and errors.
+ * the files the workspaces hold (at most eight more each than at the start), the nodes serving, and the clients' requests/s, p99 and errors.
  *
  * At the end: every acknowledged upload must be ready and found by grep at its path with its
  * last text, no answer may be a 5xx, and each workspace's audit log must hold exactly one event
@@ -295,9 +295,16 @@ async function read(ws: Workspace): Promise<void> {
   await readOf(ws, 'read', 'GET', `${base}/${pick(reads)}`, [200, 404], { key: ws.token });
 }
 
+/** Files a stable workspace may hold beyond its first three. */
+const MAX_ADDED = 8;
+
 async function upload(ws: Workspace): Promise<void> {
   const existing = [...ws.files.keys()].filter((p) => !ws.busy.has(p));
-  const path = Math.random() < 0.5 && existing.length > 0 ? pick(existing) : `/up/${nextMarker()}.txt`;
+  const added = [...ws.files.keys()].filter((p) => p.startsWith('/up/')).length;
+  // A workspace holds at most MAX_ADDED files more than it began with: with deletes only where
+  // there is one to delete, the files would otherwise drift upwards.
+  const fresh = Math.random() < 0.5 && added < MAX_ADDED;
+  const path = !fresh && existing.length > 0 ? pick(existing) : `/up/${nextMarker()}.txt`;
   if (ws.busy.has(path)) return;
   ws.busy.add(path);
   try {
@@ -347,8 +354,8 @@ async function client(stop: () => boolean): Promise<void> {
     const ws = pick(workspaces);
     const roll = Math.random();
     try {
-      // Half the uploads add a file, as often as one is deleted: the data stays the same size, so
-      // that memory which grows is not memory the service needs for more files.
+      // Half the uploads add a file (up to MAX_ADDED), as often as one is deleted: the data stays
+      // about the same size, so that memory which grows is not memory the service needs for more files.
       if (roll < 0.8) await read(ws);
       else if (roll < 0.9) await upload(ws);
       else if (roll < 0.95) await remove(ws);
