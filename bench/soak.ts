@@ -19,7 +19,8 @@
  * anonymous memory, each kind of thread's V8 heap in use, all heaps' reserved size, the buffers
  * held outside them and open shards from /metrics, descriptors), the extraction processes and
  * PostgreSQL (resident memory, connections), the files in the data directories' temp folders,
- * the files the workspaces hold (at most eight more each than at the start), the nodes serving, and the clients' requests/s, p99 and errors.
+ * the files the workspaces hold (at most eight more each than at the start), the nodes serving,
+ * and the clients' requests/s, p99 and errors.
  *
  * At the end: every acknowledged upload must be ready and found by grep at its path with its
  * last text, no answer may be a 5xx, and each workspace's audit log must hold exactly one event
@@ -355,7 +356,7 @@ async function client(stop: () => boolean): Promise<void> {
     const roll = Math.random();
     try {
       // Half the uploads add a file (up to MAX_ADDED), as often as one is deleted: the data stays
-      // about the same size, so that memory which grows is not memory the service needs for more files.
+      // about the same size, so memory that grows is not memory needed for more files.
       if (roll < 0.8) await read(ws);
       else if (roll < 0.9) await upload(ws);
       else if (roll < 0.95) await remove(ws);

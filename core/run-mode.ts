@@ -46,8 +46,9 @@ export function workerExecArgv(loadTsx: boolean): string[] {
 /**
  * The young generation of each worker thread's heap, in MB: V8 makes it two semi-spaces of a
  * third each (8 MB) and a third for new large objects. The read threads' grep throughput is the
- * same with 8, 16 and 32 MB semi-spaces (docs/benchmarks.md, "Young generations"); a larger one
- * only grows, slowly under light load, and with the memory reducer off is never given back.
+ * same with 8, 16 and 32 MB semi-spaces (docs/benchmarks.md, "the worker threads' young
+ * generations"); a larger one only grows, slowly under light load, and with the memory reducer
+ * off is never given back.
  */
 const WORKER_YOUNG_GENERATION_MB = 24;
 
@@ -57,7 +58,8 @@ let semiSpaceFlagsCleared = false;
  * Heap limits for a worker thread. V8's flags belong to the process, and a semi-space flag
  * overrides a thread's own limit: with `npm start`'s `--max-semi-space-size=32` (meant for the
  * HTTP thread, whose heap is already made when this runs) every worker's young generation could
- * grow to 96 MB. So the first call clears those flags for the heaps made after it.
+ * grow to 96 MB (a new space of 64). So the first call clears those flags for the heaps made
+ * after it.
  */
 export function workerResourceLimits(): ResourceLimits {
   if (!semiSpaceFlagsCleared) {
