@@ -302,8 +302,8 @@ const MAX_ADDED = 8;
 async function upload(ws: Workspace): Promise<void> {
   const existing = [...ws.files.keys()].filter((p) => !ws.busy.has(p));
   const added = [...ws.files.keys()].filter((p) => p.startsWith('/up/')).length;
-  // A workspace holds at most MAX_ADDED files more than it began with: with deletes only where
-  // there is one to delete, the files would otherwise drift upwards.
+  // At most MAX_ADDED added files: a delete finds nothing where nothing was added, so without
+  // the bound the files would drift upwards.
   const fresh = Math.random() < 0.5 && added < MAX_ADDED;
   const path = !fresh && existing.length > 0 ? pick(existing) : `/up/${nextMarker()}.txt`;
   if (ws.busy.has(path)) return;
@@ -355,7 +355,7 @@ async function client(stop: () => boolean): Promise<void> {
     const ws = pick(workspaces);
     const roll = Math.random();
     try {
-      // Half the uploads add a file (up to MAX_ADDED), as often as one is deleted: the data stays
+      // Deletes as often as uploads add a file (half of them, up to MAX_ADDED): the data stays
       // about the same size, so memory that grows is not memory needed for more files.
       if (roll < 0.8) await read(ws);
       else if (roll < 0.9) await upload(ws);
