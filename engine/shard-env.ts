@@ -65,8 +65,36 @@ export async function releaseShardEnv(shard: ShardEnv): Promise<void> {
   if (cached === undefined || cached.shard !== shard) return;
   if (--cached.refs > 0) return;
   envs.delete(shard.dir);
+  closeKeptCursors(shard);
   await shard.env.close();
   forgetStores(shard);
+}
+
+/** The databases of a shard: its root and its named databases. */
+function shardStores(shard: ShardEnv): [string, object][] {
+  return Object.entries(shard).filter(([key]) => key !== 'dir');
+}
+
+/** What lmdb-js keeps on a database's native handle (`db`, undeclared in its types). */
+export interface KeptCursor {
+  db?: { availableCursor?: { close(): void } | null };
+}
+
+/**
+ * A range read on a thread's shared read transaction leaves its cursor on the database's native
+ * handle for the next one (`availableCursor`). lmdb-js frees a cursor only when it is closed,
+ * not when it is collected nor when its environment closes: each shard written and closed left
+ * about 400 bytes per database it had ranged over, scattered through the thread's allocator
+ * arena (docs/architecture.md, "What a workspace costs").
+ */
+function closeKeptCursors(shard: ShardEnv): void {
+  for (const [, store] of shardStores(shard)) {
+    const db = (store as KeptCursor).db;
+    const cursor = db?.availableCursor;
+    if (db === undefined || cursor === undefined || cursor === null) continue;
+    db.availableCursor = null;
+    cursor.close();
+  }
 }
 
 /**
@@ -83,7 +111,9 @@ function forgetStores(shard: ShardEnv): void {
   // (ShardDatabases's keys are those names). Looked up, not searched: a search of the whole map
   // at every close was a tenth of a read thread's time when reads spread over many workspaces.
   const name = basename(shard.dir, extname(shard.dir));
-  const databases = Object.keys(shard).filter((key) => key !== 'dir' && key !== 'env');
+  const databases = shardStores(shard)
+    .map(([key]) => key)
+    .filter((key) => key !== 'env');
   for (const key of [name, ...databases.map((db) => `${name}-${db}`)]) if (stores.get(key)?.env === native) stores.delete(key);
 }
 

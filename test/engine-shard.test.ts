@@ -18,7 +18,7 @@ import {
 import { distinctQuadBuckets, distinctTrigrams, foldQuad, QUAD_BUCKET_BITS, QUAD_KEY_BASE, quadBucket } from '../engine/trigram-extract.js';
 import { cat, openShardWriter } from '../engine/index.js';
 import { SEALED_BLOCK_BYTES, TAIL_BLOCK_BYTES } from '../engine/shard-writer.js';
-import { acquireShardEnv, releaseShardEnv } from '../engine/shard-env.js';
+import { acquireShardEnv, type KeptCursor, releaseShardEnv } from '../engine/shard-env.js';
 import { dirRange, postingKeyFirstId, TAIL_BLOCK_ID, trigramRange } from '../engine/shard-format.js';
 import { buildShard, output, toInput, type TestShard } from './helpers/engine-shard.js';
 
@@ -60,6 +60,24 @@ describe('shard environments', () => {
       expect([...stores.keys()].filter((key) => !before.has(key)).sort()).toEqual(added.filter((key) => key.startsWith('a')).sort());
       await releaseShardEnv(again);
       expect([...stores.keys()].filter((key) => !before.has(key))).toEqual([]);
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+
+  it('close the cursors that range reads leave for reuse before the environment closes', async () => {
+    const base = await mkdtemp(join(tmpdir(), 'vfs-env-'));
+    try {
+      const shard = acquireShardEnv(join(base, 'a'));
+      await shard.paths.put('/x.txt', { id: 1 } as never);
+      await shard.info.put('k', 1);
+      // Ranges on the thread's shared read transaction, read to the end: lmdb-js keeps each cursor.
+      expect([...shard.paths.getKeys()]).toEqual(['/x.txt']);
+      expect([...shard.info.getKeys()]).toEqual(['k']);
+      const kept = (db: object) => (db as KeptCursor).db?.availableCursor;
+      for (const db of [shard.paths, shard.info]) expect(kept(db)).toBeTruthy();
+      await releaseShardEnv(shard);
+      for (const db of [shard.paths, shard.info]) expect(kept(db)).toBeNull();
     } finally {
       await rm(base, { recursive: true, force: true });
     }
