@@ -53,6 +53,7 @@ const schema = z
     VFS_EXTRACT_TIMEOUT_SECONDS: z.coerce.number().min(1).max(3600).default(30),
     VFS_EXTRACT_MEMORY_MB: z.coerce.number().int().min(128).max(65536).default(512),
     VFS_BLOB_SWEEP_SECONDS: z.coerce.number().int().min(0).max(604_800).default(3600),
+    VFS_MALLOC_TRIM_SECONDS: z.coerce.number().min(0).max(3600).default(30),
     VFS_SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(3600).default(30),
     VFS_HTTP: z.enum(['node', 'native']).default('node'),
     VFS_METRICS_PORT: port.optional(),
@@ -224,6 +225,8 @@ export interface Config {
   extractMemoryMb: number;
   /** Interval of the sweep of unreferenced blobs (also run at start); 0: only at start. */
   blobSweepMs: number;
+  /** Interval at which the allocator's free pages go back to the system (service/allocator.ts); 0: never. */
+  mallocTrimMs: number;
   /** How long a stop waits for the requests in flight. */
   shutdownGraceMs: number;
   /**
@@ -409,6 +412,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Readonly<Config> {
     extractTimeoutMs: e.VFS_EXTRACT_TIMEOUT_SECONDS * 1000,
     extractMemoryMb: e.VFS_EXTRACT_MEMORY_MB,
     blobSweepMs: e.VFS_BLOB_SWEEP_SECONDS * 1000,
+    mallocTrimMs: e.VFS_MALLOC_TRIM_SECONDS * 1000,
     shutdownGraceMs: e.VFS_SHUTDOWN_GRACE_SECONDS * 1000,
     http: e.VFS_HTTP,
     logLevel: e.VFS_LOG_LEVEL,

@@ -21,6 +21,7 @@ import { join, resolve } from 'node:path';
 import type pg from 'pg';
 import { Authenticator } from '../api/gate/auth.js';
 import { ReadPool } from '../reads/read-pool.js';
+import { trimAllocatorEvery } from './allocator.js';
 import { Freshness } from '../api/freshness.js';
 import { Guard } from '../api/gate/guard.js';
 import { Lookups } from '../api/gate/lookups.js';
@@ -389,6 +390,7 @@ async function startParts(
     Math.max(60_000, config.keepChangesSeconds * 100),
   ).unref();
   made.push(async () => clearInterval(trim));
+  made.push(trimAllocatorEvery(config.mallocTrimMs, (error: unknown) => log.error('giving free memory back failed', error)));
   // OAuth rows past their use are deleted after VFS_OAUTH_RETENTION_SECONDS, at start and then
   // hourly, by every node (deleting twice is harmless), in bounded batches.
   if (config.oauth !== null) {

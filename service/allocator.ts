@@ -1,0 +1,52 @@
+/**
+ * Giving the allocator's free memory back to the system.
+ *
+ * glibc's malloc returns a freed block to the system only when it lies at the top of its arena.
+ * The threads' arenas hold long-lived blocks (LMDB environments, lmdb-js cursors and buffers,
+ * V8's and Node's own) beside short-lived ones, so the freed pages between them stayed resident
+ * and the process's resident memory rose under a mixed load while the memory in use did not
+ * (docs/benchmarks.md, "2026-11-29, later: what glibc keeps"). `malloc_trim(0)` releases every
+ * free page of every arena. It is called through koffi (a C foreign-function interface) on a
+ * libuv pool thread, so the event loop never waits for it; where the C library has no
+ * `malloc_trim` (musl, macOS), nothing is done.
+ */
+import koffi from 'koffi';
+
+/** Calls `malloc_trim(0)` off the event loop; resolves to whether memory was released. */
+type Trim = () => Promise<boolean>;
+
+let loaded: Trim | null | undefined;
+
+/** The process's `malloc_trim`, or null where the C library has none. */
+export function allocatorTrim(): Trim | null {
+  if (loaded !== undefined) return loaded;
+  loaded = null;
+  if (process.platform !== 'linux') return loaded;
+  try {
+    const trim = koffi.load('libc.so.6').func('int malloc_trim(size_t pad)');
+    loaded = () =>
+      new Promise<boolean>((resolve, reject) => {
+        trim.async(0, (error: unknown, released: number) => (error ? reject(error) : resolve(released === 1)));
+      });
+  } catch {
+    // Not glibc: no libc.so.6, or no malloc_trim in it.
+  }
+  return loaded;
+}
+
+/**
+ * Trims every `intervalMs` (none when 0 or without `malloc_trim`), one trim at a time; returns
+ * the function that stops it and waits for a trim in progress.
+ */
+export function trimAllocatorEvery(intervalMs: number, onError: (error: unknown) => void): () => Promise<void> {
+  const trim = allocatorTrim();
+  if (intervalMs <= 0 || trim === null) return async () => {};
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running.then(() => trim().catch(onError));
+  }, intervalMs).unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
