@@ -3,10 +3,10 @@
  *
  * glibc's malloc returns a freed block to the system only when it lies at the top of its arena.
  * The threads' arenas hold long-lived blocks (LMDB environments, lmdb-js cursors and buffers,
- * V8's and Node's own) beside short-lived ones, so the freed pages between them stayed resident
- * and the process's resident memory rose under a mixed load while the memory in use did not
- * (docs/benchmarks.md, "2026-11-29, later: what glibc keeps"). `malloc_trim(0)` releases every
- * free page of every arena. It is called through koffi (a C foreign-function interface) on a
+ * V8's and Node's own) beside short-lived ones, so the freed pages between them stay resident:
+ * 51 MB at the end of a 13-minute soak (docs/benchmarks.md, "2026-11-29, later: what glibc
+ * keeps, and what lmdb-js never frees"). `malloc_trim(0)` releases every free page of every
+ * arena. It is called through koffi (a C foreign-function interface) on a
  * libuv pool thread, so the event loop never waits for it; where the C library has no
  * `malloc_trim` (musl, macOS), nothing is done.
  */
