@@ -70,11 +70,6 @@ export async function releaseShardEnv(shard: ShardEnv): Promise<void> {
   forgetStores(shard);
 }
 
-/** The databases of a shard: its root and its named databases. */
-function shardStores(shard: ShardEnv): [string, object][] {
-  return Object.entries(shard).filter(([key]) => key !== 'dir');
-}
-
 /** What lmdb-js keeps on a database's native handle (`db`, undeclared in its types). */
 export interface KeptCursor {
   db?: { availableCursor?: { close(): void } | null };
@@ -88,8 +83,9 @@ export interface KeptCursor {
  * arena (docs/architecture.md, "What a workspace costs").
  */
 function closeKeptCursors(shard: ShardEnv): void {
-  for (const [, store] of shardStores(shard)) {
-    const db = (store as KeptCursor).db;
+  // Its root and its named databases: every field but `dir`.
+  for (const [key, store] of Object.entries(shard)) {
+    const db = key === 'dir' ? undefined : (store as KeptCursor).db;
     const cursor = db?.availableCursor;
     if (db === undefined || cursor === undefined || cursor === null) continue;
     db.availableCursor = null;
@@ -111,9 +107,7 @@ function forgetStores(shard: ShardEnv): void {
   // (ShardDatabases's keys are those names). Looked up, not searched: a search of the whole map
   // at every close was a tenth of a read thread's time when reads spread over many workspaces.
   const name = basename(shard.dir, extname(shard.dir));
-  const databases = shardStores(shard)
-    .map(([key]) => key)
-    .filter((key) => key !== 'env');
+  const databases = Object.keys(shard).filter((key) => key !== 'dir' && key !== 'env');
   for (const key of [name, ...databases.map((db) => `${name}-${db}`)]) if (stores.get(key)?.env === native) stores.delete(key);
 }
 

@@ -6,9 +6,9 @@
  * V8's and Node's own) beside short-lived ones, so the freed pages between them stay resident:
  * 51 MB at the end of a 13-minute soak (docs/benchmarks.md, "2026-11-29, later: what glibc
  * keeps, and what lmdb-js never frees"). `malloc_trim(0)` releases every free page of every
- * arena. It is called through koffi (a C foreign-function interface) on a
- * libuv pool thread, so the event loop never waits for it; where the C library has no
- * `malloc_trim` (musl, macOS), nothing is done.
+ * arena. It is called through koffi (a C foreign-function interface) on a libuv pool thread, so
+ * the event loop never waits for it; where the C library has no `malloc_trim` (musl, macOS),
+ * nothing is done.
  */
 import koffi from 'koffi';
 
