@@ -11,6 +11,7 @@
  * nothing is done.
  */
 import koffi from 'koffi';
+import { everyInTurn } from '../core/every-in-turn.js';
 
 /** Calls `malloc_trim(0)` off the event loop; resolves to whether memory was released. */
 type Trim = () => Promise<boolean>;
@@ -34,19 +35,9 @@ export function allocatorTrim(): Trim | null {
   return loaded;
 }
 
-/**
- * Trims every `intervalMs` (none when 0 or without `malloc_trim`), one trim at a time; returns
- * the function that stops it and waits for a trim in progress.
- */
+/** Trims every `intervalMs` (none when 0 or without `malloc_trim`); returns the function that stops it. */
 export function trimAllocatorEvery(intervalMs: number, onError: (error: unknown) => void): () => Promise<void> {
   const trim = allocatorTrim();
-  if (intervalMs <= 0 || trim === null) return async () => {};
-  let running: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = running.then(() => trim().catch(onError));
-  }, intervalMs).unref();
-  return async () => {
-    clearInterval(timer);
-    await running;
-  };
+  if (trim === null) return async () => {};
+  return everyInTurn(() => trim().then(() => {}, onError), intervalMs, false);
 }

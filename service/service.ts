@@ -22,6 +22,7 @@ import type pg from 'pg';
 import { Authenticator } from '../api/gate/auth.js';
 import { ReadPool } from '../reads/read-pool.js';
 import { trimAllocatorEvery } from './allocator.js';
+import { everyInTurn } from '../core/every-in-turn.js';
 import { Freshness } from '../api/freshness.js';
 import { Guard } from '../api/gate/guard.js';
 import { Lookups } from '../api/gate/lookups.js';
@@ -311,13 +312,10 @@ async function startParts(
       if (!sweepStop.signal.aborted) log.error('blob sweep failed (tried again at the next one)', error);
     }
   };
-  let sweeping = sweep();
-  const sweepTimer = config.blobSweepMs > 0 ? setInterval(() => (sweeping = sweeping.then(sweep)), config.blobSweepMs).unref() : null;
-
-  made.push(async () => {
-    if (sweepTimer !== null) clearInterval(sweepTimer);
+  const stopSweeps = everyInTurn(sweep, config.blobSweepMs, true);
+  made.push(() => {
     sweepStop.abort();
-    await sweeping;
+    return stopSweeps();
   });
   if (config.oauthNotice !== null) log.info(config.oauthNotice);
   const oauth =
@@ -385,11 +383,17 @@ async function startParts(
   if (config.publicUrl === null) publicUrl = `http://${shownHost}:${server.port}`;
   if (!server.console) log.info('the console is not built (npm run build builds it): /console/ answers 404');
   // The change log is kept VFS_CHANGES_KEEP_SECONDS (every node trims it; trimming twice is harmless).
-  const trim = setInterval(
-    () => void trimChanges(db, config.keepChangesSeconds).catch((error: unknown) => log.error('trimming the change log failed', error)),
-    Math.max(60_000, config.keepChangesSeconds * 100),
-  ).unref();
-  made.push(async () => clearInterval(trim));
+  made.push(
+    everyInTurn(
+      () =>
+        trimChanges(db, config.keepChangesSeconds).then(
+          () => {},
+          (error: unknown) => log.error('trimming the change log failed', error),
+        ),
+      Math.max(60_000, config.keepChangesSeconds * 100),
+      false,
+    ),
+  );
   made.push(trimAllocatorEvery(config.mallocTrimMs, (error: unknown) => log.error('giving free memory back failed', error)));
   // OAuth rows past their use are deleted after VFS_OAUTH_RETENTION_SECONDS, at start and then
   // hourly, by every node (deleting twice is harmless), in bounded batches.
@@ -399,12 +403,7 @@ async function startParts(
       sweepOAuth(db, retention)
         .then((deleted) => void (deleted > 0 && log.info(`OAuth sweep: deleted ${deleted} rows`)))
         .catch((error: unknown) => log.error('sweeping OAuth rows failed (tried again at the next one)', error));
-    let sweepingOAuth = sweepOAuthRows();
-    const oauthSweep = setInterval(() => (sweepingOAuth = sweepingOAuth.then(sweepOAuthRows)), OAUTH_SWEEP_MS).unref();
-    made.push(async () => {
-      clearInterval(oauthSweep);
-      await sweepingOAuth;
-    });
+    made.push(everyInTurn(sweepOAuthRows, OAUTH_SWEEP_MS, true));
   }
   if (config.cluster !== null) {
     const id = await nodeId(config.dataDir, config.cluster.nodeId);
