@@ -86,7 +86,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
     const name = workspaceParam(ctx.params[0]);
     const deleted = await db.inAccount(accountId, (tx) => deleteWorkspace(tx, accountId, name));
     if (deleted === null) throw new VfsError('NO_SUCH_WORKSPACE', { name });
-    deps.auth.clear(); // its tokens are gone: none may be served from the cache
+    await deps.auth.revoked(); // its tokens are gone: none may be served from a cache
     await deps.workspaceDeleted(accountId, deleted.id, deleted.blobs);
     return { status: 204 };
   });
@@ -114,7 +114,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
     // SECURITY: a foreign token id is invisible under row level security, so it answers 404 like an unknown one.
     const found = CREDENTIAL_ID.test(id) && (await db.inAccount(accountId, (tx) => revokeToken(tx, id.toLowerCase())));
     if (!found) throw new VfsError('NO_SUCH_TOKEN', { id: id.slice(0, 100) });
-    deps.auth.clear();
+    await deps.auth.revoked();
     return { status: 204 };
   });
 
@@ -132,7 +132,7 @@ export function registerManagementRoutes(app: TemplatedApp, deps: ManagementDeps
     // SECURITY: a foreign grant is invisible under row level security, so it answers 404 like an unknown one.
     const found = CREDENTIAL_ID.test(id) && (await db.inAccount(accountId, (tx) => revokeGrant(tx, id.toLowerCase()))) !== null;
     if (!found) throw new VfsError('NO_SUCH_GRANT', { id: id.slice(0, 100) });
-    deps.auth.clear(); // its access tokens may be cached here; other nodes clear theirs at the NOTIFY
+    await deps.auth.revoked();
     return { status: 204 };
   });
 

@@ -215,6 +215,7 @@ function grantsFor(app: string): string {
     GRANT SELECT, INSERT, UPDATE, DELETE ON workspaces, files, tokens, ingest_jobs, blob_packs TO ${app};
     GRANT SELECT, INSERT ON audit_events TO ${app};
     GRANT USAGE ON SEQUENCE audit_events_id_seq, ingest_jobs_id_seq, file_generations TO ${app};
+    GRANT USAGE, SELECT ON SEQUENCE credential_drops TO ${app};
     GRANT SELECT, INSERT, UPDATE ON account_usage TO ${app};
     GRANT SELECT, INSERT ON workspace_changes TO ${app};
     GRANT SELECT, INSERT, UPDATE, DELETE ON nodes TO ${app};

@@ -18,6 +18,7 @@ import {
   revokeManagementKey,
   setAccountLimits,
   upsertPlan,
+  INVALIDATE_CHANNEL,
 } from '../db/accounts.js';
 import { Database, type DatabaseTargets, migrate } from '../db/database.js';
 import { EmbeddedCluster } from '../db/embedded-postgres.js';
@@ -27,7 +28,7 @@ import { requestShardRebuild } from '../db/shard-repair.js';
 import { BlobStore } from '../ingest/blob-store.js';
 import { openObjectStore } from '../storage/open-store.js';
 import { sweepBlobs } from '../ingest/uploads.js';
-import { listNodes } from '../db/nodes.js';
+import { DROP_WAIT_MS, dropCredentialsEverywhere, listNodes } from '../db/nodes.js';
 import { loadConfig } from './config.js';
 import { type DataDirLock, DataDirInUse, lockDataDir } from './data-lock.js';
 import { EMBEDDED_NAMES } from './service.js';
@@ -126,6 +127,12 @@ async function main(argv: string[]): Promise<number> {
         break;
       case 'revoke-key':
         if (!(await revokeManagementKey(db, arg!))) throw new Error(`no such key: ${arg}`);
+        {
+          // Cluster nodes drop the key from their caches before this command returns.
+          const behind = await dropCredentialsEverywhere(db, INVALIDATE_CHANNEL, '', config.cluster?.deadMs ?? 10_000);
+          if (behind.length > 0)
+            process.stderr.write(`nodes that did not confirm dropping cached credentials within ${DROP_WAIT_MS} ms: ${behind.join(', ')}\n`);
+        }
         process.stderr.write(`revoked ${arg}\n`);
         break;
       case 'list-keys':

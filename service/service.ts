@@ -56,6 +56,7 @@ import type { Config, IssuerSettings } from './config.js';
 import type { Logger } from './log.js';
 import { type DataDirLock, lockDataDir } from './data-lock.js';
 import { Membership, nodeId } from './membership.js';
+import { DROP_WAIT_MS, acknowledgeDrop, credentialDropNumber, dropCredentialsEverywhere, lastCredentialDrop } from '../db/nodes.js';
 import { WarmSet } from './warm-set.js';
 
 export type { Logger } from './log.js';
@@ -291,10 +292,26 @@ async function startParts(
       if (guard.notified(what)) return;
       if (what === 'limits') lookups.limitsChanged();
       else if (what === 'shards') ingest.checkShards();
-      else auth.clear();
+      else {
+        auth.clear();
+        const n = credentialDropNumber(what);
+        if (n !== null && membership !== null) {
+          void acknowledgeDrop(db, membership.id, n).catch((error: unknown) => log.error('recording a credential drop failed', error));
+        }
+      }
     },
     () => {
       auth.clear();
+      // Every drop asked before the number read is done once the cache is cleared after reading it.
+      const member = membership;
+      if (member !== null) {
+        void lastCredentialDrop(db)
+          .then((n) => {
+            auth.clear();
+            return acknowledgeDrop(db, member.id, n);
+          })
+          .catch((error: unknown) => log.error('recording a credential drop failed', error));
+      }
       lookups.limitsChanged();
       ingest.checkShards();
       void guard.notificationGap();
@@ -418,6 +435,17 @@ async function startParts(
       (message, error) => log.error(message, error),
     );
     await membership.start();
+    // A revocation answers once every live node has dropped its cached credentials. One that
+    // has not within DROP_WAIT_MS (its notification connection lost) drops them when it is back.
+    const deadMs = config.cluster.deadMs;
+    auth.othersDrop = async () => {
+      try {
+        const behind = await dropCredentialsEverywhere(db, INVALIDATE_CHANNEL, id, deadMs);
+        if (behind.length > 0) log.error(`revoked credentials: ${behind.join(', ')} did not confirm dropping their cached ones within ${DROP_WAIT_MS} ms`);
+      } catch (error) {
+        log.error('asking the other nodes to drop cached credentials failed (the revocation stands)', error);
+      }
+    };
     made.push(() => membership!.stop());
     const warm = new WarmSet({
       db,

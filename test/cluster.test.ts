@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { closeShardReader, openShardReader } from '../engine/index.js';
+import { DROP_WAIT_MS } from '../db/nodes.js';
 import { WARM_COPIES, warmNodes } from '../service/warm-set.js';
 import { type ClusterNode, ServiceCluster } from './helpers/cluster.js';
 import { formOf, pkce, postFields, postForm, visit } from './helpers/oauth.js';
@@ -488,6 +489,36 @@ describe('three nodes on one database and one object store', () => {
     const byToken = await cluster.api(b, 'GET', '/v1/workspaces/gone/grep?pattern=needle-7-x', undefined, token);
     expect([401, 404]).toContain(byToken.status);
     expect((await cluster.api(b, 'GET', '/v1/workspaces/gone/grep?pattern=needle-7-x')).status).toBe(404);
+  });
+
+  it('a token revoked through one node is refused by the others at the next request, 20 times in a row', { timeout: 120_000 }, async () => {
+    const nodes = [a, b, c];
+    for (let i = 0; i < 20; i++) {
+      const minted = await cluster.api(nodes[i % 3], 'POST', '/v1/workspaces/ws/tokens', JSON.stringify({}));
+      expect(minted.status).toBe(201);
+      const { id, token } = (await minted.json()) as { id: string; token: string };
+      // Each node caches the token with a read.
+      for (const node of nodes) expect((await cluster.api(node, 'GET', '/v1/workspaces/ws/ls', undefined, token)).status).toBe(200);
+      expect((await cluster.api(nodes[(i + 1) % 3], 'DELETE', `/v1/tokens/${id}`)).status).toBe(204);
+      for (const node of nodes)
+        expect([i, node.id, (await cluster.api(node, 'GET', '/v1/workspaces/ws/ls', undefined, token)).status]).toEqual([i, node.id, 401]);
+    }
+  });
+
+  it('a revocation waits at most DROP_WAIT_MS for a live node that does not confirm dropping its cache, and names it', async () => {
+    // The row of a live node that never listens (draining, so that no warm copy is given to it).
+    await cluster.asSuperuser((client) => client.query("INSERT INTO nodes (id, url, state) VALUES ('node-silent', NULL, 'draining')"));
+    try {
+      const minted = await cluster.api(a, 'POST', '/v1/workspaces/ws/tokens', JSON.stringify({}));
+      const { id, token } = (await minted.json()) as { id: string; token: string };
+      const started = Date.now();
+      expect((await cluster.api(a, 'DELETE', `/v1/tokens/${id}`)).status).toBe(204);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(DROP_WAIT_MS);
+      expect(a.process?.stderr()).toContain(`node-silent did not confirm dropping their cached ones within ${DROP_WAIT_MS} ms`);
+      for (const node of [b, c]) expect((await cluster.api(node, 'GET', '/v1/workspaces/ws/ls', undefined, token)).status).toBe(401);
+    } finally {
+      await cluster.asSuperuser((client) => client.query("DELETE FROM nodes WHERE id = 'node-silent'"));
+    }
   });
 
   describe('OAuth across nodes', () => {

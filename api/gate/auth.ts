@@ -106,10 +106,23 @@ export class Authenticator {
     return principal === undefined || expired(principal) ? undefined : principal;
   }
 
-  /** Forgets every cached credential (after any revocation, or a lost notification channel). */
+  /** Forgets every cached credential (a notification from another process, or a lost channel). */
   clear(): void {
     this.cache.clear();
   }
+
+  /**
+   * After a commit that revoked credentials: forgets them here, then waits for the other nodes
+   * (`othersDrop`, set in cluster mode) to forget theirs, so the revocation holds everywhere
+   * from the next request.
+   */
+  async revoked(): Promise<void> {
+    this.clear();
+    await this.othersDrop?.();
+  }
+
+  /** What `revoked` waits for besides this process's cache. */
+  othersDrop: (() => Promise<void>) | null = null;
 
   /**
    * SECURITY: a JWT is verified only on a workspace's MCP endpoint, against that endpoint's URL as

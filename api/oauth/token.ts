@@ -99,7 +99,7 @@ export async function serveRevocation(ctx: RequestContext, address: string, body
         });
       }
     }
-    if (revoked) deps.auth.clear();
+    if (revoked) await deps.auth.revoked();
     send(ctx, 200, null, '', NO_STORE);
   } catch (error) {
     sendOAuthError(ctx, error, deps.log);
@@ -184,15 +184,14 @@ async function issueForGrant(deps: OAuthDeps, taken: Taken, refuse: (grant: Live
     if (grant === null || grant === 'revoked') return invalidGrant('the access was revoked');
     return refuse(grant) ?? issueTokens(tx, taken.accountId, grant, deps.options.accessTtlSeconds, deps.options.refreshTtlSeconds);
   });
-  // The other nodes drop their cached credentials at the commit (NOTIFY); this one now.
-  if (revokedNow) deps.auth.clear();
+  if (revokedNow) await deps.auth.revoked();
   if (outcome instanceof VfsError) throw outcome;
   return outcome;
 }
 
-/** Revokes a grant and its tokens, effective at once here and (by NOTIFY) on every node. */
+/** Revokes a grant and its tokens, effective from the next request on every node. */
 async function revokeAll(deps: OAuthDeps, accountId: string, grantId: string): Promise<void> {
-  if ((await deps.db.inAccount(accountId, (tx) => revokeGrant(tx, grantId))) === 'revoked') deps.auth.clear();
+  if ((await deps.db.inAccount(accountId, (tx) => revokeGrant(tx, grantId))) === 'revoked') await deps.auth.revoked();
 }
 
 function invalidGrant(reason: string): VfsError {
