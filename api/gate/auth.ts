@@ -62,6 +62,8 @@ export interface JwtVerifier {
 /** Verifies bearer credentials, with a bounded cache. */
 export class Authenticator {
   private readonly cache: TtlCache<Principal>;
+  /** What `revoked` waits for besides this process's cache: the other nodes, in cluster mode. */
+  othersDrop: (() => Promise<void>) | null = null;
 
   /** `issuer`: the company's OpenID provider whose JWTs the MCP endpoint takes (VFS_OAUTH_ISSUER); null: none. */
   constructor(
@@ -120,9 +122,6 @@ export class Authenticator {
     this.clear();
     await this.othersDrop?.();
   }
-
-  /** What `revoked` waits for besides this process's cache. */
-  othersDrop: (() => Promise<void>) | null = null;
 
   /**
    * SECURITY: a JWT is verified only on a workspace's MCP endpoint, against that endpoint's URL as
