@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { LineMatcher } from '../engine/line-matcher.js';
-import { compilePattern, type PatternOptions } from '../engine/regex/pattern.js';
+import { analyzePattern, compilePattern, type PatternOptions } from '../engine/regex/pattern.js';
 import { lineStarts, re2LineMatches } from './helpers/line-starts.js';
+import { patterns, texts } from './helpers/regex-arbitraries.js';
 
 type LineMatcherOptions = PatternOptions;
 
@@ -45,8 +46,8 @@ describe('the line rule', () => {
 });
 
 /** The lines a matcher reports; with `rebind`, the scan moves to a fresh copy of the text at every hit. */
-function matcherLines(m: LineMatcher, text: string, rebind = false): number[] {
-  let buf = Buffer.from(text);
+function matcherLines(m: LineMatcher, text: string, rebind = false, encoding: BufferEncoding = 'utf8'): number[] {
+  let buf = Buffer.from(text, encoding);
   const starts = lineStarts(buf);
   const out: number[] = [];
   m.begin(buf, starts);
@@ -83,7 +84,8 @@ describe('LineMatcher paths', () => {
     ['static int \\w+_probe\\(struct platform_device', {}, true],
     ['\\w+_probe\\(', {}, true],
     ['(foo|bar)_\\d+', {}, true],
-    ['x?abc\\s+\\w+', {}, true],
+    ['\\bx?abc\\s+\\w+', {}, true],
+    ['x?abc\\s+\\w+', {}, false], // cut to abc[^\n\S]+[\w] (edge-trim.ts): RE2 skips to its literal prefix itself
     ['^\\s*foo_\\w+', {}, true],
     ['EXPORT_SYMBOL\\(\\w+\\)', {}, false], // RE2 skips to its literal prefix itself
     ['foo|bar', {}, false], // literal alternatives
@@ -130,12 +132,12 @@ const PATTERNS: string[] = [
   '^\\s*foo_\\w+',
   '\\w+_end$',
   '\\bfoo_bar\\b',
-  'x?abc\\d',
-  'x?abc\\s+\\w+', // may match `\n`: the exec path
+  '\\bx?abc\\d',
+  '\\bx?abc\\s+\\w+',
   '[a-z]+ = bar_\\d+;$',
   '(foo|bar)_\\s*$',
-  '[^ ]*日本\\w*語',
-  '\\w*_probe\\(\\s*',
+  '\\b[^ ]*日本\\w*語',
+  '\\b\\w*_probe\\(\\s*',
 ];
 
 describe('LineMatcher with required literals reports the lines RE2 matches one by one', () => {
@@ -328,5 +330,37 @@ describe('LineMatcher on dense lines reports the lines RE2 matches one by one', 
 
   it('holds for random texts', () => {
     agreesOnRandomTexts(['a', 'b', 'x', 'abc', ' ', '\t', '\r', '\n', '\n', '\n', 'é'], DENSE_PATTERNS, 300);
+  });
+});
+
+describe('a pattern cut at its edges (engine/regex/edge-trim.ts) matches the lines the pattern as written matches', () => {
+  it('on generated patterns and texts, with and without -i', () => {
+    let cut = 0;
+    fc.assert(
+      fc.property(patterns, fc.boolean(), fc.array(texts, { minLength: 1, maxLength: 4 }), (pattern, ci, bodies) => {
+        let m: LineMatcher;
+        try {
+          m = matcher(pattern, { caseInsensitive: ci });
+        } catch {
+          return; // RE2 refuses it, or it names the line break: no search
+        }
+        if (analyzePattern(pattern, { caseInsensitive: ci }).re2Source.length < pattern.length) cut++;
+        for (const text of bodies) expect(matcherLines(m, text.toString('latin1'), false, 'latin1')).toEqual(re2LineMatches(pattern, ci ? 'mi' : 'm', text));
+      }),
+      { numRuns: 1000 },
+    );
+    // Most generated patterns have a repetition at an edge.
+    expect(cut).toBeGreaterThan(100);
+  });
+
+  it('cuts only at the edges', () => {
+    const cutTo = (pattern: string) => analyzePattern(pattern).re2Source;
+    expect(cutTo('\\S+\\s+\\S+')).toBe('[\\S][^\\n\\S]+[\\S]');
+    expect(cutTo('(?:ab+)+c{2,4}')).toBe('ab+c{2}');
+    expect(cutTo('x(?:a|b*)')).toBe('x');
+    expect(cutTo('\\bfoo+\\b')).toBe('\\bfoo+\\b');
+    expect(cutTo('a*')).toBe('(?:)');
+    // Multiline mode reports every line a match spans: nothing is cut.
+    expect(analyzePattern('a\\s+b+', { multiline: true }).re2Source).toBe('a\\s+b+');
   });
 });

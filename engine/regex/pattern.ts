@@ -6,7 +6,9 @@
  * RE2 compiles the rewritten tree, printed (print.ts), whenever the rule changed it. The facts
  * that steer the line matcher's paths (literal alternatives, literal prefix, can-match-newline,
  * reads-text-edges) describe the tree RE2 runs; the trigram query and the required literals are
- * computed from the tree as written, which holds every match of the rewritten one.
+ * computed from the tree as written, which matches in every line the rewritten one matches in.
+ * Where no match can meet `\n`, the rewritten tree's edges are also trimmed (edge-trim.ts): its
+ * matches are shorter, in the same lines.
  */
 
 import RE2 from 're2';
@@ -14,6 +16,7 @@ import { invalidParameter } from '../../core/errors.js';
 import { Budget, GiveUp } from './budget.js';
 import { utf8 } from './bytes.js';
 import { type ByteRegex, compileByteRegex } from './byte-regex.js';
+import { trimEdges } from './edge-trim.js';
 import { applyLineRule, canMatchNewline, LineBreakInPattern, readsTextEdges } from './line-rule.js';
 import { lower } from './lowered.js';
 import { printRegex } from './print.js';
@@ -104,7 +107,7 @@ export function analyzePattern(pattern: string, options: PatternOptions = {}): P
   let searched = tree; // the tree RE2 runs
   if (!multiline) {
     try {
-      searched = applyLineRule(tree);
+      searched = lineTree(tree);
     } catch (error) {
       if (error instanceof LineBreakInPattern) throw invalidParameter('pattern', error.message);
       throw error;
@@ -162,11 +165,21 @@ export function compilePattern(pattern: string, options: PatternOptions = {}): C
   const byteRegexOnce = (): ByteRegex | null => {
     if (byteRegex === undefined) {
       const tree = facts.tree;
-      byteRegex = tree === null || facts.multiline || facts.canMatchNewline ? null : compileByteRegex(applyLineRule(tree), facts.caseInsensitive);
+      byteRegex = tree === null || facts.multiline || facts.canMatchNewline ? null : compileByteRegex(lineTree(tree), facts.caseInsensitive);
     }
     return byteRegex;
   };
   return { facts, regex: same ? checked : new RE2(facts.re2Source, facts.re2Flags), byteRegex: byteRegexOnce };
+}
+
+/**
+ * The tree as the line matcher runs it outside multiline mode: the line rule applied, and then,
+ * where no match can meet `\n`, the edges trimmed (edge-trim.ts), since only which lines hold a
+ * match counts. Throws LineBreakInPattern.
+ */
+function lineTree(tree: Regex): Regex {
+  const lines = applyLineRule(tree);
+  return canMatchNewline(lines, false) ? lines : trimEdges(lines);
 }
 
 /**

@@ -1,0 +1,59 @@
+/**
+ * A pattern cut to what decides whether a line holds a match. grep reports lines, never where a
+ * match starts or ends, so outside multiline mode the line matcher only asks whether a line holds
+ * one; a repetition at either edge of the pattern can then keep only its fewest repeats:
+ * `\S+\s+\S+` finds the lines `\S\s+\S` finds, `\w{20,}` those of `\w{20}`, `\s*foo` those of `foo`.
+ *
+ * Why it holds, for a pattern `X{n,m} R` (the right edge is the mirror image): a match of it is
+ * k ≥ n matches of X and then one of R, and the last n of those k with the match of R are a match
+ * of `X{n} R` in the same line; the converse is immediate. An assertion (`^ $ \b`) reads the
+ * characters beside it, which are the same text in both, so the argument holds with assertions
+ * anywhere; only an assertion at the edge itself stops the cut, as a literal or class does. An
+ * alternation at the edge is cut branch by branch, and when one branch can be cut to nothing the
+ * whole alternation can: a match of `(A|B) R` ends with a match of R.
+ *
+ * The shorter form is cheaper for both engines: RE2 stops a hit earlier (node-re2's `test` finds
+ * the whole leftmost match, forward and back), and V8 no longer backtracks through `\S+` at every
+ * start (docs/benchmarks.md, "Edges of a pattern").
+ */
+
+import type { Regex } from './syntax.js';
+
+const EMPTY: Regex = { k: 'empty' };
+
+type Side = 'left' | 'right';
+
+/** `node` with the repetitions at both of its edges cut to their fewest repeats (see the module comment). */
+export function trimEdges(node: Regex): Regex {
+  return trim(trim(node, 'left'), 'right');
+}
+
+/** `node` cut at one edge; the node itself when nothing there repeats. */
+function trim(node: Regex, side: Side): Regex {
+  switch (node.k) {
+    case 'rep':
+      if (node.min === 0) return EMPTY;
+      // One repeat left: its own edge is the pattern's edge.
+      if (node.min === 1) return trim(node.sub, side);
+      return node.max === node.min ? node : { ...node, max: node.min };
+    case 'alt': {
+      const subs = node.subs.map((sub) => trim(sub, side));
+      if (subs.some((sub) => sub.k === 'empty')) return EMPTY;
+      return subs.every((sub, i) => sub === node.subs[i]) ? node : { k: 'alt', subs };
+    }
+    case 'cat': {
+      const subs = side === 'left' ? node.subs : [...node.subs].reverse();
+      for (let i = 0; i < subs.length; i++) {
+        const cut = trim(subs[i], side);
+        if (cut.k === 'empty') continue;
+        if (i === 0 && cut === subs[0]) return node;
+        const rest = [cut, ...subs.slice(i + 1)];
+        if (side === 'right') rest.reverse();
+        return rest.length === 1 ? rest[0] : { k: 'cat', subs: rest };
+      }
+      return EMPTY;
+    }
+    default:
+      return node;
+  }
+}
