@@ -30,9 +30,9 @@
  *    cannot narrow (`\C`, any byte) takes `exec()`: a hit that runs past its line's end is
  *    checked again on that line alone. When the caller allows it (`useV8`, which
  *    engine/guarded-scan.ts turns on under a time limit), V8 takes RE2's place here: the
- *    pattern's byte form (engine/regex/byte-regex.ts) over the text copied into a Latin-1
- *    string (`view`), for texts of valid UTF-8 up to MAX_V8_TEXT_BYTES, and, when the pattern
- *    has `^` or `$`, without `\r`.
+ *    pattern's byte form (engine/regex/byte-regex.ts) over the text copied into Latin-1
+ *    strings (`view`) of whole lines, a piece of at most PIECE_BYTES at a time, for texts of
+ *    valid UTF-8 up to MAX_V8_TEXT_BYTES, and, when the pattern has `^` or `$`, without `\r`.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
  * touches is a matching line, as `rg -U` prints them.
@@ -55,6 +55,13 @@ import { FoldedRunFinder, RegExpFinder, StringFinder, type Finder } from './stri
  * is searched (and a string holds at most `constants.MAX_STRING_LENGTH` units).
  */
 const MAX_V8_TEXT_BYTES = Math.min(64 << 20, constants.MAX_STRING_LENGTH);
+/**
+ * The most text V8 reads as one string, unless one line is longer. A string of more than V8's
+ * largest regular object (128 KiB) goes to its large-object space, fresh pages each time: copying
+ * 1 MB that way costs about 6 ns a byte, against 0.1 in pieces of 64 KB (docs/benchmarks.md,
+ * "Edges of a pattern, and V8's text in pieces").
+ */
+const PIECE_BYTES = 64 << 10;
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 
@@ -95,8 +102,13 @@ export class LineMatcher {
   private readonly byteRegex: (() => ByteRegex | null) | null;
   /** See `useV8`. */
   private v8 = false;
-  /** The current text read as Latin-1 while V8 searches it (path 3), and the regex; else null. */
+  /**
+   * While V8 searches the current text (path 3): the piece of it read as Latin-1, and where that
+   * piece starts and ends in the text (a line start, and a line start or the text's end); else null.
+   */
   private view: string | null = null;
+  private viewStart = 0;
+  private viewEnd = 0;
   private v8Regex: RegExp | null = null;
   private readonly multiline: boolean;
   /** True for a pattern of literal alternatives (path 1): `finder` finds its matches. */
@@ -153,8 +165,9 @@ export class LineMatcher {
     this.finder?.begin(text);
     const v8 = this.v8 ? this.byteForm() : null;
     const byV8 = v8 !== null && this.end > 0 && this.end <= MAX_V8_TEXT_BYTES && !(v8.anchors && text.includes(CARRIAGE_RETURN)) && isUtf8(text);
-    this.view = byV8 ? text.toString('latin1') : null;
+    this.view = null;
     this.v8Regex = byV8 ? v8.regex : null;
+    if (byV8) this.readPiece(0);
   }
 
   /** True when path 3 may take V8 (the pattern has a form for it, engine/regex/byte-regex.ts). */
@@ -189,7 +202,7 @@ export class LineMatcher {
   next(): boolean {
     if (this.multiline) return this.nextMultiline();
     if (this.finder === null) {
-      if (this.view !== null) return this.searchV8(this.v8Regex!, this.view);
+      if (this.view !== null) return this.searchV8(this.v8Regex!);
       // RUN_STREAK hits in a row on consecutive lines: the lines are dense, take the next as a run.
       if (this.streak >= RUN_STREAK && this.runsSource !== null && this.nextRun()) return true;
       return this.search(0, this.end);
@@ -279,18 +292,44 @@ export class LineMatcher {
     return lineIndexAt(this.starts, b);
   }
 
-  /** Path 3 by V8 over `view`, the text read as Latin-1 (see the module comment). */
-  private searchV8(re: RegExp, view: string): boolean {
+  /** Path 3 by V8, piece by piece of the text (see the module comment). */
+  private searchV8(re: RegExp): boolean {
     const len = this.end;
-    if (this.pos < len) {
-      re.lastIndex = this.pos;
-      if (re.test(view)) {
-        const line = this.lineOfHit(re.lastIndex);
-        if (line !== -1) return this.hit(line, len);
+    while (this.pos < len) {
+      if (this.pos >= this.viewEnd) this.readPiece(this.pos);
+      re.lastIndex = this.pos - this.viewStart;
+      if (!re.test(this.view!)) {
+        this.pos = this.viewEnd;
+        continue;
       }
+      const e = re.lastIndex + this.viewStart;
+      // A piece ends after a `\n`, and no hit holds one: a hit at its very end is an empty one
+      // at the next line's start, which the next piece reads with that line.
+      if (e === this.viewEnd && e < len) {
+        this.pos = e;
+        continue;
+      }
+      const line = this.lineOfHit(e);
+      if (line === -1) break;
+      return this.hit(line, len);
     }
     this.pos = len;
     return false;
+  }
+
+  /** Reads as `view` the whole lines from `from` (a line start) on, PIECE_BYTES of them or one longer line. */
+  private readPiece(from: number): void {
+    const text = this.text;
+    const len = this.end;
+    let to = len;
+    if (from + PIECE_BYTES < len) {
+      const nl = text.lastIndexOf(NEWLINE, from + PIECE_BYTES - 1);
+      const longLine = nl < from ? text.indexOf(NEWLINE, from + PIECE_BYTES) : nl;
+      to = longLine === -1 ? len : longLine + 1;
+    }
+    this.view = text.toString('latin1', from, to);
+    this.viewStart = from;
+    this.viewEnd = to;
   }
 
   /** Path 1: the line of the leftmost occurrence of any literal alternative is the next hit. */

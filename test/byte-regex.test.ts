@@ -75,6 +75,26 @@ describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines 
     expect(matcherLines(anchored, Buffer.from('a;\r\nb;\n'))).toEqual({ lines: [1], v8: false });
   });
 
+  it('reads a long text in pieces of whole lines, and a hit at the edge of a piece counts on its own line', () => {
+    // Lines of words, spaces and nothing, 400 KB in all with a line of 100 KB among them: pieces
+    // of 64 KB end before empty and non-empty lines alike, and one piece is that long line.
+    const words = ['int', 'x;', '\tfoo(bar);', '', '', '  ', 'a b', 'é σ', '}'];
+    const lines: string[] = [];
+    let seed = 7;
+    for (let size = 0; size < 400_000; ) {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      const line = lines.length === 2000 ? 'w '.repeat(50_000) : words[seed % words.length];
+      lines.push(line);
+      size += line.length + 1;
+    }
+    const text = Buffer.from(lines.join('\n'));
+    for (const pattern of ['^$', '^', '$', '\\b', '\\B', '^\\s*$', '\\S+\\s+\\S+', 'x*', '\\w$', '^\\W']) {
+      const found = matcherLines(new LineMatcher(compilePattern(pattern)), text);
+      expect(found.v8).toBe(true);
+      expect(found.lines, pattern).toEqual(re2Lines(pattern, false, text));
+    }
+  });
+
   it("leaves to RE2 what V8's form does not express", () => {
     expect(compilePattern('a\\Cb').byteRegex()).toBeNull(); // any byte
     expect(compilePattern('(?s)a.b', { multiline: true }).byteRegex()).toBeNull(); // matches may span lines
