@@ -14,8 +14,8 @@
  * batch stopped, or merely slower than RE2's pace, is a miss, and after MAX_MISSES RE2 takes the
  * rest: the first megabyte is not always like the others. A search so costs at most about a
  * trial and two batches more than RE2 alone. A search of less than MIN_BYTES takes RE2 alone:
- * the trial and the limit's timer would cost more than they could save. All of this only with
- * `VFS_GREP_V8=on` (`setV8Scans`): over HTTP it has not yet been measured faster.
+ * the trial and the limit's timer would cost more than they could save. `VFS_GREP_V8=off`
+ * (`setV8Scans`) leaves every search to RE2.
  */
 
 import { createContext, Script } from 'node:vm';
@@ -43,7 +43,7 @@ const MIN_BYTES = 4 * TRIAL_BYTES;
 const ASSUMED_RE2_SPEED = 50;
 
 /**
- * `on` (`VFS_GREP_V8=on`): grep tries V8 as the module comment says; `off`, the default: RE2 alone;
+ * `on` (`VFS_GREP_V8=on`, the default): grep tries V8 as the module comment says; `off`: RE2 alone;
  * `always`: every search takes V8 from its first document, whatever its size, without a trial
  * (for the tests, which search small corpora).
  */

@@ -40,7 +40,7 @@ const schema = z
     VFS_READ_THREADS: positiveInt.max(64).default(2),
     VFS_OPEN_SHARDS: positiveInt.max(100_000).default(DEFAULT_OPEN_SHARDS),
     VFS_GREP_TIMEOUT_SECONDS: z.coerce.number().min(1).max(600).default(30),
-    VFS_GREP_V8: z.enum(['on', 'off']).default('off'),
+    VFS_GREP_V8: z.enum(['on', 'off']).default('on'),
     VFS_GREP_SPLIT_MIN_BYTES: z.coerce
       .number()
       .int()
