@@ -10,10 +10,12 @@
  * pattern like `(a+)+$`, or `\S+\s+\S+` on a long line without a space, would take it
  * exponential or quadratic time. When the trial's limit is reached, RE2 searches the document in
  * progress and everything after it. Past the trial a batch may take LIMIT_FACTOR times RE2's time
- * for its bytes; one stopped there leaves its document to RE2 and V8 goes on after it, but a
- * batch stopped, or merely slower than RE2's pace, is a miss, and after MAX_MISSES RE2 takes the
- * rest: the first megabyte is not always like the others. A search so costs at most about a
- * trial and two batches more than RE2 alone. A search of less than MIN_BYTES takes RE2 alone:
+ * for its bytes; one stopped there leaves its document to RE2 and V8 goes on after it. V8 keeps
+ * an account against RE2's pace: each batch adds what RE2 would have taken for its bytes and
+ * takes off what V8 took, and once V8 is more than one batch of RE2's time behind, RE2 takes the
+ * rest: the first megabyte is not always like the others, but one slow batch (a collection of the
+ * heap landing in it) does not undo a lead. A search so costs at most about a trial and two
+ * batches more than RE2 alone. A search of less than MIN_BYTES takes RE2 alone:
  * the trial and the limit's timer would cost more than they could save. `VFS_GREP_V8=off`
  * (`setV8Scans`) leaves every search to RE2.
  */
@@ -29,8 +31,6 @@ const BATCH_BYTES = 2 << 20;
 const TRIAL_MARGIN = 1.1;
 /** Past the trial, a V8 batch may take this many times RE2's time for its bytes, plus FIXED_MS. */
 const LIMIT_FACTOR = 2;
-/** V8 batches that missed RE2's pace (see `run`) after which RE2 takes the rest of a search. */
-const MAX_MISSES = 2;
 const FIXED_MS = 2;
 
 /** The smallest search that tries V8. */
@@ -89,8 +89,8 @@ export class GuardedScan {
   private mode: Mode;
   /** Nanoseconds a byte RE2 took in its trial batch. */
   private re2Speed = 0;
-  /** V8 batches past the trial that were slower than RE2's pace or stopped at their limit. */
-  private misses = 0;
+  /** Milliseconds V8's batches past the trial are ahead of RE2's pace (behind when negative). */
+  private lead = 0;
 
   constructor(
     private readonly matcher: LineMatcher,
@@ -167,16 +167,15 @@ export class GuardedScan {
       this.mode = finished && ms < re2Ms ? 'v8' : 're2';
       return next;
     }
-    // Each batch past the trial must beat RE2's pace too: a batch slower than it counts as a
-    // miss, one stopped at its limit as well (RE2 then searches the document it was in, and V8
-    // goes on after it). MAX_MISSES of them and RE2 takes the rest.
-    if (!finished || ms > re2Ms) this.misses++;
+    // Past the trial V8 must keep RE2's pace on the whole (see the module comment). A batch
+    // stopped at its limit leaves its document to RE2, and V8 goes on after it.
+    this.lead += re2Ms - ms;
     if (!finished && next < end) {
       keep(next, find(next));
       scanCounts.re2++;
       next++;
     }
-    if (this.misses >= MAX_MISSES) this.mode = 're2';
+    if (this.lead < -re2Ms) this.mode = 're2';
     return next;
   }
 
