@@ -55,9 +55,19 @@ export function splitPays(request: GrepRequest): boolean {
  * holding fewer than `minBytes` text bytes are searched by the lead alone.
  */
 export function splitGrep(runTask: RunTask, shardDir: string, request: GrepRequest, sink: ChunkSink, count: number, minBytes: number): ReadCall {
-  const split: Splitter = { runTask, shardDir, request, settings: grepWithDefaults(request), count, minBytes };
-  return split.settings.outputMode === 'content' ? parallelContent(split, sink) : parallelCounts(split, sink);
+  const settings = grepWithDefaults(request);
+  const content = settings.outputMode === 'content';
+  const split: Splitter = { runTask, shardDir, request, settings, count: content ? count * RANGES_PER_THREAD : count, minBytes };
+  return content ? parallelContent(split, sink) : parallelCounts(split, sink);
 }
+
+/**
+ * Path ranges of a content grep per thread. The ranges queue in path order and each thread takes
+ * the next one as it ends one, so a range that must wait for the ones before it to be written
+ * waits for about one range's output, not for half of the whole (which, past HELD_BYTES, stops
+ * its thread): both threads keep searching through an output of hundreds of MB.
+ */
+const RANGES_PER_THREAD = 4;
 
 /** Put between two content shares' output when context lines are on. */
 const SEPARATOR = Buffer.from('--\n');
