@@ -51,8 +51,9 @@ export function splitPays(request: GrepRequest): boolean {
 }
 
 /**
- * Runs a grep split into at most `count` shares, each a task started by `runTask`; candidates
- * holding fewer than `minBytes` text bytes are searched by the lead alone.
+ * Runs a grep split into at most `count` shares (content: RANGES_PER_THREAD times as many path
+ * ranges), each a task started by `runTask`; candidates holding fewer than `minBytes` text bytes
+ * are searched by the lead alone.
  */
 export function splitGrep(runTask: RunTask, shardDir: string, request: GrepRequest, sink: ChunkSink, count: number, minBytes: number): ReadCall {
   const settings = grepWithDefaults(request);

@@ -43,8 +43,9 @@ describe('ReadPool.close', () => {
 });
 
 describe('a content grep split across the read threads', () => {
-  // Two path ranges of about 0.8 MB of text each: every line matches `.`, so each range prints
-  // far more than the four unwritten chunks a thread may have in flight.
+  // 1.6 MB of text in 40 files, split into eight path ranges of five files (four a thread,
+  // balanced by text bytes): every line matches `.`, so each range prints more than the four
+  // unwritten chunks a thread may have in flight.
   const docs = Array.from({ length: 40 }, (_, i) => ({
     path: `/d/f${String(i).padStart(2, '0')}.txt`,
     text: Array.from({ length: 800 }, (_, j) => `line ${j} of file ${i}: ${'x'.repeat(j % 60)}`).join('\n'),
@@ -108,14 +109,14 @@ describe('a content grep split across the read threads', () => {
   });
 
   it("cancelled while the second range's held chunks wait to be written, it holds nothing afterwards", async () => {
-    // Nothing is written until the second range is held beyond its window; then the first
-    // range's chunks are, and from the second range's first one (f20 starts it: the ranges
-    // are balanced by text bytes) nothing is again.
+    // Nothing is written until the ranges after the first are held beyond a window; then the
+    // first range's chunks are, and from the second range's first one (f05 starts it) nothing
+    // is again.
     let first = true;
     let second = false;
     const r = await splitRun(
       (data) => {
-        second ||= Buffer.from(data).includes('/d/f20.txt:');
+        second ||= Buffer.from(data).includes('/d/f05.txt:');
         return first || second;
       },
       async (call, writeHeld) => {
