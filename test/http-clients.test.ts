@@ -209,9 +209,13 @@ describe('load tools as their users run them', () => {
       { timeout: 60_000 },
       async () => {
         for (const [tool, url] of Object.entries(reads())) {
-          const result = await autocannon({ url, headers: { authorization: `Bearer ${t.key}` }, connections: 8, pipelining, duration: 1.5, timeout: 10 });
+          const connections = 8;
+          const result = await autocannon({ url, headers: { authorization: `Bearer ${t.key}` }, connections, pipelining, duration: 1.5, timeout: 10 });
           expect({ tool, non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts }).toEqual({ tool, non2xx: 0, errors: 0, timeouts: 0 });
-          expect(result['2xx'], tool).toBeGreaterThan(100);
+          // Answers kept coming: a server that drops pipelined requests answers none, or at most
+          // the first on each connection. Not a rate (a quiet machine answers 1,300-1,500 greps
+          // here, one loaded by the rest of the suite has answered 58): that is the benchmarks' job.
+          expect(result['2xx'], tool).toBeGreaterThan(connections);
         }
       },
     );
