@@ -28,6 +28,8 @@ export interface CatRequest {
 }
 
 const TAB = 0x09;
+/** cat's lines carry no prefix. */
+const NO_PREFIX = new Uint8Array(0);
 
 /** Lines printed when `limit` is not given. */
 export const DEFAULT_CAT_LIMIT = 2000;
@@ -80,7 +82,7 @@ export function* cat(reader: ShardSource, request: CatRequest): Generator<Buffer
         runEnd++;
       }
       if (runEnd > line) {
-        out.writeNumberedLines(text, starts, line - 1, runEnd - line, width, TAB);
+        out.writeLines(text, starts, line - 1, runEnd - line, NO_PREFIX, width === 0 ? -1 : width, TAB);
         line = runEnd;
         continue;
       }

@@ -47,7 +47,7 @@ import { compilePattern, patternQuery, type PatternFacts } from './regex/pattern
 import type { DocMeta } from './shard-format.js';
 import type { ShardSource } from './shard-reader.js';
 import type { ShardSnapshot } from './shard-snapshot.js';
-import { ChunkedOutput, comparePaths, formatLine, HEARTBEAT, MAX_LINE_CHARS, requestDirPath, type ToolSummary } from './tool-output.js';
+import { CHUNK_BYTES, ChunkedOutput, comparePaths, formatLine, HEARTBEAT, MAX_LINE_CHARS, requestDirPath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
 /** What grep prints. */
@@ -520,36 +520,59 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
     let pathFor = -1;
     let matchPrefix: Buffer = Buffer.alloc(0);
     let contextPrefix: Buffer = Buffer.alloc(0);
-    const emit = (line: number, isMatch: boolean): void => {
+    // Prints lines `first` to `last` of the document, after `offset` skipped and up to
+    // `head_limit`: runs of lines that need no cut are copied in one piece each.
+    const emit = (first: number, last: number, isMatch: boolean): void => {
       if (cut) return;
       if (skip > 0) {
-        skip--;
-        return;
+        const skipped = Math.min(skip, last - first + 1);
+        skip -= skipped;
+        first += skipped;
+        if (first > last) return;
       }
       if (emitted >= p.headLimit) {
         cut = true;
         return;
       }
-      if (separators && lastDoc !== -1 && (lastDoc !== meta.id || lastLine !== line - 1)) out.write('--\n');
-      const start = starts[line];
-      const end = lineEndOf(text, starts, line);
-      if (end - start <= MAX_LINE_CHARS) {
-        // No more bytes than the character limit, so no cut: copy the bytes, decode nothing (as cat does).
-        if (pathFor !== meta.id) {
-          pathFor = meta.id;
-          matchPrefix = Buffer.from(`${meta.path}:`);
-          contextPrefix = Buffer.from(`${meta.path}-`);
-        }
-        out.writeLine(isMatch ? matchPrefix : contextPrefix, p.lineNumbers ? line + 1 : -1, 0, isMatch ? COLON : DASH, text, start, end);
-      } else {
-        const sep = isMatch ? ':' : '-';
-        const head = p.lineNumbers ? `${meta.path}${sep}${line + 1}${sep}` : `${meta.path}${sep}`;
-        out.write(`${head}${formatLine(text, start, end)}\n`);
+      if (last - first + 1 > p.headLimit - emitted) {
+        last = first + p.headLimit - emitted - 1;
+        cut = true; // more lines follow
       }
-      emitted++;
-      if (isMatch) matchesShown++;
+      if (separators && lastDoc !== -1 && (lastDoc !== meta.id || lastLine !== first - 1)) out.write('--\n');
+      if (pathFor !== meta.id) {
+        pathFor = meta.id;
+        matchPrefix = Buffer.from(`${meta.path}:`);
+        contextPrefix = Buffer.from(`${meta.path}-`);
+      }
+      const prefix = isMatch ? matchPrefix : contextPrefix;
+      const sep = isMatch ? COLON : DASH;
+      const width = p.lineNumbers ? 0 : -1;
+      const lineCost = prefix.length + 12;
+      let line = first;
+      while (line <= last) {
+        let runEnd = line;
+        let runBytes = 0;
+        while (runEnd <= last && runBytes < CHUNK_BYTES / 2) {
+          const bytes = lineEndOf(text, starts, runEnd) - starts[runEnd];
+          // No more bytes than the character limit, so no cut: copy the bytes, decode nothing (as cat does).
+          if (bytes > MAX_LINE_CHARS) break;
+          runBytes += lineCost + bytes;
+          runEnd++;
+        }
+        if (runEnd > line) {
+          out.writeLines(text, starts, line, runEnd - line, prefix, width, sep);
+          line = runEnd;
+          continue;
+        }
+        const mark = isMatch ? ':' : '-';
+        const head = p.lineNumbers ? `${meta.path}${mark}${line + 1}${mark}` : `${meta.path}${mark}`;
+        out.write(`${head}${formatLine(text, starts[line], lineEndOf(text, starts, line))}\n`);
+        line++;
+      }
+      emitted += last - first + 1;
+      if (isMatch) matchesShown += last - first + 1;
       lastDoc = meta.id;
-      lastLine = line;
+      lastLine = last;
     };
 
     // Where the scan batches documents (engine/guarded-scan.ts), each batch's hits are found
@@ -563,7 +586,13 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
       const hits: number[] = [];
       if (doc.lines > 0) {
         beginDocument(snapshot, doc, matcher);
-        while (matcher.next()) hits.push(matcher.first, matcher.last);
+        // Hits that touch or overlap are one run of lines: a dense pattern's lines, one pair a line, would each be printed alone.
+        while (matcher.next()) {
+          const n = hits.length;
+          if (n > 0 && matcher.first <= hits[n - 1] + 1) {
+            if (matcher.last > hits[n - 1]) hits[n - 1] = matcher.last;
+          } else hits.push(matcher.first, matcher.last);
+        }
       }
       return hits;
     };
@@ -609,10 +638,13 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
         if (first <= printed) first = printed + 1;
         if (last < first) continue;
         const contextEnd = Math.min(afterUntil, first - 1);
-        for (let i = printed + 1; i <= contextEnd; i++) emit(i, false);
-        if (contextEnd > printed) printed = contextEnd;
-        for (let i = Math.max(printed + 1, first - p.before); i < first; i++) emit(i, false);
-        for (let i = first; i <= last; i++) emit(i, true);
+        if (contextEnd > printed) {
+          emit(printed + 1, contextEnd, false);
+          printed = contextEnd;
+        }
+        const before = Math.max(printed + 1, first - p.before);
+        if (before < first) emit(before, first - 1, false);
+        emit(first, last, true);
         printed = last;
         afterUntil = last + p.after;
         if (out.ready) {
@@ -622,7 +654,7 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
         }
       }
       const tail = Math.min(afterUntil, meta.lines - 1);
-      for (let i = printed + 1; i <= tail; i++) emit(i, false);
+      if (tail > printed) emit(printed + 1, tail, false);
       if (out.ready) {
         yield* out.drain();
         pace.sent();

@@ -106,59 +106,43 @@ export class ChunkedOutput {
   }
 
   /**
-   * Appends one output line without building a string: `prefix`, then (when `number` ≥ 0)
-   * its decimal digits, left-padded with spaces to `width`, and the byte `sep`, then the
-   * UTF-8 bytes `src[start, end)` and `\n`. True when a chunk is ready.
-   */
-  writeLine(prefix: Uint8Array, number: number, width: number, sep: number, src: Uint8Array, start: number, end: number): boolean {
-    const bytes = prefix.length + Math.max(width, 16) + 1 + end - start + 1;
-    if (this.used + bytes > this.buf.length) this.reserve(bytes);
-    const buf = this.buf;
-    let at = this.used;
-    buf.set(prefix, at);
-    at += prefix.length;
-    if (number >= 0) {
-      at = putNumber(buf, at, number, width);
-      buf[at++] = sep;
-    }
-    buf.set(src.subarray(start, end), at);
-    at += end - start;
-    buf[at++] = 0x0a;
-    this.total += at - this.used;
-    this.used = at;
-    return this.full.length > 0;
-  }
-
-  /**
    * Appends lines `first` to `first + count - 1` of `text` (0-based; `starts` holds each line's
-   * first byte, and `text` ends the last line), each as its 1-based number left-padded with
-   * spaces to `width`, the byte `sep`, the line and `\n` (width 0: the line and `\n` alone,
-   * no number and no `sep`). The lines' bytes are copied in one
-   * piece and then moved apart for the numbers: a native copy per line costs more than the
-   * bytes of a typical line. True when a chunk is ready.
+   * first byte, and `text` ends the last line), each as `prefix`, then (when `width` ≥ 0) its
+   * 1-based number left-padded with spaces to `width` and the byte `sep`, then the line and
+   * `\n`. The lines' bytes are copied in one piece and then moved apart, and each prefix after
+   * the first is copied from the first within the chunk: a native copy from another buffer
+   * needs a view of it, and a view a line cost more than the bytes of a typical line. The
+   * caller keeps a call near half a chunk, so that no chunk outgrows CHUNK_BYTES. True when a
+   * chunk is ready.
    */
-  writeNumberedLines(text: Uint8Array, starts: LineStarts, first: number, count: number, width: number, sep: number): boolean {
+  writeLines(text: Uint8Array, starts: LineStarts, first: number, count: number, prefix: Uint8Array, width: number, sep: number): boolean {
     const from = starts[first];
     const next = first + count;
     const to = next < starts.length ? starts[next] : text.length;
     const addNewline = to === from || text[to - 1] !== 0x0a ? 1 : 0;
-    let numbers = 0;
-    if (width > 0) for (let n = first + 1; n <= next; n++) numbers += Math.max(width, digitsOf(n)) + 1;
-    const bytes = numbers + (to - from) + addNewline;
+    let heads = prefix.length * count;
+    if (width >= 0) for (let n = first + 1; n <= next; n++) heads += Math.max(width, digitsOf(n)) + 1;
+    const bytes = heads + (to - from) + addNewline;
     this.reserve(bytes);
     const buf = this.buf;
-    // Right-aligned, the text of each line starts at or after where its output line does, so
-    // moving the lines left in order never overwrites a line not yet moved.
-    let src = this.used + numbers;
+    // Each line's text starts at or after where its output line does, so moving the lines left
+    // in order never overwrites a line not yet moved.
+    let src = this.used + heads;
     buf.set(text.subarray(from, to), src);
+    const prefixAt = this.used;
     let at = this.used;
     for (let line = first; line < next; line++) {
-      if (width > 0) {
+      if (prefix.length > 0) {
+        if (line === first) buf.set(prefix, at);
+        else buf.copyWithin(at, prefixAt, prefixAt + prefix.length);
+        at += prefix.length;
+      }
+      if (width >= 0) {
         at = putNumber(buf, at, line + 1, width);
         buf[at++] = sep;
       }
       const length = (line + 1 < next ? starts[line + 1] : to) - starts[line];
-      buf.copyWithin(at, src, src + length);
+      if (at !== src) buf.copyWithin(at, src, src + length); // the last line is in place
       at += length;
       src += length;
     }
@@ -211,10 +195,10 @@ export class ChunkedOutput {
   }
 }
 
-/** Decimal digits of a non-negative integer. */
+/** Decimal digits of a non-negative integer (compared, not divided: a line number a line adds up). */
 export function digitsOf(n: number): number {
   let digits = 1;
-  for (; n >= 10; n = Math.floor(n / 10)) digits++;
+  for (let bound = 10; n >= bound; bound *= 10) digits++;
   return digits;
 }
 
@@ -235,7 +219,11 @@ function writeAscii(buf: Buffer, at: number, text: string): number {
 function putNumber(buf: Buffer, at: number, number: number, width: number): number {
   const digits = digitsOf(number);
   for (let pad = width - digits; pad > 0; pad--) buf[at++] = 0x20;
-  for (let i = digits - 1, n = number; i >= 0; i--, n = Math.floor(n / 10)) buf[at + i] = 0x30 + (n % 10);
+  for (let i = digits - 1, n = number; i >= 0; i--) {
+    const rest = (n / 10) | 0; // a line number is below 2^31
+    buf[at + i] = 0x30 + n - rest * 10;
+    n = rest;
+  }
   return at + digits;
 }
 

@@ -12,6 +12,7 @@ import {
   type GrepCollection,
   type GrepRequest,
   type GrepSplit,
+  setV8Scans,
 } from '../engine/index.js';
 import { pathHash } from '../engine/grep-candidates.js';
 import { comparePaths } from '../engine/tool-output.js';
@@ -510,6 +511,35 @@ describe('footers on truncation', () => {
     expect(heavy.chunks).toBeGreaterThan(8);
     expect(heavy.text).toBe(`/heavy.txt:${'y'.repeat(1990)}\n`.repeat(300));
   });
+
+  // With V8 the scan finds a document's hits first and prints each run of lines at once; with
+  // RE2 alone it prints hit by hit.
+  it.each(['always', 'off'] as const)(
+    'a run of matching lines is cut by offset and head_limit at any line, and a cut line may sit inside it (V8 %s)',
+    (scans) => {
+      setV8Scans(scans);
+      try {
+        const lines = Array.from({ length: 5000 }, (_, i) => `/long.txt:${i + 1}:line ${i + 1}`);
+        for (const [offset, headLimit] of [
+          [0, 1],
+          [1, 4999],
+          [2345, 1000],
+          [4999, 10],
+        ]) {
+          const r = run(grep(s.reader, { claims: MGMT, pattern: 'line \\d+', path: '/long.txt', outputMode: 'content', offset, headLimit }));
+          const more =
+            offset + headLimit < lines.length
+              ? `[output cut at head_limit=${headLimit}; more lines follow: raise head_limit or continue with offset=${offset + headLimit}]\n`
+              : '';
+          expect(r.text).toBe(lines.slice(offset, offset + headLimit).join('\n') + '\n' + more);
+        }
+        const wide = run(grep(s.reader, { claims: MGMT, pattern: '.', path: '/wide.txt', outputMode: 'content' }));
+        expect(wide.text).toBe(`/wide.txt:1:${'é'.repeat(2000)}… [line truncated: 2500 characters]\n/wide.txt:2:short\n/wide.txt:3:${'x'.repeat(300)}\n`);
+      } finally {
+        setV8Scans('off');
+      }
+    },
+  );
 
   it('ls shows 1000 entries, directories first, then one footer', () => {
     const r = run(ls(s.reader, { claims: MGMT, path: '/big' }));
