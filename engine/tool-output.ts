@@ -6,7 +6,7 @@
  * per line) and returns a ToolSummary. The caller pulls chunks, may stop early (it must then
  * call `return()` on the generator so the snapshot is released), and may receive EMPTY
  * heartbeat chunks during long scans: they carry no text and only give it a point to check
- * for cancellation.
+ * for cancellation. A chunk is the caller's once yielded: the tool never writes to it again.
  */
 
 import { invalidParameter } from '../core/errors.js';
@@ -53,17 +53,29 @@ const SLAB_BYTES = 64 * 1024;
 const SMALL_BYTES = 16 * 1024;
 let slab: Buffer = EMPTY;
 let slabUsed = 0;
+/** The ArrayBuffers of the shared blocks: a chunk cut from one shares its memory (`sharesMemory`). */
+const slabs = new WeakSet<ArrayBufferLike>();
 
 /** An uninitialised buffer of `bytes`, from the shared block when it is small. */
 function outputBuffer(bytes: number): Buffer {
   if (bytes > SMALL_BYTES) return Buffer.allocUnsafe(bytes);
   if (slabUsed + bytes > slab.length) {
     slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+    slabs.add(slab.buffer);
     slabUsed = 0;
   }
   const buf = slab.subarray(slabUsed, slabUsed + bytes);
   slabUsed += (bytes + 7) & ~7; // 8-byte aligned, as Node's pool
   return buf;
+}
+
+/**
+ * Whether a yielded chunk shares its memory with other output (it was cut from a shared block);
+ * any other chunk's ArrayBuffer is the chunk's alone, and the tool never writes to it again, so
+ * it may be transferred to another thread as it is.
+ */
+export function sharesMemory(chunk: Uint8Array): boolean {
+  return slabs.has(chunk.buffer);
 }
 
 /** Strings up to this many characters are tried as ASCII before the UTF-8 encoder. */

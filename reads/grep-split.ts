@@ -21,6 +21,7 @@
  * message.
  */
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
+import { keptChunk } from '../core/kept-chunk.js';
 import {
   collectGrepCounts,
   emitGrepCounts,
@@ -120,7 +121,8 @@ function startShares(s: Splitter, tool: 'grep' | 'grepShare', sinkFor: (share: n
     const split = await Promise.race([reported, lead.outcome.then(() => null)]);
     for (const [k, share] of (split?.shares ?? []).entries()) {
       if (cancelled) break;
-      calls.push(s.runTask(tool, s.shardDir, s.request, sinkFor(k + 1), { share, peer: peer() }));
+      // A content share waits for the ones before it, its chunks held (parallelContent).
+      calls.push(s.runTask(tool, s.shardDir, s.request, sinkFor(k + 1), { share, peer: peer(), ownChunks: tool === 'grep' }));
     }
     return calls;
   })();
@@ -219,7 +221,7 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
           if (holding.delete(giveBack)) held -= data.length;
         };
         holding.add(giveBack);
-        queued[i].push([data, giveBack]);
+        queued[i].push([keptChunk(data), giveBack]);
         release();
       } else queued[i].push([data, release]);
     };
@@ -230,6 +232,7 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
     for (const [i, share] of shares.entries()) {
       // Share i's output follows once the shares before it have ended.
       current = i;
+      share.ownChunks(false);
       for (const [data, release] of queued[i].splice(0)) forward(i, data, release);
       const result = await share.outcome;
       if (result.kind !== 'done') {

@@ -23,17 +23,21 @@ import {
 import { splitGrep, splitPays } from './grep-split.js';
 import {
   CANCELLED,
+  CONTROL_BYTES,
   doneWith,
   type ChunkSink,
   errorOf,
   failure,
   IN_FLIGHT,
+  OWN_CHUNKS,
   type ReadCall,
   type ReadMessage,
   type ReadOutcome,
   type ReadTask,
   type ReadThreadData,
   type ReadTool,
+  SLOT_BUSY,
+  SLOT_BYTES,
   type TaskCall,
   type TaskExtras,
   type TaskOutcome,
@@ -163,18 +167,28 @@ export class ReadPool {
 
   /** Runs one task on a thread; its port delivers chunks, then its result. */
   private task(tool: ReadTool, shardDir: string, request: unknown, sink: ChunkSink, extras: TaskExtras = {}): TaskCall {
-    const { share, onSplit, peer, peers } = extras;
+    const { share, onSplit, peer, peers, ownChunks } = extras;
     const { port1, port2 } = new MessageChannel();
-    const shared = new SharedArrayBuffer(8);
+    const shared = new SharedArrayBuffer(CONTROL_BYTES);
     const control = new Int32Array(shared);
+    if (ownChunks === true) control[OWN_CHUNKS] = 1;
     const release = (): void => {
       Atomics.sub(control, IN_FLIGHT, 1);
       Atomics.notify(control, IN_FLIGHT);
     };
+    let ring: Uint8Array | null = null;
     let settle!: (outcome: TaskOutcome) => void;
     const outcome = new Promise<TaskOutcome>((resolve) => (settle = resolve));
     port1.on('message', (message: ReadMessage) => {
-      if (message.type === 'chunk') sink(message.data, release);
+      if (message.type === 'slot') {
+        const slot = message.slot;
+        const at = slot * SLOT_BYTES;
+        sink(ring!.subarray(at, at + message.length), () => {
+          Atomics.store(control, SLOT_BUSY + slot, 0);
+          release();
+        });
+      } else if (message.type === 'chunk') sink(message.data, release);
+      else if (message.type === 'ring') ring = new Uint8Array(message.ring);
       else if (message.type === 'split') onSplit?.(message.split);
       else if (message.type === 'end') settle({ kind: 'done', result: message.result });
       else if (message.type === 'cancelled') settle({ kind: 'cancelled' });
@@ -200,6 +214,7 @@ export class ReadPool {
         Atomics.store(control, CANCELLED, 1);
         Atomics.notify(control, IN_FLIGHT);
       },
+      ownChunks: (on) => Atomics.store(control, OWN_CHUNKS, on ? 1 : 0),
     };
   }
 

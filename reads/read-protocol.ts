@@ -3,11 +3,20 @@
  * (read-worker.ts).
  *
  * A task carries the shard directory and the validated request, never file bytes. Its output
- * comes back over the task's MessagePort, in order: `chunk` messages (a grep lead's `split`
- * before its first chunk), then one `end` (with the generator's return value, a ToolSummary),
- * `cancelled` or `error`. Flow control is a shared Int32Array: [IN_FLIGHT] counts chunks sent
- * but not yet written to the socket (the worker waits while it reaches WINDOW), [CANCELLED] is
- * set to 1 to cancel (client gone).
+ * comes back over the task's MessagePort, in order: chunks (a grep lead's `split` before its
+ * first), then one `end` (with the generator's return value, a ToolSummary), `cancelled` or
+ * `error`. Flow control is a shared Int32Array: [IN_FLIGHT] counts chunks sent but not yet
+ * released (the worker waits while it reaches WINDOW), [CANCELLED] is set to 1 to cancel (client
+ * gone), [OWN_CHUNKS] is 1 while the HTTP thread holds the task's chunks a while (a content
+ * share waiting for the shares before it: grep-split.ts), and [SLOT_BUSY + i] is 1 while slot i
+ * of the task's ring holds a chunk not yet released.
+ *
+ * A task's first chunk crosses as a `chunk` message with bytes of its own. A longer output then
+ * goes through a ring of WINDOW slots in memory shared with the HTTP thread (one `ring` message,
+ * then a `slot` message a chunk): a chunk an ArrayBuffer of its own, hundreds of MB of them, kept
+ * the collector of the HTTP thread and V8's helper threads busy. A sink's `release` so means that
+ * the chunk's memory may be reused: a sink that keeps a chunk after releasing it keeps a copy
+ * (core/kept-chunk.ts). Chunks the HTTP thread is to hold ([OWN_CHUNKS]) all come with bytes of their own.
  *
  * An error crosses as a code of the error catalog with its params (an Error object loses its
  * class on the way), and is made a VfsError again on the HTTP thread: `errorMessage` and
@@ -16,14 +25,22 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { type ErrorCode, type ErrorParams, VfsError } from '../core/errors.js';
-import type { GrepLead, GrepShare, GrepSplit, GrepStats, ToolSummary } from '../engine/index.js';
+import { CHUNK_BYTES, type GrepLead, type GrepShare, type GrepSplit, type GrepStats, type ToolSummary } from '../engine/index.js';
 
-/** Chunks (of up to 64 KiB) in flight between the worker and the socket. */
+/** Chunks (of up to 64 KiB) in flight between the worker and the socket; also the slots of a task's ring. */
 export const WINDOW = 4;
 /** Index of the in-flight counter in the control array. */
 export const IN_FLIGHT = 0;
 /** Index of the cancel flag in the control array. */
 export const CANCELLED = 1;
+/** Index of the flag that asks for chunks with bytes of their own in the control array. */
+export const OWN_CHUNKS = 2;
+/** Index of the first slot's busy flag in the control array. */
+export const SLOT_BUSY = 3;
+/** Bytes of the control array. */
+export const CONTROL_BYTES = (SLOT_BUSY + WINDOW) * 4;
+/** Bytes of a ring slot: a chunk (CHUNK_BYTES at most but for a single longer write) that does not fit crosses on its own. */
+export const SLOT_BYTES = CHUNK_BYTES;
 
 /** The channel on which each read thread posts its threadId once its modules have loaded. */
 export const THREAD_LOADED = 'agent-vfs:read-thread-loaded';
@@ -63,6 +80,8 @@ export type TaskShare = Omit<GrepShare, 'lead'> & { lead?: Omit<GrepLead, 'onSpl
 /** Messages on the task's port. */
 export type ReadMessage =
   | { type: 'chunk'; data: Uint8Array }
+  | { type: 'ring'; ring: SharedArrayBuffer }
+  | { type: 'slot'; slot: number; length: number }
   | { type: 'split'; split: GrepSplit }
   | { type: 'end'; result: unknown }
   | { type: 'cancelled' }
@@ -100,7 +119,10 @@ export function errorOf(message: ErrorMessage): Failure {
   return { kind: 'failed', error: new VfsError(message.code, message.params), detail: message.detail };
 }
 
-/** Receives a chunk; calls `release` once the chunk no longer occupies memory (written to the socket). */
+/**
+ * Receives a chunk; calls `release` once the chunk is written to the socket, after which its
+ * memory may be reused (a sink that keeps it longer keeps a copy).
+ */
 export type ChunkSink = (data: Uint8Array, release: () => void) => void;
 
 /**
@@ -136,10 +158,14 @@ export type TaskOutcome = { kind: 'done'; result: unknown } | Failure | Cancelle
 export interface TaskCall {
   outcome: Promise<TaskOutcome>;
   cancel(): void;
+  /** Whether the task's chunks come with bytes of their own, to be held a while (read-protocol's [OWN_CHUNKS]). */
+  ownChunks(on: boolean): void;
 }
 
 /** What a task may carry besides its request. */
 export interface TaskExtras {
+  /** Whether the task's chunks start with bytes of their own (TaskCall.ownChunks). */
+  ownChunks?: boolean;
   /** The share of a split grep it searches. */
   share?: TaskShare;
   /** The lead of a split grep: receives the split. */

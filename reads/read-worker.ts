@@ -4,10 +4,33 @@
  * control (read-protocol.ts). Grep tasks of a split search are grep-split.ts's.
  */
 import { BroadcastChannel, isMainThread, type MessagePort, threadId, workerData } from 'node:worker_threads';
-import { cat, find, followReaderCloses, ls, openReaderCount, openShardReader, type ShardSource, setReaderLimits, setV8Scans } from '../engine/index.js';
+import {
+  cat,
+  find,
+  followReaderCloses,
+  ls,
+  openReaderCount,
+  openShardReader,
+  type ShardSource,
+  setReaderLimits,
+  setV8Scans,
+  sharesMemory,
+} from '../engine/index.js';
 import { reportThreadStats } from '../core/thread-stats.js';
 import { grepTaskOutput, TaskCancelled } from './grep-split.js';
-import { CANCELLED, errorMessage, IN_FLIGHT, type ReadMessage, type ReadTask, type ReadThreadData, THREAD_LOADED, WINDOW } from './read-protocol.js';
+import {
+  CANCELLED,
+  errorMessage,
+  IN_FLIGHT,
+  OWN_CHUNKS,
+  type ReadMessage,
+  type ReadTask,
+  type ReadThreadData,
+  SLOT_BUSY,
+  SLOT_BYTES,
+  THREAD_LOADED,
+  WINDOW,
+} from './read-protocol.js';
 
 // A read thread closes its reader of a shard when another thread asks (a deleted workspace's, or
 // one whose writer closed: engine/reader-cache.ts), rather than when it is evicted or the thread ends.
@@ -52,8 +75,13 @@ export default function runReadTask(task: ReadTask): void {
   }
 }
 
-/** Sends `output`'s chunks, at most WINDOW unwritten at a time, then its end; stops when cancelled. */
+/**
+ * Sends `output`'s chunks, at most WINDOW unreleased at a time, then its end; stops when
+ * cancelled. From the second chunk on, a chunk goes through the task's ring (read-protocol.ts).
+ */
 function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: MessagePort): void {
+  let sent = 0;
+  let ring: Uint8Array | null = null;
   try {
     for (;;) {
       if (Atomics.load(control, CANCELLED) === 1) {
@@ -65,16 +93,32 @@ function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: Mes
         port.postMessage({ type: 'end', result: step.value } satisfies ReadMessage);
         return;
       }
-      if (step.value.length === 0) continue; // heartbeat: a cancellation point only
+      const chunk = step.value;
+      if (chunk.length === 0) continue; // heartbeat: a cancellation point only
       let inFlight = Atomics.load(control, IN_FLIGHT);
       while (inFlight >= WINDOW && Atomics.load(control, CANCELLED) === 0) {
         Atomics.wait(control, IN_FLIGHT, inFlight, 100);
         inFlight = Atomics.load(control, IN_FLIGHT);
       }
       Atomics.add(control, IN_FLIGHT, 1);
-      // Copy: the tool may reuse its buffer for the next chunk.
-      const data = new Uint8Array(step.value);
-      port.postMessage({ type: 'chunk', data } satisfies ReadMessage, [data.buffer]);
+      if (sent++ > 0 && chunk.length <= SLOT_BYTES && Atomics.load(control, OWN_CHUNKS) === 0) {
+        if (ring === null) {
+          const shared = new SharedArrayBuffer(WINDOW * SLOT_BYTES);
+          ring = new Uint8Array(shared);
+          port.postMessage({ type: 'ring', ring: shared } satisfies ReadMessage);
+        }
+        // Fewer than WINDOW chunks are unreleased, so a slot is free (released ones in any order).
+        let slot = 0;
+        while (Atomics.load(control, SLOT_BUSY + slot) === 1) slot++;
+        Atomics.store(control, SLOT_BUSY + slot, 1);
+        ring.set(chunk, slot * SLOT_BYTES);
+        port.postMessage({ type: 'slot', slot, length: chunk.length } satisfies ReadMessage);
+      } else {
+        // A chunk with memory of its own moves to the HTTP thread as it is; one cut from a block
+        // shared with other output is copied.
+        const data = sharesMemory(chunk) ? new Uint8Array(chunk) : chunk;
+        port.postMessage({ type: 'chunk', data } satisfies ReadMessage, [data.buffer as ArrayBuffer]);
+      }
     }
   } finally {
     output.return(undefined as never);

@@ -138,6 +138,42 @@ describe('a content grep split across the read threads', () => {
   });
 });
 
+describe("a task's chunks in shared memory", () => {
+  it('a chunk kept unreleased keeps its bytes while the ones after it pass through the ring and are released first', async () => {
+    const text = Array.from({ length: 60_000 }, (_, j) => `line ${j}`).join('\n');
+    const shard = await buildShard([{ path: '/a.txt', text }]);
+    const request = { claims: null, pattern: 'line', outputMode: 'content' as const, deadline: Date.now() + 600_000 };
+    const expected = output(grep(shard.reader, request));
+    const pool = new ReadPool(1, Number.MAX_SAFE_INTEGER); // one task: the search is not split
+    await loadedReach(loaded.size + 1, 10_000);
+    try {
+      const received: Uint8Array[] = [];
+      let kept: { at: number; data: Uint8Array; release: () => void } | null = null;
+      let shared = 0;
+      const call = pool.run('grep', shard.dir, request, (data, release) => {
+        if (data.buffer instanceof SharedArrayBuffer) shared++;
+        if (kept === null && data.buffer instanceof SharedArrayBuffer) {
+          kept = { at: received.length, data, release };
+          received.push(new Uint8Array(0));
+          return;
+        }
+        received.push(Buffer.from(data));
+        release();
+      });
+      expect((await call.outcome).kind).toBe('done');
+      expect(kept).not.toBeNull();
+      const { at, data, release } = kept!;
+      received[at] = Buffer.from(data);
+      release();
+      expect(shared).toBeGreaterThan(10); // 1.3 MB of output: the ring carried all but the first chunk
+      expect(Buffer.concat(received).toString()).toBe(expected);
+    } finally {
+      await pool.close();
+      await shard.close();
+    }
+  });
+});
+
 describe('the read pool queue', () => {
   it('starts queued greps in the order they came', async () => {
     const shard = await buildShard([{ path: '/a.txt', text: 'needle\n'.repeat(2000) }]);

@@ -9,8 +9,10 @@
  * thread that made it waits.
  */
 import { VfsError } from '../../core/errors.js';
+import { keptChunk } from '../../core/kept-chunk.js';
 import { type RequestContext, sendText, statusLine } from './context.js';
 import { type ErrorLog, sendTextError } from './respond.js';
+import { NodeHttpResponse } from './uws-node-http.js';
 
 const TEXT = 'text/plain; charset=utf-8';
 
@@ -38,7 +40,7 @@ export class TextStream {
       return;
     }
     if (this.held !== null) {
-      this.held.push(data);
+      this.held.push(keptChunk(data));
       this.heldBytes += data.length;
       release();
       if (this.heldBytes <= INLINE_BYTES) return;
@@ -50,7 +52,11 @@ export class TextStream {
     this.send(data, release);
   };
 
-  /** Writes a chunk to the socket, corked; with backpressure, `release` waits until it drains. */
+  /**
+   * Writes a chunk to the socket, corked. `release` waits until the chunk has gone out on
+   * `node:http`, which keeps the chunk itself until then; uWS copies what it cannot send, and
+   * `release` waits for backpressure to drain.
+   */
   private send(data: Uint8Array, release: () => void): void {
     const res = this.ctx.res;
     let ok = true;
@@ -61,8 +67,9 @@ export class TextStream {
         res.writeHeader('content-type', TEXT);
         res.writeHeader('x-request-id', this.ctx.requestId);
       }
-      ok = res.write(data);
+      ok = res instanceof NodeHttpResponse ? res.write(data, release) : res.write(data);
     });
+    if (res instanceof NodeHttpResponse) return;
     if (ok) release();
     // Backpressure: keep the chunk counted until the socket drains.
     else

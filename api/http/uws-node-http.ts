@@ -83,7 +83,7 @@ class NodeHttpRequest {
   }
 }
 
-class NodeHttpResponse {
+export class NodeHttpResponse {
   private readonly writable: Array<(offset: number) => boolean> = [];
   private written = 0;
   /** Bytes written that the socket has not yet handed to the kernel. */
@@ -119,13 +119,16 @@ class NodeHttpResponse {
   /**
    * False once more than HIGH_WATER bytes wait in the process; `onWritable` handlers run when
    * they have gone out. Counted from each write's callback: on Node.js 22, `write` returned true
-   * while 23 MB waited for a client that had stopped reading, and no 'drain' came.
+   * while 23 MB waited for a client that had stopped reading, and no 'drain' came. Node keeps
+   * the chunk itself, not a copy, until it has gone out: then `written` runs (uWS copies what it
+   * cannot send at once, and has no such callback).
    */
-  write(chunk: string | Uint8Array): boolean {
+  write(chunk: string | Uint8Array, written?: () => void): boolean {
     const bytes = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
     this.written += bytes;
     this.unsent += bytes;
     this.response.write(chunk, () => {
+      written?.();
       this.unsent -= bytes;
       if (this.unsent <= HIGH_WATER && this.writable.length > 0) {
         for (const handler of this.writable.splice(0)) handler(this.written);

@@ -172,8 +172,9 @@ export async function callTool(
   let stopped = false;
   // ls, cat and a small find run inline: their chunks arrive before `run` returns.
   call = deps.readPool.run(tool, deps.shardDir(caller.workspaceId), request, (data, release) => {
+    const more = text.push(data); // decoded before release lets the chunk's memory be reused
     release();
-    if (!text.push(data) && !stopped) {
+    if (!more && !stopped) {
       stopped = true;
       call?.cancel();
     }
