@@ -4,9 +4,9 @@
  *
  * Output is held until it passes INLINE_BYTES: most answers are sent whole, with a
  * Content-Length, once their audit event is committed; larger ones stream (chunked) with
- * backpressure, and only their end waits for the audit commit. A chunk the socket does not
- * take at once stays counted (its `release` is not called) until the socket drains, so the read
- * thread that made it waits.
+ * backpressure, and only their end waits for the audit commit. A chunk stays counted (its
+ * `release` is not called) until it has gone out on `node:http`, or until backpressure drains on
+ * uWS, so the read thread that made it waits.
  */
 import { VfsError } from '../../core/errors.js';
 import { keptChunk } from '../../core/kept-chunk.js';
