@@ -96,15 +96,16 @@ export class GuardedScan {
     private readonly matcher: LineMatcher,
     private readonly docs: readonly { readonly textBytes: number }[],
   ) {
-    // `off` first: asking for the V8 form compiles it.
-    if (policy === 'off' || !matcher.hasV8Form) this.mode = 're2';
+    let total = 0;
+    for (const d of docs) total += d.textBytes;
+    // Asking for the V8 form compiles it: not when V8 will not be tried.
+    if (policy === 'off' || (policy === 'on' && total < MIN_BYTES) || !matcher.hasV8Form) this.mode = 're2';
     else if (policy === 'always') {
       this.mode = 'v8';
       this.re2Speed = ASSUMED_RE2_SPEED;
     } else {
-      let total = 0;
-      for (const d of docs) total += d.textBytes;
-      this.mode = total >= MIN_BYTES ? 'try-re2' : 're2';
+      matcher.prepareV8();
+      this.mode = 'try-re2';
     }
   }
 

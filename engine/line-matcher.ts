@@ -45,7 +45,7 @@ import { constants, isUtf8 } from 'node:buffer';
 import RE2 from 're2';
 import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
 import { foldsWithinAscii } from './regex/fold.js';
-import type { ByteRegex } from './regex/byte-regex.js';
+import { type ByteRegex, toMachineCode } from './regex/byte-regex.js';
 import type { CompiledPattern, PatternFacts } from './regex/pattern.js';
 import { caseInsensitiveRequired } from './regex/required.js';
 import { FoldedRunFinder, RegExpFinder, StringFinder, type Finder } from './string-finder.js';
@@ -173,6 +173,12 @@ export class LineMatcher {
   /** True when path 3 may take V8 (the pattern has a form for it, engine/regex/byte-regex.ts). */
   get hasV8Form(): boolean {
     return this.byteForm() !== null;
+  }
+
+  /** Has V8 make the V8 form's machine code before a search times it (`toMachineCode`). */
+  prepareV8(): void {
+    const form = this.byteForm();
+    if (form !== null) toMachineCode(form);
   }
 
   private byteForm(): ByteRegex | null {

@@ -43,8 +43,8 @@ export interface ByteRegex {
   readonly anchors: boolean;
 }
 
-/** The text each V8 form is first run on (see compileByteRegex). */
-const COMPILE_TEXT = '\n'.repeat(1024);
+/** A text long enough that V8 makes machine code for a regex at once (`toMachineCode`). */
+const MACHINE_CODE_TEXT = '\n'.repeat(1024);
 
 /** What the printer throws for a node it does not print. */
 class Unprintable extends Error {}
@@ -58,18 +58,25 @@ export function compileByteRegex(searched: Regex, caseInsensitive: boolean): Byt
   const state = { caseInsensitive, anchors: false };
   try {
     const regex = new RegExp(print(searched, state, 0), state.anchors ? 'gm' : 'g');
-    // V8 compiles at the first search: one now, so that a pattern too large for it fails here,
-    // over a text long enough that V8 makes machine code at once rather than bytecode to run
-    // first (its threshold is 1,000 characters). Made during a grep's timed trial against RE2,
-    // that code cost V8 the trial: the first grep of a dense pattern took RE2's 3 times longer
-    // path. Line breaks only: a pattern printed here never matches one, so each start fails at once.
-    regex.test(COMPILE_TEXT);
+    // V8 compiles at the first search: one now, so that a pattern too large for it fails here.
+    regex.test('');
     regex.lastIndex = 0;
     return { regex, anchors: state.anchors };
   } catch (error) {
     if (error instanceof Unprintable || error instanceof RangeError || error instanceof SyntaxError) return null;
     throw error;
   }
+}
+
+/**
+ * Has V8 make `form`'s machine code now: for a text under 1,000 characters it makes bytecode
+ * and runs that first. A search about to time V8 against RE2 calls it, since code made inside
+ * the timed trial cost V8 the trial (the first grep of `\S+\s+\S+` then took RE2's path, 3 times
+ * longer). Line breaks only: a V8 form never matches one, so each start fails at once.
+ */
+export function toMachineCode(form: ByteRegex): void {
+  form.regex.test(MACHINE_CODE_TEXT);
+  form.regex.lastIndex = 0;
 }
 
 interface PrintState {
