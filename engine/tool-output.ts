@@ -207,7 +207,7 @@ export class ChunkedOutput {
   }
 }
 
-/** Decimal digits of a non-negative integer (compared, not divided: a line number a line adds up). */
+/** Decimal digits of a non-negative integer, by comparison rather than division (it runs for every numbered line). */
 export function digitsOf(n: number): number {
   let digits = 1;
   for (let bound = 10; n >= bound; bound *= 10) digits++;
