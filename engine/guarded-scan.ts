@@ -85,6 +85,13 @@ export function runWithin(batch: () => void, ms: number): boolean {
 type Mode = 'try-re2' | 'try-v8' | 'v8' | 're2';
 
 /** One grep's scan over `docs` (see the module comment). */
+/** Text bytes of `docs` (documents' metadata). */
+export function textBytes(docs: readonly { readonly textBytes: number }[]): number {
+  let total = 0;
+  for (const d of docs) total += d.textBytes;
+  return total;
+}
+
 export class GuardedScan {
   private mode: Mode;
   /** Nanoseconds a byte RE2 took in its trial batch. */
@@ -96,10 +103,8 @@ export class GuardedScan {
     private readonly matcher: LineMatcher,
     private readonly docs: readonly { readonly textBytes: number }[],
   ) {
-    let total = 0;
-    for (const d of docs) total += d.textBytes;
     // Asking for the V8 form compiles it: not when V8 will not be tried.
-    if (policy === 'off' || (policy === 'on' && total < MIN_BYTES) || !matcher.hasV8Form) this.mode = 're2';
+    if (policy === 'off' || (policy === 'on' && textBytes(docs) < MIN_BYTES) || !matcher.hasV8Form) this.mode = 're2';
     else if (policy === 'always') {
       this.mode = 'v8';
       this.re2Speed = ASSUMED_RE2_SPEED;

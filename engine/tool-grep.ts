@@ -42,7 +42,7 @@ import { lineEndOf, lineStartsOf, type LineStarts } from './doc-text.js';
 import { evaluateQuery, pathHash, rootExists, selectCandidates, type PathShare } from './grep-candidates.js';
 import { GrepFilter } from './grep-filter.js';
 import { LineMatcher } from './line-matcher.js';
-import { GuardedScan } from './guarded-scan.js';
+import { GuardedScan, textBytes } from './guarded-scan.js';
 import { compilePattern, patternQuery, type PatternFacts } from './regex/pattern.js';
 import type { DocMeta } from './shard-format.js';
 import type { ShardSource } from './shard-reader.js';
@@ -285,8 +285,7 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan, share: GrepShare, byHa
     pathShare: share.pathShare,
   });
   if (share.lead === undefined) return docs;
-  let total = 0;
-  for (const d of docs) total += d.textBytes;
+  const total = textBytes(docs);
   const { count, minBytes } = share.lead;
   const idsOf = (part: readonly DocMeta[]): GrepCandidateIds => ({ docsVersion: snapshot.docsVersion, ids: Uint32Array.from(part, (d) => d.id).sort() });
   const split = total < minBytes || count < 2 ? { first: docs, shares: [] } : byHash ? splitByHash(docs, count, idsOf) : splitRanges(docs, count, total, idsOf);

@@ -59,6 +59,7 @@ export class TextStream {
    */
   private send(data: Uint8Array, release: () => void): void {
     const res = this.ctx.res;
+    const nodeHttp = res instanceof NodeHttpResponse;
     let ok = true;
     res.cork(() => {
       if (!this.headersSent) {
@@ -67,9 +68,9 @@ export class TextStream {
         res.writeHeader('content-type', TEXT);
         res.writeHeader('x-request-id', this.ctx.requestId);
       }
-      ok = res instanceof NodeHttpResponse ? res.write(data, release) : res.write(data);
+      ok = nodeHttp ? res.write(data, release) : res.write(data);
     });
-    if (res instanceof NodeHttpResponse) return;
+    if (nodeHttp) return;
     if (ok) release();
     // Backpressure: keep the chunk counted until the socket drains.
     else
