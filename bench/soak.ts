@@ -16,8 +16,8 @@
  * the workspace's token; one call in twelve is MCP's grep), upload a new file or upload again
  * over one, delete a file, create a workspace, fill, read and delete it, or mint a token, use
  * it, revoke it and see it refused. Every 10 s it samples each node's process (resident and
- * anonymous memory, each kind of thread's V8 heap in use, all heaps' reserved size, the buffers
- * held outside them and open shards from /metrics, descriptors), the extraction processes and
+ * anonymous memory, each kind of thread's V8 heap in use, all heaps' reserved size, native
+ * memory (anonymous less that reservation), the buffers held outside the heaps and open shards from /metrics, descriptors), the extraction processes and
  * PostgreSQL (resident memory, connections), the files in the data directories' temp folders,
  * the files the workspaces hold (at most eight more each than at the start), the nodes serving,
  * and the clients' requests/s, p99 and errors.
@@ -413,6 +413,7 @@ const NODE_COLUMNS = [
   'heap_read_mb',
   'heap_ingest_mb',
   'heap_total_mb',
+  'native_mb',
   'external_mb',
   'open_shards_http',
   'open_shards_read',
@@ -452,13 +453,16 @@ async function sampleNode(node: SoakNode): Promise<Record<NodeColumn, number> | 
     const external = threadSeries(metrics, 'vfs_thread_external_bytes');
     const shards = threadSeries(metrics, 'vfs_open_shards');
     const memory = await memoryMB(pid);
+    const heapTotalMB = Object.values(heapTotals).reduce((a, b) => a + b, 0) / 1048576;
     return {
       rss_mb: Math.round(memory.rss),
       anon_mb: Math.round(memory.anon),
       heap_http_mb: Math.round((heaps.http ?? 0) / 1048576),
       heap_read_mb: Math.round((heaps.read ?? 0) / 1048576),
       heap_ingest_mb: Math.round((heaps.ingest ?? 0) / 1048576),
-      heap_total_mb: Math.round(Object.values(heapTotals).reduce((a, b) => a + b, 0) / 1048576),
+      heap_total_mb: Math.round(heapTotalMB),
+      // Native memory: anonymous memory outside the V8 heaps (the C++ allocator's, LMDB's, Node's).
+      native_mb: Math.round(memory.anon - heapTotalMB),
       external_mb: Math.round(Object.values(external).reduce((a, b) => a + b, 0) / 1048576),
       open_shards_http: shards.http ?? 0,
       open_shards_read: shards.read ?? 0,
@@ -627,6 +631,7 @@ try {
             ...perNode('heap_read_mb', 'V8 heap, read threads'),
             ...perNode('heap_ingest_mb', 'V8 heap, ingest thread'),
             ...perNode('heap_total_mb', 'V8 heaps reserved, all threads'),
+            ...perNode('native_mb', 'native (anonymous less the V8 heaps)'),
             ...perNode('external_mb', 'buffers outside the heaps, all threads'),
           ]),
       { name: 'extraction processes', values: series('extract_rss_mb') },
@@ -670,7 +675,7 @@ try {
   const window = rows.filter((r) => (r.minute as number) >= Math.max(minutes - 20, minutes / 3));
   const trends: Record<string, { perTenMinutes: number; noise: number; mean: number; flat: boolean }> = {};
   const trended = [
-    ...(['rss_mb', 'anon_mb', 'heap_total_mb', 'external_mb', 'fds', 'heap_read_mb'] as const).map((name) => column(name, nodes[0])),
+    ...(['rss_mb', 'anon_mb', 'heap_total_mb', 'native_mb', 'external_mb', 'fds', 'heap_read_mb'] as const).map((name) => column(name, nodes[0])),
     'postgres_rss_mb',
     'temp_files',
   ];
