@@ -44,7 +44,7 @@ import {
   varintSize,
   type PostingBlocks,
 } from './posting-block.js';
-import { acquireShardEnv, readFast, releaseShardEnv, type ShardEnv } from './shard-env.js';
+import { acquireShardEnv, dropFreePageList, readFast, releaseShardEnv, type ShardEnv } from './shard-env.js';
 import {
   bumpDocsVersion,
   fromRecord,
@@ -425,7 +425,11 @@ export class ShardWriter {
     if (this.closed) return;
     this.closed = true;
     await this.queue.catch(() => undefined);
-    await releaseShardEnv(this.shard);
+    try {
+      dropFreePageList(this.shard);
+    } finally {
+      await releaseShardEnv(this.shard);
+    }
   }
 
   /**
