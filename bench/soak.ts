@@ -17,10 +17,11 @@
  * over one, delete a file, create a workspace, fill, read and delete it, or mint a token, use
  * it, revoke it and see it refused. Every 10 s it samples each node's process (resident and
  * anonymous memory, each kind of thread's V8 heap in use, all heaps' reserved size, native
- * memory (anonymous less that reservation), the buffers held outside the heaps and open shards from /metrics, descriptors), the extraction processes and
- * PostgreSQL (resident memory, connections), the files in the data directories' temp folders,
- * the files the workspaces hold (at most eight more each than at the start), the nodes serving,
- * and the clients' requests/s, p99 and errors.
+ * memory (anonymous less that reservation), the buffers held outside the heaps and open shards
+ * from /metrics, descriptors), the extraction processes and PostgreSQL (resident memory,
+ * connections), the files in the data directories' temp folders, the files the workspaces hold
+ * (at most eight more each than at the start), the nodes serving, and the clients' requests/s,
+ * p99 and errors.
  *
  * At the end: every acknowledged upload must be ready and found by grep at its path with its
  * last text, no answer may be a 5xx, and each workspace's audit log must hold exactly one event

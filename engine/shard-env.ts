@@ -74,7 +74,7 @@ export async function releaseShardEnv(shard: ShardEnv): Promise<void> {
  * Lets go of the free-page list the environment's write transactions keep between them. The LMDB
  * of lmdb-js keeps the pages it reclaimed from the free list in memory from one write transaction
  * to the next, frees that list when a transaction aborts, but not when the environment closes:
- * each shard written and closed left it behind (2-4 KB for a shard of small files, once per
+ * each shard written and closed left it behind (1-4 KB for a shard of small files, once per
  * writer opened), in the writing thread's allocator arena (docs/architecture.md, "What a
  * workspace costs"). A writer calls this once its last transaction is done, before it releases
  * the environment: an empty write transaction, aborted.
