@@ -55,7 +55,7 @@ describe('a shard writer closed', () => {
       const dir = await mkdtemp(join(tmpdir(), 'vfs-free-pages-'));
       try {
         const trace = join(dir, 'trace');
-        // A file, not \`-e\`: heaptrack's report of an \`-e\` script held none of the native module's blocks.
+        // A file, not `-e`: heaptrack's report of an `-e` script held none of the native module's blocks.
         const script = join(dir, 'cycle.mjs');
         await writeFile(script, SCRIPT);
         await run('heaptrack', ['-o', trace, process.execPath, '--import', 'tsx', script, dir], { cwd: ROOT });
