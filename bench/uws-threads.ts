@@ -36,6 +36,10 @@ const BODY = Buffer.from(
   Array.from({ length: 100 }, (_, i) => `${String(i + 1).padStart(6)}\tline ${i + 1}: the quick brown fox jumps over the lazy dog\n`).join(''),
 );
 
+/** This file as a worker's script: it is TypeScript, so a one-line script registers tsx in the new thread, then imports it. */
+const TSX = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href);
+const THIS_FILE = `import(${TSX}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${JSON.stringify(import.meta.url)}); })`;
+
 /** CPU time (user and system) a process has used, in ms. */
 async function cpuMs(pid: number): Promise<number> {
   const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
@@ -100,8 +104,8 @@ function serveNode(on: { port: number } | { fd: number }, busyUs: number, onList
 }
 
 /**
- * One I/O thread of the `io` layer: node:http on `port` or on the descriptor `fd`, each request
- * handed to the main thread through `port2` in one message a turn, each answer written as it
+ * One I/O thread of the `io` layer: node:http on `port` or on the descriptor `fd`, the requests of
+ * a turn handed to the main thread through `channel` in one message, each answer written as it
  * comes back (in messages of a turn's answers).
  */
 function serveIo(on: { port: number } | { fd: number }, channel: MessagePort, onListening: (fd: number) => void): void {
@@ -150,20 +154,15 @@ if (!isMainThread) {
   const layer = process.env.UWS_THREADS_LAYER ?? 'native';
   const more = (fd: number | null): void => {
     setImmediate(() => {
-      // This file is TypeScript: a one-line script registers tsx in the new thread, then imports it.
-      const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href);
-      const code = `import(${tsx}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${JSON.stringify(import.meta.url)}); })`;
-      for (let i = 1; i < threads; i++) new Worker(code, { eval: true, workerData: { port, fd, busyUs } });
+      for (let i = 1; i < threads; i++) new Worker(THIS_FILE, { eval: true, workerData: { port, fd, busyUs } });
       setTimeout(() => process.stdout.write('ready\n'), 300);
     });
   };
   if (layer === 'io') {
     // Every thread listening is an I/O thread; this one does the work of all of them.
-    const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href);
-    const code = `import(${tsx}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${JSON.stringify(import.meta.url)}); })`;
     const start = (fd: number | null): Promise<number> => {
       const { port1, port2 } = new MessageChannel();
-      new Worker(code, { eval: true, workerData: { port, fd, busyUs, channel: port2 }, transferList: [port2] });
+      new Worker(THIS_FILE, { eval: true, workerData: { port, fd, busyUs, channel: port2 }, transferList: [port2] });
       return new Promise((resolve) => {
         port1.once('message', (m: { fd: number }) => {
           workFor(port1, busyUs);
