@@ -22,14 +22,14 @@
  *   against uWS's API as the service's are (`onAborted`, `forEach`, `cork`), on one thread.
  */
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { isMainThread, MessageChannel, type MessagePort, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { loadUws } from '../api/http/uws.js';
 import { nodeHttpUws } from '../api/http/uws-node-http.js';
+import { cpuOf, cpuSince } from './cpu.js';
 import { freePort } from './lib.js';
 
 const BODY = Buffer.from(
@@ -39,12 +39,6 @@ const BODY = Buffer.from(
 /** This file as a worker's script: it is TypeScript, so a one-line script registers tsx in the new thread, then imports it. */
 const TSX = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href);
 const THIS_FILE = `import(${TSX}).then((tsx) => { (tsx.register ?? tsx.default.register)(); return import(${JSON.stringify(import.meta.url)}); })`;
-
-/** CPU time (user and system) a process has used, in ms. */
-async function cpuMs(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms
-}
 
 /**
  * The stand-in for a request's work, one per thread: `busyUs` µs of CPU, then `answer` with the
@@ -97,6 +91,11 @@ function serveNode(on: { port: number } | { fd: number }, busyUs: number, onList
     void req.headers.authorization;
     work(() => res.writeHead(200, { 'content-type': 'text/plain', 'content-length': BODY.length }).end(BODY));
   });
+  listenOn(server, on, onListening);
+}
+
+/** Listens on `port` or on the listening descriptor `fd`; calls back with the socket's descriptor. */
+function listenOn(server: Server, on: { port: number } | { fd: number }, onListening: (fd: number) => void): void {
   server.listen('fd' in on ? { fd: on.fd } : { port: on.port, host: '127.0.0.1' }, () =>
     // The descriptor of the listening socket: not in Node's public API, read from its handle.
     onListening((server as unknown as { _handle: { fd: number } })._handle.fd),
@@ -109,7 +108,7 @@ function serveNode(on: { port: number } | { fd: number }, busyUs: number, onList
  * comes back (in messages of a turn's answers).
  */
 function serveIo(on: { port: number } | { fd: number }, channel: MessagePort, onListening: (fd: number) => void): void {
-  const waiting = new Map<number, import('node:http').ServerResponse>();
+  const waiting = new Map<number, ServerResponse>();
   let next = 0;
   const batch: Array<{ id: number; url: string; auth: string }> = [];
   channel.on('message', (answers: Array<{ id: number; body: Uint8Array }>) => {
@@ -125,9 +124,7 @@ function serveIo(on: { port: number } | { fd: number }, channel: MessagePort, on
     if (batch.length === 0) setImmediate(() => channel.postMessage(batch.splice(0)));
     batch.push({ id, url: req.url ?? '', auth: req.headers.authorization ?? '' });
   });
-  server.listen('fd' in on ? { fd: on.fd } : { port: on.port, host: '127.0.0.1' }, () =>
-    onListening((server as unknown as { _handle: { fd: number } })._handle.fd),
-  );
+  listenOn(server, on, onListening);
 }
 
 /** The `io` layer's main thread: the stand-in's work for each request an I/O thread hands over. */
@@ -193,7 +190,7 @@ if (!isMainThread) {
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
-      const cpuBefore = await cpuMs(child.pid!);
+      const cpuBefore = await cpuOf([child.pid!]);
       const result = await autocannon({
         url: `http://127.0.0.1:${port}/v1/x?path=/a`,
         headers: { authorization: 'Bearer x' },
@@ -202,7 +199,7 @@ if (!isMainThread) {
         duration,
       });
       // The server's CPU per answer: whether a layer is cheaper even where autocannon caps the rate.
-      const cpuUsPerRequest = Math.round((((await cpuMs(child.pid!)) - cpuBefore) * 1000) / result.requests.total);
+      const cpuUsPerRequest = Math.round(((await cpuSince([child.pid!], cpuBefore)) * 1e6) / result.requests.total);
       child.kill();
       rows.push({
         round,
