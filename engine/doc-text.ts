@@ -95,6 +95,30 @@ export function lineIndexAt(starts: LineStarts, pos: number): number {
   return lo;
 }
 
+/**
+ * `lineIndexAt` for a scan that moves forward: `from` is a line known to start at or before
+ * `pos`. It steps out from there in strides that double, then halves, so a hit on the next line
+ * costs one comparison and one far on costs the logarithm of the distance. A `from` past `pos`
+ * falls back to the whole search.
+ */
+export function lineIndexFrom(starts: LineStarts, pos: number, from: number): number {
+  const count = starts.length;
+  if (from < 0 || from >= count || starts[from] > pos) return lineIndexAt(starts, pos);
+  let lo = from;
+  let stride = 1;
+  while (lo + stride < count && starts[lo + stride] <= pos) {
+    lo += stride;
+    stride <<= 1;
+  }
+  let hi = Math.min(lo + stride, count) - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (starts[mid] <= pos) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 /** The end (exclusive, before its `\n`) of 0-based line `line` of a text of `textBytes`. */
 export function lineEndOf(text: Uint8Array, starts: LineStarts, line: number): number {
   if (line + 1 < starts.length) return starts[line + 1] - 1;

@@ -43,7 +43,7 @@
 
 import { constants, isUtf8 } from 'node:buffer';
 import RE2 from 're2';
-import { lineEndOf, lineIndexAt, type LineStarts } from './doc-text.js';
+import { lineEndOf, lineIndexAt, lineIndexFrom, type LineStarts } from './doc-text.js';
 import { foldsWithinAscii } from './regex/fold.js';
 import { type ByteRegex, toMachineCode } from './regex/byte-regex.js';
 import type { CompiledPattern, PatternFacts } from './regex/pattern.js';
@@ -225,8 +225,9 @@ export class LineMatcher {
         if (this.search(this.pos, this.windowEnd)) return true;
         continue;
       }
-      const from = starts[lineIndexAt(starts, at)];
-      const last = lineIndexAt(starts, Math.min(from + WINDOW_BYTES, this.end - 1));
+      const fromLine = lineIndexFrom(starts, at, this.lastLine + 1);
+      const from = starts[fromLine];
+      const last = lineIndexFrom(starts, Math.min(from + WINDOW_BYTES, this.end - 1), fromLine);
       this.pos = from;
       this.windowEnd = lineEndOf(this.text, starts, last);
       if (this.search(from, this.windowEnd)) return true;
@@ -264,7 +265,7 @@ export class LineMatcher {
           if (text[len - 1] === NEWLINE) break;
           b = len - 1;
         }
-        line = lineIndexAt(starts, b);
+        line = lineIndexFrom(starts, b, this.lastLine + 1);
         const lineEnd = lineEndOf(text, starts, line);
         if (e > lineEnd) {
           // The hit runs through the newline: ripgrep would only match within the line.
@@ -295,7 +296,7 @@ export class LineMatcher {
       if (text[len - 1] === NEWLINE) return -1;
       b = len - 1;
     }
-    return lineIndexAt(this.starts, b);
+    return lineIndexFrom(this.starts, b, this.lastLine + 1);
   }
 
   /** Path 3 by V8, piece by piece of the text (see the module comment). */
@@ -346,7 +347,7 @@ export class LineMatcher {
       this.pos = len;
       return false;
     }
-    return this.hit(lineIndexAt(this.starts, at), len);
+    return this.hit(lineIndexFrom(this.starts, at, this.lastLine + 1), len);
   }
 
   /** Reports `line` as the current hit and moves the scan to the next line. */
@@ -392,7 +393,7 @@ export class LineMatcher {
     }
     const end = runs.lastIndex;
     this.first = this.lastLine + 1;
-    this.last = lineIndexAt(this.starts, end - 1);
+    this.last = lineIndexFrom(this.starts, end - 1, this.lastLine + 1);
     this.misses = 0;
     this.lastLine = this.last;
     this.pos = end;

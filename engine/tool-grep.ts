@@ -200,6 +200,14 @@ export interface GrepCollection {
 const COLON = 0x3a;
 const DASH = 0x2d;
 
+/**
+ * In `content` mode, the full chunks a document's output may hold before they are yielded in its
+ * middle. A yield there costs a copy of the document (its text views lmdb-js's read buffer, which
+ * the next read anywhere on the thread overwrites); most documents' output fits, and is yielded
+ * after their last line.
+ */
+const HELD_CHUNKS = 4;
+
 /** How often a long scan yields a heartbeat chunk. */
 const HEARTBEAT_MS = 50;
 
@@ -646,7 +654,7 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
         emit(first, last, true);
         printed = last;
         afterUntil = last + p.after;
-        if (out.ready) {
+        if (out.waiting >= HELD_CHUNKS) {
           keep();
           yield* out.drain();
           pace.sent();

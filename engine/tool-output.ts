@@ -183,6 +183,11 @@ export class ChunkedOutput {
     return this.full.length > 0;
   }
 
+  /** How many full chunks are waiting. */
+  get waiting(): number {
+    return this.full.length;
+  }
+
   /** The oldest full chunk (call only when `ready`). */
   take(): Buffer {
     return this.full.shift()!;

@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import * as lmdb from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { countLines, encodeDocValue, lineEndOf, lineStartsOf } from '../engine/doc-text.js';
+import { countLines, encodeDocValue, lineEndOf, lineIndexAt, lineIndexFrom, lineStartsOf } from '../engine/doc-text.js';
 import {
   appendToBlock,
   blockFirstId,
@@ -114,6 +115,22 @@ describe('line splitting', () => {
     const starts = lineStartsOf(value, text.length, 2);
     expect(starts).toBeInstanceOf(Uint32Array);
     expect([...starts]).toEqual([0, 70_001]);
+  });
+
+  it('finds the line of a byte from any known line as the whole search does', () => {
+    const lengths = fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 300 });
+    fc.assert(
+      fc.property(lengths, fc.nat(), fc.integer({ min: -2, max: 310 }), (lineLengths, at, from) => {
+        const starts = new Uint32Array(lineLengths.length);
+        for (let i = 1; i < starts.length; i++) starts[i] = starts[i - 1] + lineLengths[i - 1] + 1;
+        const pos = at % (starts[starts.length - 1] + lineLengths[lineLengths.length - 1] + 1);
+        const line = lineIndexAt(starts, pos);
+        expect(starts[line]).toBeLessThanOrEqual(pos);
+        expect(line === starts.length - 1 || starts[line + 1] > pos).toBe(true);
+        expect(lineIndexFrom(starts, pos, from)).toBe(line);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 

@@ -604,6 +604,35 @@ describe('footers on truncation', () => {
   });
 });
 
+describe('grep content of a document printed across yields', () => {
+  let s: TestShard;
+  const lines = Array.from({ length: 20_000 }, (_, i) => `alpha ${i} ${'z'.repeat(i % 50)}`);
+  beforeAll(async () => {
+    s = await buildShard([
+      { path: '/a.txt', text: `${lines.join('\n')}\n` },
+      { path: '/b.txt', text: 'beta\n'.repeat(30_000) },
+    ]);
+  });
+  afterAll(() => s.close());
+
+  // The document's text views the shard's read buffer, which the reads between the pulls overwrite.
+  it.each(['always', 'off'] as const)('holds its text while other reads run between the chunks (V8 %s)', (scans) => {
+    setV8Scans(scans);
+    try {
+      const chunks: string[] = [];
+      const tool = grep(s.reader, { claims: MGMT, pattern: 'alpha', outputMode: 'content' });
+      for (let r = tool.next(); r.done !== true; r = tool.next()) {
+        chunks.push(Buffer.from(r.value).toString());
+        expect(output(cat(s.reader, { claims: MGMT, path: '/b.txt', limit: 5000 }))).toContain('beta');
+      }
+      expect(chunks.length).toBeGreaterThan(8);
+      expect(chunks.join('')).toBe(lines.map((l, i) => `/a.txt:${i + 1}:${l}\n`).join(''));
+    } finally {
+      setV8Scans('off');
+    }
+  });
+});
+
 describe('cat against a line-by-line reference', () => {
   /** cat as SPEC.md words it, one line at a time: the reference the engine's run copies must equal. */
   function referenceCat(text: string, offset = 1, limit = 2000): string {
