@@ -21,7 +21,6 @@
  * message.
  */
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
-import { keptChunk } from '../core/kept-chunk.js';
 import {
   collectGrepCounts,
   emitGrepCounts,
@@ -66,10 +65,12 @@ export function splitGrep(runTask: RunTask, shardDir: string, request: GrepReque
 /**
  * Path ranges of a content grep per thread. The ranges queue in path order and each thread takes
  * the next one as it ends one, so a range that must wait for the ones before it to be written
- * waits for about one range's output, not for half of the whole (which, past HELD_BYTES, stops
- * its thread): both threads keep searching through an output of hundreds of MB.
+ * waits for about one range's output, not for half of the whole (which, past its ring, stops
+ * its thread): both threads keep searching through an output of hundreds of MB. Sixteen ranges
+ * of a dense answer (346 MB of text, 600 MB of output) each print about as much as a share's
+ * ring holds (docs/benchmarks.md, "content shares in rings").
  */
-const RANGES_PER_THREAD = 4;
+const RANGES_PER_THREAD = 16;
 
 /** Put between two content shares' output when context lines are on. */
 const SEPARATOR = Buffer.from('--\n');
@@ -91,6 +92,8 @@ interface Splitter {
 interface Shares {
   /** The tasks in output order, once the lead has reported its split. */
   shares: Promise<TaskCall[]>;
+  /** The tasks started so far, in output order. */
+  started: readonly TaskCall[];
   /** Stops every task started and starts no more. */
   cancel(): void;
   /** `grepShare`: the ports the shares' counts arrive on. */
@@ -122,12 +125,13 @@ function startShares(s: Splitter, tool: 'grep' | 'grepShare', sinkFor: (share: n
     for (const [k, share] of (split?.shares ?? []).entries()) {
       if (cancelled) break;
       // A content share waits for the ones before it, its chunks held (parallelContent).
-      calls.push(s.runTask(tool, s.shardDir, s.request, sinkFor(k + 1), { share, peer: peer(), ownChunks: tool === 'grep' }));
+      calls.push(s.runTask(tool, s.shardDir, s.request, sinkFor(k + 1), { share, peer: peer(), waits: tool === 'grep' }));
     }
     return calls;
   })();
   return {
     shares,
+    started: calls,
     counts,
     cancel: () => {
       cancelled = true;
@@ -177,23 +181,29 @@ function parallelCounts(s: Splitter, sink: ChunkSink): ReadCall {
 }
 
 /**
- * Output of content shares that wait for the shares before them, held at once over all calls:
- * within it a waiting share's thread goes on searching rather than stopping at its window of
- * unwritten chunks, so that the shares search side by side and not one after the other
- * (docs/benchmarks.md, "grep in content mode, shares side by side").
+ * Output of content shares that wait for the shares before them, queued at once over all calls.
+ * Each share's thread searches on while its ring has room; past this, the shares after the
+ * current one of the call that crossed it are paused until their turn, so that a slow client
+ * holds about this much in the HTTP thread, whatever the answer's size.
  */
 const HELD_BYTES = 64 * 1024 * 1024;
-let held = 0;
+let heldBytes = HELD_BYTES;
+let queuedBytes = 0;
 
-/** Bytes of content shares' output counted against HELD_BYTES now: queued, or handed on and not yet written (for tests). */
-export function heldBytes(): number {
-  return held;
+/** Bytes of content shares' output queued now, waiting for the shares before them (for tests). */
+export function waitingBytes(): number {
+  return queuedBytes;
+}
+
+/** Sets the bytes queued before a waiting share is paused; HELD_BYTES without an argument (for tests). */
+export function holdAtMost(bytes = HELD_BYTES): void {
+  heldBytes = bytes;
 }
 
 /**
  * A content-mode grep split into path ranges: the lead streams its range to the client at once;
- * each further share's chunks wait until the shares before it have ended, its thread going on
- * while they fit in HELD_BYTES.
+ * each further share's chunks queue until the shares before it have ended, its thread searching
+ * on until its ring (SHARE_WINDOW chunks, read-protocol.ts) is full or HELD_BYTES are queued.
  */
 function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
   const context = s.settings.before > 0 || s.settings.after > 0;
@@ -206,24 +216,29 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
     printed = i;
     sink(data, release);
   };
+  /** Share i's queued chunks, taken out of the count. */
+  const dequeue = (i: number): Array<[Uint8Array, () => void]> => {
+    const chunks = queued[i]?.splice(0) ?? [];
+    for (const [data] of chunks) queuedBytes -= data.length;
+    return chunks;
+  };
   let finished = false;
-  // This call's chunks counted in `held`, until written, dropped or the call is cancelled.
-  const holding = new Set<() => void>();
+  let paused = false;
   const split = startShares(s, 'grep', (i) => {
     queued[i] = [];
     return (data, release) => {
       // After the call ended, a cancelled share's last chunk: nobody will send it.
       if (finished) release();
       else if (i === current) forward(i, data, release);
-      else if (held + data.length <= HELD_BYTES) {
-        held += data.length;
-        const giveBack = (): void => {
-          if (holding.delete(giveBack)) held -= data.length;
-        };
-        holding.add(giveBack);
-        queued[i].push([keptChunk(data), giveBack]);
-        release();
-      } else queued[i].push([data, release]);
+      else {
+        queued[i].push([data, release]);
+        queuedBytes += data.length;
+        // Every share after the current one, so that one not yet started sends nothing either.
+        if (queuedBytes > heldBytes && !paused) {
+          paused = true;
+          for (const share of split.started.slice(current + 1)) share.pause(true);
+        }
+      }
     };
   });
   const inOrder = async (): Promise<ReadOutcome> => {
@@ -232,8 +247,8 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
     for (const [i, share] of shares.entries()) {
       // Share i's output follows once the shares before it have ended.
       current = i;
-      share.ownChunks(false);
-      for (const [data, release] of queued[i].splice(0)) forward(i, data, release);
+      share.pause(false);
+      for (const [data, release] of dequeue(i)) forward(i, data, release);
       const result = await share.outcome;
       if (result.kind !== 'done') {
         for (const t of shares) t.cancel();
@@ -255,17 +270,10 @@ function parallelContent(s: Splitter, sink: ChunkSink): ReadCall {
     } finally {
       // A cancelled or failed call leaves chunks that will never be sent.
       finished = true;
-      for (const chunks of queued) for (const [, release] of chunks?.splice(0) ?? []) release();
+      for (let i = 0; i < queued.length; i++) for (const [, release] of dequeue(i)) release();
     }
   })();
-  return {
-    outcome,
-    cancel: () => {
-      split.cancel();
-      // The client is gone: what it was sent may never be written.
-      for (const giveBack of [...holding]) giveBack();
-    },
-  };
+  return { outcome, cancel: split.cancel };
 }
 
 /** Thrown on a read thread while a merge waits for a collection and the call is cancelled. */

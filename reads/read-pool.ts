@@ -23,25 +23,27 @@ import {
 import { splitGrep, splitPays } from './grep-split.js';
 import {
   CANCELLED,
-  CONTROL_BYTES,
+  controlBytes,
   doneWith,
   type ChunkSink,
   errorOf,
   failure,
   IN_FLIGHT,
-  OWN_CHUNKS,
+  PAUSED,
   type ReadCall,
   type ReadMessage,
   type ReadOutcome,
   type ReadTask,
   type ReadThreadData,
   type ReadTool,
+  SHARE_WINDOW,
   SLOT_BUSY,
   SLOT_BYTES,
   type TaskCall,
   type TaskExtras,
   type TaskOutcome,
   THREAD_LOADED,
+  WINDOW,
 } from './read-protocol.js';
 
 /**
@@ -167,11 +169,10 @@ export class ReadPool {
 
   /** Runs one task on a thread; its port delivers chunks, then its result. */
   private task(tool: ReadTool, shardDir: string, request: unknown, sink: ChunkSink, extras: TaskExtras = {}): TaskCall {
-    const { share, onSplit, peer, peers, ownChunks } = extras;
+    const { share, onSplit, peer, peers, waits } = extras;
     const { port1, port2 } = new MessageChannel();
-    const shared = new SharedArrayBuffer(CONTROL_BYTES);
+    const shared = new SharedArrayBuffer(controlBytes(waits === true ? SHARE_WINDOW : WINDOW));
     const control = new Int32Array(shared);
-    if (ownChunks === true) control[OWN_CHUNKS] = 1;
     const release = (): void => {
       Atomics.sub(control, IN_FLIGHT, 1);
       Atomics.notify(control, IN_FLIGHT);
@@ -214,7 +215,10 @@ export class ReadPool {
         Atomics.store(control, CANCELLED, 1);
         Atomics.notify(control, IN_FLIGHT);
       },
-      ownChunks: (on) => Atomics.store(control, OWN_CHUNKS, on ? 1 : 0),
+      pause: (on) => {
+        Atomics.store(control, PAUSED, on ? 1 : 0);
+        if (!on) Atomics.notify(control, IN_FLIGHT);
+      },
     };
   }
 

@@ -6,17 +6,20 @@
  * comes back over the task's MessagePort, in order: chunks (a grep lead's `split` before its
  * first), then one `end` (with the generator's return value, a ToolSummary), `cancelled` or
  * `error`. Flow control is a shared Int32Array: [IN_FLIGHT] counts chunks sent but not yet
- * released (the worker waits while it reaches WINDOW), [CANCELLED] is set to 1 to cancel (client
- * gone), [OWN_CHUNKS] is 1 while the HTTP thread holds the task's chunks a while (a content
- * share waiting for the shares before it: grep-split.ts), and [SLOT_BUSY + i] is 1 while slot i
- * of the task's ring holds a chunk not yet released.
+ * released (the worker waits while it reaches the task's window), [CANCELLED] is set to 1 to
+ * cancel (client gone), [PAUSED] is 1 while the worker is to wait whatever its window, and
+ * [SLOT_BUSY + i] is 1 while slot i of the task's ring holds a chunk not
+ * yet released. The window is the number of slots: WINDOW for a task whose chunks go to the
+ * socket as they come, SHARE_WINDOW for a content share whose chunks may wait for the shares
+ * before it (grep-split.ts).
  *
  * A task's first chunk crosses as a `chunk` message with bytes of its own. A longer output then
- * goes through a ring of WINDOW slots in memory shared with the HTTP thread (one `ring` message,
- * then a `slot` message a chunk): a chunk an ArrayBuffer of its own, hundreds of MB of them, kept
- * the collector of the HTTP thread and V8's helper threads busy. A sink's `release` so means that
- * the chunk's memory may be reused: a sink that keeps a chunk after releasing it keeps a copy
- * (core/kept-chunk.ts). Chunks the HTTP thread is to hold ([OWN_CHUNKS]) all come with bytes of their own.
+ * goes through a ring of slots in memory shared with the HTTP thread (one `ring` message, then a
+ * `slot` message a chunk): a chunk an ArrayBuffer of its own, hundreds of MB of them, kept the
+ * collectors of the HTTP thread and of V8's helper threads busy. A read thread reuses a ring once
+ * every slot of it was released (read-worker.ts). A sink's `release` so means that the chunk's
+ * memory may be reused: a sink that keeps a chunk after releasing it keeps a copy
+ * (core/kept-chunk.ts).
  *
  * An error crosses as a code of the error catalog with its params (an Error object loses its
  * class on the way), and is made a VfsError again on the HTTP thread: `errorMessage` and
@@ -29,16 +32,25 @@ import { CHUNK_BYTES, type GrepLead, type GrepShare, type GrepSplit, type GrepSt
 
 /** Chunks (of up to 64 KiB) in flight between the worker and the socket; also the slots of a task's ring. */
 export const WINDOW = 4;
+/**
+ * The window and ring slots of a content share that may wait its turn: it searches on while its
+ * output fits (16 MiB), which is about one of its path ranges' output in a dense answer. A ring
+ * this size cost nothing new per call, where a chunk of its own each did (docs/benchmarks.md,
+ * "content shares in rings").
+ */
+export const SHARE_WINDOW = 256;
 /** Index of the in-flight counter in the control array. */
 export const IN_FLIGHT = 0;
 /** Index of the cancel flag in the control array. */
 export const CANCELLED = 1;
-/** Index of the flag that asks for chunks with bytes of their own in the control array. */
-export const OWN_CHUNKS = 2;
+/** Index of the flag that pauses the worker (a content share past the held budget, grep-split.ts). */
+export const PAUSED = 2;
 /** Index of the first slot's busy flag in the control array. */
 export const SLOT_BUSY = 3;
-/** Bytes of the control array. */
-export const CONTROL_BYTES = (SLOT_BUSY + WINDOW) * 4;
+/** Bytes of the control array of a task with `window` slots. */
+export function controlBytes(window: number): number {
+  return (SLOT_BUSY + window) * 4;
+}
 /** Bytes of a ring slot: a chunk (CHUNK_BYTES at most but for a single longer write) that does not fit crosses on its own. */
 export const SLOT_BYTES = CHUNK_BYTES;
 
@@ -158,14 +170,14 @@ export type TaskOutcome = { kind: 'done'; result: unknown } | Failure | Cancelle
 export interface TaskCall {
   outcome: Promise<TaskOutcome>;
   cancel(): void;
-  /** Whether the task's chunks come with bytes of their own, to be held a while (read-protocol's [OWN_CHUNKS]). */
-  ownChunks(on: boolean): void;
+  /** Makes the worker wait before its next chunk, or go on (read-protocol's [PAUSED]). */
+  pause(on: boolean): void;
 }
 
 /** What a task may carry besides its request. */
 export interface TaskExtras {
-  /** Whether the task's chunks start with bytes of their own (TaskCall.ownChunks). */
-  ownChunks?: boolean;
+  /** A content share whose output may wait for the shares before it: its window is SHARE_WINDOW. */
+  waits?: boolean;
   /** The share of a split grep it searches. */
   share?: TaskShare;
   /** The lead of a split grep: receives the split. */

@@ -22,14 +22,13 @@ import {
   CANCELLED,
   errorMessage,
   IN_FLIGHT,
-  OWN_CHUNKS,
+  PAUSED,
   type ReadMessage,
   type ReadTask,
   type ReadThreadData,
   SLOT_BUSY,
   SLOT_BYTES,
   THREAD_LOADED,
-  WINDOW,
 } from './read-protocol.js';
 
 // A read thread closes its reader of a shard when another thread asks (a deleted workspace's, or
@@ -76,8 +75,40 @@ export default function runReadTask(task: ReadTask): void {
 }
 
 /**
- * Sends `output`'s chunks, at most WINDOW unreleased at a time, then its end; stops when
- * cancelled. From the second chunk on, a chunk goes through the task's ring (read-protocol.ts).
+ * Rings this thread made, each with the control array of the task that used it last; a ring
+ * is free again once that task's slots were all released. At most KEPT_RINGS are kept, and none
+ * once the thread has made no ring for RING_IDLE_MS: an idle thread holds no ring's memory.
+ */
+const kept: Array<{ ring: SharedArrayBuffer; control: Int32Array }> = [];
+const KEPT_RINGS = 3;
+const RING_IDLE_MS = 30_000;
+let dropKept: NodeJS.Timeout | undefined;
+
+/** A ring of `window` slots for the task of `control`: a free kept one, or a new one. */
+function ringFor(window: number, control: Int32Array): SharedArrayBuffer {
+  clearTimeout(dropKept);
+  dropKept = setTimeout(() => kept.splice(0), RING_IDLE_MS).unref();
+  const bytes = window * SLOT_BYTES;
+  const free = kept.find((k) => k.ring.byteLength === bytes && allReleased(k.control));
+  if (free !== undefined) {
+    free.control = control;
+    return free.ring;
+  }
+  const ring = new SharedArrayBuffer(bytes);
+  const spare = kept.findIndex((k) => allReleased(k.control)); // free, but of the other size
+  if (kept.length < KEPT_RINGS) kept.push({ ring, control });
+  else if (spare !== -1) kept[spare] = { ring, control };
+  return ring;
+}
+
+function allReleased(control: Int32Array): boolean {
+  for (let i = SLOT_BUSY; i < control.length; i++) if (Atomics.load(control, i) !== 0) return false;
+  return true;
+}
+
+/**
+ * Sends `output`'s chunks, at most the task's window unreleased at a time, then its end; stops
+ * when cancelled. From the second chunk on, a chunk goes through the task's ring (read-protocol.ts).
  */
 function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: MessagePort): void {
   let sent = 0;
@@ -95,19 +126,20 @@ function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: Mes
       }
       const chunk = step.value;
       if (chunk.length === 0) continue; // heartbeat: a cancellation point only
+      const window = control.length - SLOT_BUSY;
       let inFlight = Atomics.load(control, IN_FLIGHT);
-      while (inFlight >= WINDOW && Atomics.load(control, CANCELLED) === 0) {
+      while ((inFlight >= window || Atomics.load(control, PAUSED) === 1) && Atomics.load(control, CANCELLED) === 0) {
         Atomics.wait(control, IN_FLIGHT, inFlight, 100);
         inFlight = Atomics.load(control, IN_FLIGHT);
       }
       Atomics.add(control, IN_FLIGHT, 1);
-      if (sent++ > 0 && chunk.length <= SLOT_BYTES && Atomics.load(control, OWN_CHUNKS) === 0) {
+      if (sent++ > 0 && chunk.length <= SLOT_BYTES) {
         if (ring === null) {
-          const shared = new SharedArrayBuffer(WINDOW * SLOT_BYTES);
+          const shared = ringFor(window, control);
           ring = new Uint8Array(shared);
           port.postMessage({ type: 'ring', ring: shared } satisfies ReadMessage);
         }
-        // Fewer than WINDOW chunks are unreleased, so a slot is free (released ones in any order).
+        // Fewer than `window` chunks are unreleased, so a slot is free (released ones in any order).
         let slot = 0;
         while (Atomics.load(control, SLOT_BUSY + slot) === 1) slot++;
         Atomics.store(control, SLOT_BUSY + slot, 1);

@@ -2,14 +2,14 @@
  * Stopping the read pool: a thread terminated while lmdb's native addon initialises aborts the
  * whole process ("FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw"; it took down a
  * test process once), so `close` stops no thread before its modules have loaded. A content
- * grep split over two real threads: the second path range searched while the first waits for
- * its client, its output in order, and what was held given back. And the queue: tasks start in
- * the order they came.
+ * grep split over two real threads: the later path ranges searched while the first waits for
+ * its client, its output in order, what was queued given back, and a share paused once too much
+ * is queued. And the queue: tasks start in the order they came.
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { grep } from '../engine/index.js';
-import { heldBytes } from '../reads/grep-split.js';
+import { holdAtMost, waitingBytes } from '../reads/grep-split.js';
 import { ReadPool } from '../reads/read-pool.js';
 import { type ReadCall, THREAD_LOADED } from '../reads/read-protocol.js';
 import { buildShard, output } from './helpers/engine-shard.js';
@@ -43,12 +43,13 @@ describe('ReadPool.close', () => {
 });
 
 describe('a content grep split across the read threads', () => {
-  // 1.6 MB of text in 40 files, split into eight path ranges of five files (four a thread,
-  // balanced by text bytes): every line matches `.`, so each range prints more than the four
-  // unwritten chunks a thread may have in flight.
+  // 2.4 MB of text in 40 files, split into path ranges (16 a thread, balanced by text bytes):
+  // every line matches `.`. The first file, a third of the text, is the lead's range, which
+  // prints more than the four unwritten chunks it may have in flight, so while its client
+  // waits the ranges after it queue their output.
   const docs = Array.from({ length: 40 }, (_, i) => ({
     path: `/d/f${String(i).padStart(2, '0')}.txt`,
-    text: Array.from({ length: 800 }, (_, j) => `line ${j} of file ${i}: ${'x'.repeat(j % 60)}`).join('\n'),
+    text: Array.from({ length: i === 0 ? 16_000 : 800 }, (_, j) => `line ${j} of file ${i}: ${'x'.repeat(j % 60)}`).join('\n'),
   }));
   const request = { claims: null, pattern: '.', outputMode: 'content' as const, deadline: Date.now() + 600_000 };
 
@@ -78,63 +79,65 @@ describe('a content grep split across the read threads', () => {
     }
   }
 
-  it('while the first range waits for its client, the second is searched on; all of it arrives in order', async () => {
+  it('while the first range waits for its client, the later ones are searched on; all of it arrives in order', async () => {
     let holding = true;
-    let heldWhileWaiting = 0;
+    let queuedWhileWaiting = 0;
     const r = await splitRun(
       () => holding,
       async () => {
-        await until(() => heldBytes() >= 8 * 64 * 1024, 10_000);
-        heldWhileWaiting = heldBytes();
+        await until(() => waitingBytes() >= 8 * 64 * 1024, 10_000);
+        queuedWhileWaiting = waitingBytes();
         holding = false;
       },
     );
-    expect(heldWhileWaiting).toBeGreaterThanOrEqual(8 * 64 * 1024);
+    expect(queuedWhileWaiting).toBeGreaterThanOrEqual(8 * 64 * 1024);
     expect(r.outcome.kind).toBe('done');
     expect(r.text).toBe(r.expected);
-    expect(heldBytes()).toBe(0);
+    expect(waitingBytes()).toBe(0);
   });
 
-  it('cancelled while the second range is held, it holds nothing afterwards', async () => {
+  it('cancelled while later ranges are queued, it holds nothing afterwards', async () => {
     const r = await splitRun(
       () => true,
       async (call) => {
-        await until(() => heldBytes() > 0, 10_000);
-        expect(heldBytes()).toBeGreaterThan(0);
+        await until(() => waitingBytes() > 0, 10_000);
+        expect(waitingBytes()).toBeGreaterThan(0);
         call.cancel();
       },
     );
     expect(r.outcome.kind).toBe('cancelled');
-    expect(heldBytes()).toBe(0);
+    expect(waitingBytes()).toBe(0);
   });
 
-  it("cancelled while the second range's held chunks wait to be written, it holds nothing afterwards", async () => {
-    // Nothing is written until the ranges after the first are held beyond a window; then the
-    // first range's chunks are, and from the second range's first one (f05 starts it) nothing
-    // is again.
-    let first = true;
-    let second = false;
-    const r = await splitRun(
-      (data) => {
-        second ||= Buffer.from(data).includes('/d/f05.txt:');
-        return first || second;
-      },
-      async (call, writeHeld) => {
-        await until(() => heldBytes() >= 8 * 64 * 1024, 10_000);
-        first = false;
-        writeHeld();
-        await until(() => second, 10_000);
-        expect(second).toBe(true);
-        expect(heldBytes()).toBeGreaterThan(0);
-        call.cancel();
-        // Given back at the cancel, though the chunks are still unwritten here.
-        await call.outcome;
-        expect(heldBytes()).toBe(0);
-      },
-    );
-    // The search may have ended before the cancel: every chunk of the second range was held.
-    expect(['done', 'cancelled']).toContain(r.outcome.kind);
-    expect(heldBytes()).toBe(0);
+  it('past the bytes it may queue, a waiting range is paused until its turn, and all of it arrives in order', async () => {
+    const limit = 256 * 1024;
+    holdAtMost(limit);
+    try {
+      let holding = true;
+      let queuedAtRest = 0;
+      const r = await splitRun(
+        () => holding,
+        async () => {
+          await until(() => waitingBytes() > limit, 10_000);
+          // The paused range sends nothing more: the queue stops growing a chunk past the limit.
+          let last = -1;
+          while (waitingBytes() !== last) {
+            last = waitingBytes();
+            await new Promise((resolve) => setTimeout(resolve, 300));
+          }
+          queuedAtRest = waitingBytes();
+          holding = false;
+        },
+      );
+      expect(queuedAtRest).toBeGreaterThan(limit);
+      // The chunk that crossed it, and one the worker may have sent before it saw the pause.
+      expect(queuedAtRest).toBeLessThanOrEqual(limit + 2 * 64 * 1024);
+      expect(r.outcome.kind).toBe('done');
+      expect(r.text).toBe(r.expected);
+      expect(waitingBytes()).toBe(0);
+    } finally {
+      holdAtMost();
+    }
   });
 });
 
