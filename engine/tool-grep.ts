@@ -133,7 +133,7 @@ const WHOLE: GrepShare = Object.freeze({});
 
 /** How the first share of a search splits it. */
 export interface GrepLead {
-  /** Shares wanted (at most this many ranges). */
+  /** Shares wanted (at most this many; path ranges also hold at least `minBytes` each). */
   count: number;
   /** Candidates with fewer text bytes than this are searched by the lead alone. */
   minBytes: number;
@@ -296,7 +296,10 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan, share: GrepShare, byHa
   const total = textBytes(docs);
   const { count, minBytes } = share.lead;
   const idsOf = (part: readonly DocMeta[]): GrepCandidateIds => ({ docsVersion: snapshot.docsVersion, ids: Uint32Array.from(part, (d) => d.id).sort() });
-  const split = total < minBytes || count < 2 ? { first: docs, shares: [] } : byHash ? splitByHash(docs, count, idsOf) : splitRanges(docs, count, total, idsOf);
+  // A path range holds at least minBytes: each is a task of its own, which a small search pays for.
+  const ranges = minBytes > 0 ? Math.min(count, Math.floor(total / minBytes)) : count;
+  const split =
+    total < minBytes || count < 2 ? { first: docs, shares: [] } : byHash ? splitByHash(docs, count, idsOf) : splitRanges(docs, ranges, total, idsOf);
   share.lead.onSplit({ shares: split.shares });
   return split.first;
 }

@@ -8,10 +8,10 @@
  * `error`. Flow control is a shared Int32Array: [IN_FLIGHT] counts chunks sent but not yet
  * released (the worker waits while it reaches the task's window), [CANCELLED] is set to 1 to
  * cancel (client gone), [PAUSED] is 1 while the worker is to wait whatever its window, and
- * [SLOT_BUSY + i] is 1 while slot i of the task's ring holds a chunk not
- * yet released. The window is the number of slots: WINDOW for a task whose chunks go to the
- * socket as they come, SHARE_WINDOW for a content share whose chunks may wait for the shares
- * before it (grep-split.ts).
+ * [SLOT_BUSY + i] is 1 while slot i of the task's ring holds a chunk not yet released. The
+ * window is the number of slots: WINDOW for a task whose chunks go to the socket as they come,
+ * SHARE_WINDOW for a content share whose chunks may wait for the shares before it
+ * (grep-split.ts).
  *
  * A task's first chunk crosses as a `chunk` message with bytes of its own. A longer output then
  * goes through a ring of slots in memory shared with the HTTP thread (one `ring` message, then a

@@ -369,6 +369,18 @@ describe('tools on a small workspace', () => {
       }
     });
 
+    it('a path range holds at least minBytes of candidate text', async () => {
+      const t = await buildShard(Array.from({ length: 10 }, (_, i) => ({ path: `/f${i}.txt`, text: 'match\n'.repeat(20_000) })));
+      try {
+        const request = { claims: MGMT, pattern: 'match', outputMode: 'content' } as const;
+        // 1.2 MB: three ranges of at least 400 KB, though eight were asked for.
+        expect(splitGrep(t.reader, request, 8, 400_000).bounds).toEqual(['/f4.txt', '/f7.txt']);
+        expect(splitGrep(t.reader, request, 8, 100_000).bounds).toHaveLength(7);
+      } finally {
+        await t.close();
+      }
+    });
+
     it('a path range keeps only the files in [from, to)', () => {
       const text = output(grep(s.reader, { claims: MGMT, pattern: 'e', outputMode: 'content' }, { pathRange: { from: '/docs', to: '/src/main.c' } }));
       expect(text.split('\n').map((l) => l.split(':')[0])).toEqual([
