@@ -85,14 +85,7 @@ export function lineStartsOf(value: Uint8Array, textBytes: number, lines: number
 
 /** The 0-based line containing byte `pos` (a `\n` belongs to the line it ends). */
 export function lineIndexAt(starts: LineStarts, pos: number): number {
-  let lo = 0;
-  let hi = starts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >>> 1;
-    if (starts[mid] <= pos) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
+  return lineBetween(starts, pos, 0, starts.length - 1);
 }
 
 /**
@@ -110,7 +103,11 @@ export function lineIndexFrom(starts: LineStarts, pos: number, from: number): nu
     lo += stride;
     stride <<= 1;
   }
-  let hi = Math.min(lo + stride, count) - 1;
+  return lineBetween(starts, pos, lo, Math.min(lo + stride, count) - 1);
+}
+
+/** The line containing `pos` among lines `lo` to `hi`, by halving (line `lo` starts at or before `pos`). */
+function lineBetween(starts: LineStarts, pos: number, lo: number, hi: number): number {
   while (lo < hi) {
     const mid = (lo + hi + 1) >>> 1;
     if (starts[mid] <= pos) lo = mid;
