@@ -225,7 +225,7 @@ export class LineMatcher {
         if (this.search(this.pos, this.windowEnd)) return true;
         continue;
       }
-      const fromLine = lineIndexFrom(starts, at, this.lastLine + 1);
+      const fromLine = this.lineAt(at);
       const from = starts[fromLine];
       const last = lineIndexFrom(starts, Math.min(from + WINDOW_BYTES, this.end - 1), fromLine);
       this.pos = from;
@@ -265,7 +265,7 @@ export class LineMatcher {
           if (text[len - 1] === NEWLINE) break;
           b = len - 1;
         }
-        line = lineIndexFrom(starts, b, this.lastLine + 1);
+        line = this.lineAt(b);
         const lineEnd = lineEndOf(text, starts, line);
         if (e > lineEnd) {
           // The hit runs through the newline: ripgrep would only match within the line.
@@ -296,7 +296,7 @@ export class LineMatcher {
       if (text[len - 1] === NEWLINE) return -1;
       b = len - 1;
     }
-    return lineIndexFrom(this.starts, b, this.lastLine + 1);
+    return this.lineAt(b);
   }
 
   /** Path 3 by V8, piece by piece of the text (see the module comment). */
@@ -347,7 +347,12 @@ export class LineMatcher {
       this.pos = len;
       return false;
     }
-    return this.hit(lineIndexFrom(this.starts, at, this.lastLine + 1), len);
+    return this.hit(this.lineAt(at), len);
+  }
+
+  /** The line holding byte `pos` of the text: no hit lies before the line after the last one reported. */
+  private lineAt(pos: number): number {
+    return lineIndexFrom(this.starts, pos, this.lastLine + 1);
   }
 
   /** Reports `line` as the current hit and moves the scan to the next line. */
@@ -393,7 +398,7 @@ export class LineMatcher {
     }
     const end = runs.lastIndex;
     this.first = this.lastLine + 1;
-    this.last = lineIndexFrom(this.starts, end - 1, this.lastLine + 1);
+    this.last = this.lineAt(end - 1);
     this.misses = 0;
     this.lastLine = this.last;
     this.pos = end;
