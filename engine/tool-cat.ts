@@ -10,7 +10,8 @@
 import { VfsError } from '../core/errors.js';
 import { lineEndOf, lineStartsOf } from './doc-text.js';
 import type { ShardSource } from './shard-reader.js';
-import { CHUNK_BYTES, ChunkedOutput, digitsOf, formatLine, MAX_LINE_CHARS, requestFilePath, type ToolSummary } from './tool-output.js';
+import { digitsOf } from './line-printer.js';
+import { CHUNK_BYTES, ChunkedOutput, formatLine, MAX_LINE_CHARS, requestFilePath, type ToolSummary } from './tool-output.js';
 import { Visibility, type Claims } from './visibility.js';
 
 /** Parameters of `cat` (already validated by the HTTP layer; undefined means the default). */

@@ -12,6 +12,7 @@
 import { invalidParameter } from '../core/errors.js';
 import { checkDirPath, checkFilePath } from '../core/paths.js';
 import type { LineStarts } from './doc-text.js';
+import { digitsOf, printLines } from './line-printer.js';
 
 /** What a tool reports besides its text. */
 export interface ToolSummary {
@@ -121,11 +122,8 @@ export class ChunkedOutput {
    * Appends lines `first` to `first + count - 1` of `text` (0-based; `starts` holds each line's
    * first byte, and `text` ends the last line), each as `prefix`, then (when `width` ≥ 0) its
    * 1-based number left-padded with spaces to `width` and the byte `sep`, then the line and
-   * `\n`. The lines' bytes are copied in one piece and then moved apart, and each prefix after
-   * the first is copied from the first within the chunk: a native copy from another buffer
-   * needs a view of it, and a view a line cost more than the bytes of a typical line. The
-   * caller keeps a call near half a chunk, so that no chunk outgrows CHUNK_BYTES. True when a
-   * chunk is ready.
+   * `\n`, written by engine/line-printer.ts. The caller keeps a call near half a chunk, so that
+   * no chunk outgrows CHUNK_BYTES. True when a chunk is ready.
    */
   writeLines(text: Uint8Array, starts: LineStarts, first: number, count: number, prefix: Uint8Array, width: number, sep: number): boolean {
     const from = starts[first];
@@ -137,27 +135,7 @@ export class ChunkedOutput {
     const bytes = heads + (to - from) + addNewline;
     this.reserve(bytes);
     const buf = this.buf;
-    // Each line's text starts at or after where its output line does, so moving the lines left
-    // in order never overwrites a line not yet moved.
-    let src = this.used + heads;
-    buf.set(text.subarray(from, to), src);
-    const prefixAt = this.used;
-    let at = this.used;
-    for (let line = first; line < next; line++) {
-      if (prefix.length > 0) {
-        if (line === first) buf.set(prefix, at);
-        else buf.copyWithin(at, prefixAt, prefixAt + prefix.length);
-        at += prefix.length;
-      }
-      if (width >= 0) {
-        at = putNumber(buf, at, line + 1, width);
-        buf[at++] = sep;
-      }
-      const length = (line + 1 < next ? starts[line + 1] : to) - starts[line];
-      if (at !== src) buf.copyWithin(at, src, src + length); // the last line is in place
-      at += length;
-      src += length;
-    }
+    let at = printLines(buf, this.used, text, starts, first, count, to, prefix, width, sep, bytes - addNewline);
     if (addNewline === 1) buf[at++] = 0x0a;
     this.total += at - this.used;
     this.used = at;
@@ -212,13 +190,6 @@ export class ChunkedOutput {
   }
 }
 
-/** Decimal digits of a non-negative integer, by comparison rather than division (it runs for every numbered line). */
-export function digitsOf(n: number): number {
-  let digits = 1;
-  for (let bound = 10; n >= bound; bound *= 10) digits++;
-  return digits;
-}
-
 /**
  * Copies `text` to `buf` at `at` when it is all ASCII (a short line such as a path or a listing
  * entry: cheaper in a loop than through the encoder); -1, with nothing meaningful written, otherwise.
@@ -230,18 +201,6 @@ function writeAscii(buf: Buffer, at: number, text: string): number {
     buf[at + i] = c;
   }
   return text.length;
-}
-
-/** Writes `number`'s digits left-padded with spaces to `width` at `at`; returns the end. */
-function putNumber(buf: Buffer, at: number, number: number, width: number): number {
-  const digits = digitsOf(number);
-  for (let pad = width - digits; pad > 0; pad--) buf[at++] = 0x20;
-  for (let i = digits - 1, n = number; i >= 0; i--) {
-    const rest = (n / 10) | 0; // a line number is below 2^31
-    buf[at + i] = 0x30 + n - rest * 10;
-    n = rest;
-  }
-  return at + digits;
 }
 
 /**
