@@ -3,7 +3,7 @@
  *
  * The pattern comes compiled (engine/regex/pattern.ts): read once, and outside multiline mode
  * rewritten by ripgrep's line rule so that it cannot match `\n` and `\A \z` are line edges.
- * Its facts choose one of three paths; each reports a line once and then resumes at the next
+ * Its facts choose one of four paths; each reports a line once and then resumes at the next
  * line's start:
  *
  * 1. Literal alternatives (`foo|bar\(`) need no regex: the leftmost occurrence of any of them
@@ -33,19 +33,27 @@
  *    pattern's byte form (engine/regex/byte-regex.ts) over the text copied into Latin-1
  *    strings (`view`) of whole lines, a piece of at most PIECE_BYTES at a time, for texts of
  *    valid UTF-8 up to MAX_V8_TEXT_BYTES, and, when the pattern has `^` or `$`, without `\r`.
+ * 4. A pattern that path 3 would take and that is one class or `.` repeated (`\D{10}`,
+ *    `[^a-z]{8}`, `\pL{4}`, `(?s).`: the pattern's `classRun`) needs neither engine on a text of
+ *    valid UTF-8: ClassRunFinder (class-run-finder.ts) reads each byte once and reports where
+ *    a line first holds the run. It takes half the time of the faster engine for these
+ *    patterns (docs/benchmarks.md, "a run of one class"), so V8 is never tried for them.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
  * touches is a matching line, as `rg -U` prints them.
  *
- * No path decodes text. Paths 1 and 3 allocate nothing per match on the fast path; path 2
+ * No path decodes text (path 4 reads a code point's bytes, never a string). Paths 1, 3 and 4
+ * allocate nothing per match on the fast path; path 2
  * allocates one subarray per RE2 call; V8's path 3 copies the text once.
  */
 
 import { constants, isUtf8 } from 'node:buffer';
 import RE2 from 're2';
+import { ClassRunFinder } from './class-run-finder.js';
 import { lineEndOf, lineIndexAt, lineIndexFrom, type LineStarts } from './doc-text.js';
 import { foldsWithinAscii } from './regex/fold.js';
 import { type ByteRegex, toMachineCode } from './regex/byte-regex.js';
+import type { ClassRun } from './regex/byte-regex.js';
 import type { CompiledPattern, PatternFacts } from './regex/pattern.js';
 import { caseInsensitiveRequired } from './regex/required.js';
 import { FoldedRunFinder, RegExpFinder, StringFinder, type Finder } from './string-finder.js';
@@ -98,6 +106,12 @@ export class LineMatcher {
   last = 0;
 
   private readonly re: RE2;
+  /** Path 4's class and run length (engine/regex/byte-regex.ts, computed at the first call), where path 3 serves; else null. */
+  private classRun: (() => ClassRun | null) | null;
+  /** Path 4's finder, made at the first text it searches. */
+  private runFinder: ClassRunFinder | null = null;
+  /** True while path 4 searches the current text. */
+  private byRuns = false;
   /** Path 3's regex for V8 (engine/regex/byte-regex.ts, compiled at the first call), where path 3 serves; else null. */
   private readonly byteRegex: (() => ByteRegex | null) | null;
   /** See `useV8`. */
@@ -148,6 +162,7 @@ export class LineMatcher {
     this.prefiltered = this.finder !== null && !this.literal;
     this.runsSource = this.finder === null ? facts.lineRuns : null;
     this.byteRegex = this.finder === null && this.fast ? pattern.byteRegex : null;
+    this.classRun = this.finder === null && this.fast ? pattern.classRun : null;
     this.runsFlags = facts.re2Flags.replace('g', 'y');
   }
 
@@ -163,16 +178,33 @@ export class LineMatcher {
     this.misses = 0;
     this.end = starts.length === 0 ? 0 : text.byteLength;
     this.finder?.begin(text);
+    this.view = null;
+    this.byRuns = this.end > 0 && this.classRunFinder() !== null && isUtf8(text);
+    if (this.byRuns) {
+      this.v8Regex = null;
+      return;
+    }
     const v8 = this.v8 ? this.byteForm() : null;
     const byV8 = v8 !== null && this.end > 0 && this.end <= MAX_V8_TEXT_BYTES && !(v8.anchors && text.includes(CARRIAGE_RETURN)) && isUtf8(text);
-    this.view = null;
     this.v8Regex = byV8 ? v8.regex : null;
     if (byV8) this.readPiece(0);
   }
 
-  /** True when path 3 may take V8 (the pattern has a form for it, engine/regex/byte-regex.ts). */
+  /**
+   * True when path 3 may take V8 (the pattern has a form for it, engine/regex/byte-regex.ts) and
+   * is not a run of one class, which path 4 searches faster than either engine.
+   */
   get hasV8Form(): boolean {
-    return this.byteForm() !== null;
+    return this.classRunFinder() === null && this.byteForm() !== null;
+  }
+
+  private classRunFinder(): ClassRunFinder | null {
+    if (this.runFinder === null && this.classRun !== null) {
+      const run = this.classRun();
+      if (run === null) this.classRun = null;
+      else this.runFinder = new ClassRunFinder(run);
+    }
+    return this.runFinder;
   }
 
   /** Has V8 make the V8 form's machine code before a search times it (`toMachineCode`). */
@@ -193,6 +225,11 @@ export class LineMatcher {
     this.v8 = on;
   }
 
+  /** True while path 4 (a run of one class) searches the current text. */
+  get searchesByRuns(): boolean {
+    return this.byRuns;
+  }
+
   /** True while V8 searches the current text (path 3 with engine/regex/byte-regex.ts). */
   get searchesWithV8(): boolean {
     return this.view !== null;
@@ -208,6 +245,7 @@ export class LineMatcher {
   next(): boolean {
     if (this.multiline) return this.nextMultiline();
     if (this.finder === null) {
+      if (this.byRuns) return this.nextByRuns(this.runFinder!);
       if (this.view !== null) return this.searchV8(this.v8Regex!);
       // RUN_STREAK hits in a row on consecutive lines: the lines are dense, take the next as a run.
       if (this.streak >= RUN_STREAK && this.runsSource !== null && this.nextRun()) return true;
@@ -337,6 +375,17 @@ export class LineMatcher {
     this.view = text.toString('latin1', from, to);
     this.viewStart = from;
     this.viewEnd = to;
+  }
+
+  /** Path 4: the line where the class's next run of its length ends is the next hit. */
+  private nextByRuns(finder: ClassRunFinder): boolean {
+    const len = this.end;
+    const at = this.pos < len ? finder.find(this.text, this.pos, len) : -1;
+    if (at === -1) {
+      this.pos = len;
+      return false;
+    }
+    return this.hit(this.lineAt(at), len);
   }
 
   /** Path 1: the line of the leftmost occurrence of any literal alternative is the next hit. */

@@ -208,6 +208,13 @@ const DASH = 0x2d;
  */
 const HELD_CHUNKS = 4;
 
+/**
+ * In `content` mode, hits on consecutive lines are printed as one run of up to this many lines:
+ * one call prints a run (engine/line-printer.ts), where a dense pattern's hits come a line at a
+ * time; the bound keeps a document's output between yields near HELD_CHUNKS.
+ */
+const RUN_LINES = 1024;
+
 /** How often a long scan yields a heartbeat chunk. */
 const HEARTBEAT_MS = 50;
 
@@ -599,7 +606,7 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
         // Hits that touch or overlap are one run of lines: a dense pattern's lines, one pair a line, would each be printed alone.
         while (matcher.next()) {
           const n = hits.length;
-          if (n > 0 && matcher.first <= hits[n - 1] + 1) {
+          if (n > 0 && matcher.first <= hits[n - 1] + 1 && hits[n - 1] - hits[n - 2] < RUN_LINES) {
             if (matcher.last > hits[n - 1]) hits[n - 1] = matcher.last;
           } else hits.push(matcher.first, matcher.last);
         }
@@ -631,6 +638,7 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
       const hits = found.get(d);
       if (hits === undefined) matcher.begin(text, starts);
       let h = 0;
+      let held = false; // the matcher holds a hit not yet printed (found while joining a run)
       let printed = -1; // last line of this file printed (or skipped)
       let afterUntil = -1; // after-context of the last hit reaches this line
       while (!cut) {
@@ -641,9 +649,18 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
           first = hits[h++];
           last = hits[h++];
         } else {
-          if (!matcher.next()) break;
+          if (!held && !matcher.next()) break;
           first = matcher.first;
           last = matcher.last;
+          // Hits on the lines that follow join this one, as findHits joins them.
+          held = false;
+          while (last - first < RUN_LINES && matcher.next()) {
+            if (matcher.first > last + 1) {
+              held = true;
+              break;
+            }
+            if (matcher.last > last) last = matcher.last;
+          }
         }
         if (first <= printed) first = printed + 1;
         if (last < first) continue;

@@ -309,8 +309,8 @@ const DENSE_PATTERNS = [
 describe('LineMatcher on dense lines reports the lines RE2 matches one by one', () => {
   it('takes runs of matching lines', () => {
     const text = `${'a\n'.repeat(10)}\n${'b\n'.repeat(10)}x`;
-    // RE2's path: V8's (byte-regex.ts) needs no runs.
-    const m = new LineMatcher({ ...compilePattern('.'), byteRegex: () => null });
+    // RE2's path: V8's (byte-regex.ts) and path 4 (a run of one class) need no runs.
+    const m = new LineMatcher({ ...compilePattern('.'), byteRegex: () => null, classRun: () => null });
     const buf = Buffer.from(text);
     m.begin(buf, lineStarts(buf));
     const hits: [number, number][] = [];
@@ -362,5 +362,66 @@ describe('a pattern cut at its edges (engine/regex/edge-trim.ts) matches the lin
     expect(cutTo('a*')).toBe('(?:)');
     // Multiline mode reports every line a match spans: nothing is cut.
     expect(analyzePattern('a\\s+b+', { multiline: true }).re2Source).toBe('a\\s+b+');
+  });
+});
+
+describe('path 4: a run of one class', () => {
+  const CLASS_RUNS = [
+    '\\D{3}',
+    '[^a-z]{2,}',
+    '\\pL{2}',
+    '\\p{Greek}+',
+    '(?i)[k-s]{2}',
+    '(?i)[^K]{3}',
+    '(?i)\\pL{1,2}',
+    '[^\\x00-\\x7f]',
+    '\\W{4}',
+    '.{3}',
+    '(?s).',
+    '[\\s\\S]',
+    '\\s{2,}',
+    '[[:^ascii:]]{2}',
+    '\\PL{2}',
+    '[é-ü]{2}',
+    '[^\\n]',
+    '\\w{2,5}',
+  ];
+
+  it('takes the patterns that are one class or `.` repeated, on valid UTF-8 texts only', () => {
+    const text = Buffer.from('abc 123\n\n');
+    const takes = (pattern: string, bytes: Buffer = text): boolean => {
+      const m = matcher(pattern);
+      m.begin(bytes, lineStarts(bytes));
+      return m.searchesByRuns;
+    };
+    for (const pattern of CLASS_RUNS) expect(takes(pattern), pattern).toBe(true);
+    for (const pattern of ['\\S+\\s+\\S+', 'a{3}', 'x*', '\\d?', '^\\s*$', '\\b\\w{3}\\b', 'a|b']) expect(takes(pattern), pattern).toBe(false);
+    expect(takes('\\D{3}', Buffer.from([0x61, 0xff, 0x62, 0x63, 0x64, 0x0a]))).toBe(false);
+    // Not a class that holds `\n` (multiline mode keeps it).
+    const multiline = new LineMatcher(compilePattern('[\\s\\S]', { multiline: true }));
+    multiline.begin(text, lineStarts(text));
+    expect(multiline.searchesByRuns).toBe(false);
+  });
+
+  it('reports the lines RE2 matches, with astral, folded and accented characters, CRLF and empty lines', () => {
+    agreesOnRandomTexts(
+      ['a', 'z', 'K', 'k', '\u212a', 's', '\u017f', 'S', '5', ' ', '\t', '\r', '\n', '\n', 'é', 'Ω', '漢', '\u{1d4b3}', '_', '-'],
+      CLASS_RUNS,
+      60,
+    );
+  });
+
+  it('leaves a text that is not valid UTF-8 to RE2, with the same answer', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 80 }), fc.constantFrom(...CLASS_RUNS), (bytes, pattern) => {
+        const buf = Buffer.from(bytes);
+        const m = matcher(pattern);
+        m.begin(buf, lineStarts(buf));
+        const found: number[] = [];
+        while (m.next()) for (let line = m.first; line <= m.last; line++) found.push(line);
+        expect(found).toEqual(re2LineMatches(pattern, 'm', buf));
+      }),
+      { numRuns: 1500 },
+    );
   });
 });

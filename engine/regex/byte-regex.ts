@@ -79,6 +79,46 @@ export function toMachineCode(form: ByteRegex): void {
   form.regex.lastIndex = 0;
 }
 
+/**
+ * A searched tree that is one class or `.` (no `\n` in it, after the line rule), alone or
+ * repeated at least `min` times (`x`, `x+`, `x{n}`, `x{n,}`, `x{n,m}` with n ≥ 1): a line holds a
+ * match exactly when `min` of its code points in a row are in the class. `ranges` are the code
+ * points as RE2 reads the class with the search's `-i` (Unicode groups and folding included).
+ */
+export interface ClassRun {
+  readonly ranges: Ranges;
+  readonly min: number;
+}
+
+/** The searched tree (after the line rule) as a ClassRun, or null when it is not one. */
+export function classRunOf(searched: Regex, caseInsensitive: boolean): ClassRun | null {
+  let node = searched;
+  let min = 1;
+  if (node.k === 'rep') {
+    if (node.min < 1) return null;
+    min = node.min;
+    node = node.sub;
+  }
+  const ranges = classOf(node, caseInsensitive);
+  if (ranges === null) return null;
+  for (let i = 0; i < ranges.length; i += 2) if (ranges[i] <= 0x0a && 0x0a <= ranges[i + 1]) return null;
+  return { ranges, min };
+}
+
+/** The code points of a class, `.`, or an alternation of them (the line rule makes `[\s\S]` one); null for any other node. */
+function classOf(node: Regex, caseInsensitive: boolean): Ranges | null {
+  if (node.k === 'class') return classRanges(node, caseInsensitive);
+  if (node.k === 'dot') return node.nl === true ? null : [0, 0x09, 0x0b, 0x10ffff];
+  if (node.k !== 'alt') return null;
+  const all: Ranges = [];
+  for (const sub of node.subs) {
+    const ranges = classOf(sub, caseInsensitive);
+    if (ranges === null) return null;
+    all.push(...ranges);
+  }
+  return normalizeRanges(all);
+}
+
 interface PrintState {
   readonly caseInsensitive: boolean;
   anchors: boolean;

@@ -15,7 +15,7 @@ import RE2 from 're2';
 import { invalidParameter } from '../../core/errors.js';
 import { Budget, GiveUp } from './budget.js';
 import { utf8 } from './bytes.js';
-import { type ByteRegex, compileByteRegex } from './byte-regex.js';
+import { type ByteRegex, type ClassRun, classRunOf, compileByteRegex } from './byte-regex.js';
 import { trimEdges } from './edge-trim.js';
 import { applyLineRule, canMatchNewline, LineBreakInPattern, readsTextEdges } from './line-rule.js';
 import { lower } from './lowered.js';
@@ -144,6 +144,11 @@ export interface CompiledPattern {
    * class costs RE2 a run over every code point), so a search that never tries V8 pays nothing.
    */
   readonly byteRegex: () => ByteRegex | null;
+  /**
+   * The same tree as a run of one class (byte-regex.ts, ClassRun), outside multiline mode when
+   * no match can meet `\n`; null when it is not one. Computed at the first call, as `byteRegex`.
+   */
+  readonly classRun: () => ClassRun | null;
 }
 
 /**
@@ -169,7 +174,15 @@ export function compilePattern(pattern: string, options: PatternOptions = {}): C
     }
     return byteRegex;
   };
-  return { facts, regex: same ? checked : new RE2(facts.re2Source, facts.re2Flags), byteRegex: byteRegexOnce };
+  let classRun: ClassRun | null | undefined;
+  const classRunOnce = (): ClassRun | null => {
+    if (classRun === undefined) {
+      const tree = facts.tree;
+      classRun = tree === null || facts.multiline || facts.canMatchNewline ? null : classRunOf(lineTree(tree), facts.caseInsensitive);
+    }
+    return classRun;
+  };
+  return { facts, regex: same ? checked : new RE2(facts.re2Source, facts.re2Flags), byteRegex: byteRegexOnce, classRun: classRunOnce };
 }
 
 /**
