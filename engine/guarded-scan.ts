@@ -15,13 +15,16 @@
  * takes off what V8 took, and once V8 is more than one batch of RE2's time behind, RE2 takes the
  * rest: the first megabyte is not always like the others, but one slow batch (a collection of the
  * heap landing in it) does not undo a lead. A search so costs at most about a trial and two
- * batches more than RE2 alone. A search of less than MIN_BYTES takes RE2 alone:
+ * batches more than RE2 alone. For a pattern that is a run of one class, the line matcher's
+ * path 4 (class-run-finder.ts) is tried first, timed and limited as V8 is: it never backtracks,
+ * and it takes half RE2's time where matches are dense, but where they are rare RE2 and V8 skip
+ * faster. When it loses, V8 has a trial batch of its own. A search of less than MIN_BYTES takes RE2 alone:
  * the trial and the limit's timer would cost more than they could save. `VFS_GREP_V8=off`
  * (`setV8Scans`) leaves every search to RE2.
  */
 
 import { createContext, Script } from 'node:vm';
-import type { LineMatcher } from './line-matcher.js';
+import type { BesideWay, LineMatcher } from './line-matcher.js';
 
 /** Text bytes of each of the two trial batches. */
 const TRIAL_BYTES = 1 << 20;
@@ -98,19 +101,28 @@ export class GuardedScan {
   private re2Speed = 0;
   /** Milliseconds V8's batches past the trial are ahead of RE2's pace (behind when negative). */
   private lead = 0;
+  /** The ways beside RE2 to try (the line matcher's `ways`), and which is on trial or chosen. */
+  private ways: BesideWay[] = [];
+  private tried = 0;
 
   constructor(
     private readonly matcher: LineMatcher,
     private readonly docs: readonly { readonly textBytes: number }[],
   ) {
     // Asking for the V8 form compiles it: not when V8 will not be tried.
-    if (policy === 'off' || (policy === 'on' && textBytes(docs) < MIN_BYTES) || !matcher.hasV8Form) this.mode = 're2';
-    else if (policy === 'always') {
-      this.mode = 'v8';
-      this.re2Speed = ASSUMED_RE2_SPEED;
-    } else {
-      matcher.prepareV8();
-      this.mode = 'try-re2';
+    if (policy === 'off' || (policy === 'on' && textBytes(docs) < MIN_BYTES)) this.mode = 're2';
+    else {
+      this.ways = matcher.ways;
+      if (this.ways.length === 0) this.mode = 're2';
+      else if (policy === 'always') {
+        matcher.takeWay(this.ways[0]);
+        this.mode = 'v8';
+        this.re2Speed = ASSUMED_RE2_SPEED;
+      } else {
+        matcher.takeWay(this.ways[0]);
+        matcher.prepareV8();
+        this.mode = 'try-re2';
+      }
     }
   }
 
@@ -170,7 +182,12 @@ export class GuardedScan {
     let next = from + results.length;
     if (!finished) scanCounts.stopped++;
     if (mode === 'try-v8') {
-      this.mode = finished && ms < re2Ms ? 'v8' : 're2';
+      if (finished && ms < re2Ms) this.mode = 'v8';
+      else if (++this.tried < this.ways.length) {
+        // The next way has its trial on the next batch.
+        this.matcher.takeWay(this.ways[this.tried]);
+        this.matcher.prepareV8();
+      } else this.mode = 're2';
       return next;
     }
     // Past the trial V8 must keep RE2's pace on the whole (see the module comment). A batch

@@ -36,8 +36,10 @@
  * 4. A pattern that path 3 would take and that is one class or `.` repeated (`\D{10}`,
  *    `[^a-z]{8}`, `\pL{4}`, `(?s).`: the pattern's `classRun`) needs neither engine on a text of
  *    valid UTF-8: ClassRunFinder (class-run-finder.ts) reads each byte once and reports where
- *    a line first holds the run. It takes half the time of the faster engine for these
- *    patterns (docs/benchmarks.md, "a run of one class"), so V8 is never tried for them.
+ *    a line first holds the run. Where such a pattern matches most lines it takes half the time
+ *    of the faster engine; where matches are rare (`\p{Greek}`, `\d{6}`) RE2 skips faster
+ *    (docs/benchmarks.md, "a run of one class"). So it is one more way beside RE2 in
+ *    engine/guarded-scan.ts's timed trial (`ways`, `useV8`), tried before V8.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
  * touches is a matching line, as `rg -U` prints them.
@@ -90,6 +92,9 @@ const RUN_STREAK = 4;
  */
 const WINDOW_BYTES = 1024;
 
+/** A way beside RE2 for path 3: path 4 (a run of one class) or V8. */
+export type BesideWay = 'runs' | 'v8';
+
 /**
  * An RE2 regex plus the state of a scan over one document. Usage: `begin(text, starts)`, then
  * `next()` until false; each true reports matching lines `first..last` (0-based, inclusive;
@@ -116,6 +121,8 @@ export class LineMatcher {
   private readonly byteRegex: (() => ByteRegex | null) | null;
   /** See `useV8`. */
   private v8 = false;
+  /** Which way `useV8` allows beside RE2 (see `ways`); null: the first of `ways`. */
+  private way: BesideWay | null = null;
   /**
    * While V8 searches the current text (path 3): the piece of it read as Latin-1, and where that
    * piece starts and ends in the text (a line start, and a line start or the text's end); else null.
@@ -179,23 +186,32 @@ export class LineMatcher {
     this.end = starts.length === 0 ? 0 : text.byteLength;
     this.finder?.begin(text);
     this.view = null;
-    this.byRuns = this.end > 0 && this.classRunFinder() !== null && isUtf8(text);
+    const way = this.v8 ? (this.way ?? this.ways[0]) : undefined;
+    this.byRuns = way === 'runs' && this.end > 0 && isUtf8(text);
     if (this.byRuns) {
       this.v8Regex = null;
       return;
     }
-    const v8 = this.v8 ? this.byteForm() : null;
+    const v8 = way === 'v8' ? this.byteForm() : null;
     const byV8 = v8 !== null && this.end > 0 && this.end <= MAX_V8_TEXT_BYTES && !(v8.anchors && text.includes(CARRIAGE_RETURN)) && isUtf8(text);
     this.v8Regex = byV8 ? v8.regex : null;
     if (byV8) this.readPiece(0);
   }
 
   /**
-   * True when path 3 may take V8 (the pattern has a form for it, engine/regex/byte-regex.ts) and
-   * is not a run of one class, which path 4 searches faster than either engine.
+   * The ways path 3 may leave RE2 for (`useV8`), in the order a trial tries them: path 4 for a
+   * run of one class, then V8 for a pattern with a form for it (engine/regex/byte-regex.ts).
    */
-  get hasV8Form(): boolean {
-    return this.classRunFinder() === null && this.byteForm() !== null;
+  get ways(): BesideWay[] {
+    const ways: BesideWay[] = [];
+    if (this.classRunFinder() !== null) ways.push('runs');
+    if (this.byteForm() !== null) ways.push('v8');
+    return ways;
+  }
+
+  /** Which of `ways` `useV8` allows from now on (the first of them until this is called). */
+  takeWay(way: BesideWay): void {
+    this.way = way;
   }
 
   private classRunFinder(): ClassRunFinder | null {
@@ -209,6 +225,7 @@ export class LineMatcher {
 
   /** Has V8 make the V8 form's machine code before a search times it (`toMachineCode`). */
   prepareV8(): void {
+    if ((this.way ?? this.ways[0]) !== 'v8') return;
     const form = this.byteForm();
     if (form !== null) toMachineCode(form);
   }
@@ -218,8 +235,10 @@ export class LineMatcher {
   }
 
   /**
-   * Whether the texts begun from now on may be searched by V8. Off unless a caller that bounds
-   * V8's time (engine/guarded-scan.ts) turns it on: V8 backtracks.
+   * Whether the texts begun from now on may be searched the way `takeWay` chose beside RE2: V8,
+   * or path 4 for a run of one class. Off unless a caller that bounds V8's time
+   * (engine/guarded-scan.ts) turns it on: V8 backtracks, and path 4, which reads every byte, is
+   * slower than RE2 where matches are rare.
    */
   useV8(on: boolean): void {
     this.v8 = on;

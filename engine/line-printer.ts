@@ -2,10 +2,11 @@
  * Prints a run of a document's lines, each with a prefix and its number, in WebAssembly
  * (engine/line-printer.wat). `grep`'s content mode prints every matching line as `path:N:`
  * and the line, `cat` as `N\t` and the line: in JavaScript each line cost two native copies
- * (the prefix and the text) at about 17 ns a call whatever their length, about 55 ns a line in
- * all; here the run's bytes are copied into the module's memory once, the lines are written
- * there, and the output is copied out once, about 20 ns a line (docs/benchmarks.md, "content
- * lines printed in WebAssembly").
+ * (the prefix and the text) at about 17 ns a call whatever their length. Here the run's bytes
+ * are copied into the module's memory once, the lines are written there with word copies, and
+ * the output is copied out once: every line of 5,000 documents printed in runs of half a chunk
+ * took 73 ns a line in JavaScript and 47-50 through the module (docs/benchmarks.md, "a run of
+ * one class, and lines printed in WebAssembly").
  *
  * Each thread instantiates the module at its first call; its memory grows to the largest run
  * printed (a caller keeps a run near half an output chunk, so about 100 KiB).
