@@ -18,7 +18,9 @@
  * batches more than RE2 alone. For a pattern that is a run of one class, the line matcher's
  * path 4 (class-run-finder.ts) is tried first, timed and limited as V8 is: it never backtracks,
  * and it takes half RE2's time where matches are dense, but where they are rare RE2 and V8 skip
- * faster. When it loses, V8 has a trial batch of its own. A search of less than MIN_BYTES takes RE2 alone:
+ * faster. When it wins, it searches the rest document by document without a limit (in `content`
+ * mode each document is then read once, not once to find its hits and again to print them);
+ * when it loses, V8 has a trial batch of its own. A search of less than MIN_BYTES takes RE2 alone:
  * the trial and the limit's timer would cost more than they could save. `VFS_GREP_V8=off`
  * (`setV8Scans`) leaves every search to RE2.
  */
@@ -85,7 +87,11 @@ export function runWithin(batch: () => void, ms: number): boolean {
   }
 }
 
-type Mode = 'try-re2' | 'try-v8' | 'v8' | 're2';
+/**
+ * The trial's two steps; V8 chosen (batches under a limit); RE2 alone; path 4 chosen, which
+ * never backtracks and so goes document by document like RE2, with no limit.
+ */
+type Mode = 'try-re2' | 'try-v8' | 'v8' | 're2' | 'runs';
 
 /** One grep's scan over `docs` (see the module comment). */
 /** Text bytes of `docs` (documents' metadata). */
@@ -116,7 +122,8 @@ export class GuardedScan {
       if (this.ways.length === 0) this.mode = 're2';
       else if (policy === 'always') {
         matcher.takeWay(this.ways[0]);
-        this.mode = 'v8';
+        this.mode = this.ways[0] === 'runs' ? 'runs' : 'v8';
+        if (this.mode === 'runs') matcher.useV8(true);
         this.re2Speed = ASSUMED_RE2_SPEED;
       } else {
         matcher.takeWay(this.ways[0]);
@@ -126,12 +133,12 @@ export class GuardedScan {
     }
   }
 
-  /** True while the scan goes by batches (a trial, or V8 chosen); false once RE2 goes alone, document by document. */
+  /** True while the scan goes by batches (a trial, or V8 chosen); false once RE2 or path 4 goes alone, document by document. */
   get batches(): boolean {
-    return this.mode !== 're2';
+    return this.mode !== 're2' && this.mode !== 'runs';
   }
 
-  /** What the scan settled on, for tests and the benchmarks: 'v8', 're2', or a trial still on. */
+  /** What the scan settled on, for tests and the benchmarks: 'v8', 'runs', 're2', or a trial still on. */
   get engine(): Mode {
     return this.mode;
   }
@@ -144,9 +151,10 @@ export class GuardedScan {
    */
   run<T>(from: number, find: (index: number) => T, keep: (index: number, found: T) => void): number {
     const mode = this.mode;
-    if (mode === 're2') {
+    if (mode === 're2' || mode === 'runs') {
       keep(from, find(from));
-      scanCounts.re2++;
+      if (mode === 're2') scanCounts.re2++;
+      else scanCounts.v8++;
       return from + 1;
     }
     const most = mode === 'v8' ? BATCH_BYTES : TRIAL_BYTES;
@@ -182,8 +190,11 @@ export class GuardedScan {
     let next = from + results.length;
     if (!finished) scanCounts.stopped++;
     if (mode === 'try-v8') {
-      if (finished && ms < re2Ms) this.mode = 'v8';
-      else if (++this.tried < this.ways.length) {
+      if (finished && ms < re2Ms) {
+        this.mode = this.ways[this.tried] === 'runs' ? 'runs' : 'v8';
+        // Path 4 stays on for every text the matcher begins from now on.
+        if (this.mode === 'runs') this.matcher.useV8(true);
+      } else if (++this.tried < this.ways.length) {
         // The next way has its trial on the next batch.
         this.matcher.takeWay(this.ways[this.tried]);
         this.matcher.prepareV8();

@@ -45,8 +45,8 @@
  * touches is a matching line, as `rg -U` prints them.
  *
  * No path decodes text (path 4 reads a code point's bytes, never a string). Paths 1, 3 and 4
- * allocate nothing per match on the fast path; path 2
- * allocates one subarray per RE2 call; V8's path 3 copies the text once.
+ * allocate nothing per match on the fast path; path 2 allocates one subarray per RE2 call;
+ * V8's path 3 copies the text once.
  */
 
 import { constants, isUtf8 } from 'node:buffer';
@@ -54,8 +54,7 @@ import RE2 from 're2';
 import { ClassRunFinder } from './class-run-finder.js';
 import { lineEndOf, lineIndexAt, lineIndexFrom, type LineStarts } from './doc-text.js';
 import { foldsWithinAscii } from './regex/fold.js';
-import { type ByteRegex, toMachineCode } from './regex/byte-regex.js';
-import type { ClassRun } from './regex/byte-regex.js';
+import { type ByteRegex, type ClassRun, toMachineCode } from './regex/byte-regex.js';
 import type { CompiledPattern, PatternFacts } from './regex/pattern.js';
 import { caseInsensitiveRequired } from './regex/required.js';
 import { FoldedRunFinder, RegExpFinder, StringFinder, type Finder } from './string-finder.js';
@@ -223,8 +222,9 @@ export class LineMatcher {
     return this.runFinder;
   }
 
-  /** Has V8 make the V8 form's machine code before a search times it (`toMachineCode`). */
+  /** Has V8 make the machine code of the way on trial (V8's form, `toMachineCode`, or path 4's finder) before a search times it. */
   prepareV8(): void {
+    if ((this.way ?? this.ways[0]) === 'runs') this.classRunFinder()?.warmUp();
     if ((this.way ?? this.ways[0]) !== 'v8') return;
     const form = this.byteForm();
     if (form !== null) toMachineCode(form);
