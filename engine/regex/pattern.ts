@@ -166,23 +166,36 @@ export function compilePattern(pattern: string, options: PatternOptions = {}): C
   }
   const facts = analyzePattern(pattern, options);
   const same = facts.re2Source === pattern && facts.re2Flags === flags;
-  let byteRegex: ByteRegex | null | undefined;
-  const byteRegexOnce = (): ByteRegex | null => {
-    if (byteRegex === undefined) {
-      const tree = facts.tree;
-      byteRegex = tree === null || facts.multiline || facts.canMatchNewline ? null : compileByteRegex(lineTree(tree), facts.caseInsensitive);
-    }
-    return byteRegex;
+  // The tree each later form is made from, where a line's match cannot meet `\n`.
+  const searched = once((): Regex | null => {
+    const tree = facts.tree;
+    return tree === null || facts.multiline || facts.canMatchNewline ? null : lineTree(tree);
+  });
+  return {
+    facts,
+    regex: same ? checked : new RE2(facts.re2Source, facts.re2Flags),
+    byteRegex: once(() => {
+      const tree = searched();
+      return tree === null ? null : compileByteRegex(tree, facts.caseInsensitive);
+    }),
+    classRun: once(() => {
+      const tree = searched();
+      return tree === null ? null : classRunOf(tree, facts.caseInsensitive);
+    }),
   };
-  let classRun: ClassRun | null | undefined;
-  const classRunOnce = (): ClassRun | null => {
-    if (classRun === undefined) {
-      const tree = facts.tree;
-      classRun = tree === null || facts.multiline || facts.canMatchNewline ? null : classRunOf(lineTree(tree), facts.caseInsensitive);
+}
+
+/** `make`, called at the first call only; later calls return what it returned. */
+function once<T>(make: () => T): () => T {
+  let made = false;
+  let value: T;
+  return () => {
+    if (!made) {
+      value = make();
+      made = true;
     }
-    return classRun;
+    return value;
   };
-  return { facts, regex: same ? checked : new RE2(facts.re2Source, facts.re2Flags), byteRegex: byteRegexOnce, classRun: classRunOnce };
 }
 
 /**
