@@ -122,8 +122,7 @@ export class GuardedScan {
       if (this.ways.length === 0) this.mode = 're2';
       else if (policy === 'always') {
         matcher.takeWay(this.ways[0]);
-        this.mode = this.ways[0] === 'runs' ? 'runs' : 'v8';
-        if (this.mode === 'runs') matcher.useV8(true);
+        this.mode = this.settle(this.ways[0]);
         this.re2Speed = ASSUMED_RE2_SPEED;
       } else {
         matcher.takeWay(this.ways[0]);
@@ -190,11 +189,8 @@ export class GuardedScan {
     let next = from + results.length;
     if (!finished) scanCounts.stopped++;
     if (mode === 'try-v8') {
-      if (finished && ms < re2Ms) {
-        this.mode = this.ways[this.tried] === 'runs' ? 'runs' : 'v8';
-        // Path 4 stays on for every text the matcher begins from now on.
-        if (this.mode === 'runs') this.matcher.useV8(true);
-      } else if (++this.tried < this.ways.length) {
+      if (finished && ms < re2Ms) this.mode = this.settle(this.ways[this.tried]);
+      else if (++this.tried < this.ways.length) {
         // The next way has its trial on the next batch.
         this.matcher.takeWay(this.ways[this.tried]);
         this.matcher.prepareV8();
@@ -211,6 +207,14 @@ export class GuardedScan {
     }
     if (this.lead < -re2Ms) this.mode = 're2';
     return next;
+  }
+
+  /** The mode in which the scan goes on with `way` (the matcher has taken it): V8 by limited batches, path 4 document by document. */
+  private settle(way: BesideWay): Mode {
+    if (way === 'v8') return 'v8';
+    // Path 4 stays on for every text the matcher begins from now on.
+    this.matcher.useV8(true);
+    return 'runs';
   }
 
   private keepAll<T>(from: number, results: readonly T[], keep: (index: number, found: T) => void): void {

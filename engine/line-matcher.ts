@@ -185,7 +185,7 @@ export class LineMatcher {
     this.end = starts.length === 0 ? 0 : text.byteLength;
     this.finder?.begin(text);
     this.view = null;
-    const way = this.v8 ? (this.way ?? this.ways[0]) : undefined;
+    const way = this.v8 ? this.wayTaken() : undefined;
     this.byRuns = way === 'runs' && this.end > 0 && isUtf8(text);
     if (this.byRuns) {
       this.v8Regex = null;
@@ -213,6 +213,11 @@ export class LineMatcher {
     this.way = way;
   }
 
+  /** The way `useV8` allows: the one taken, else the first of `ways` (undefined when there is none). */
+  private wayTaken(): BesideWay | undefined {
+    return this.way ?? this.ways[0];
+  }
+
   private classRunFinder(): ClassRunFinder | null {
     if (this.runFinder === null && this.classRun !== null) {
       const run = this.classRun();
@@ -224,8 +229,9 @@ export class LineMatcher {
 
   /** Has V8 make the machine code of the way on trial (V8's form, `toMachineCode`, or path 4's finder) before a search times it. */
   prepareV8(): void {
-    if ((this.way ?? this.ways[0]) === 'runs') this.classRunFinder()?.warmUp();
-    if ((this.way ?? this.ways[0]) !== 'v8') return;
+    const way = this.wayTaken();
+    if (way === 'runs') this.classRunFinder()?.warmUp();
+    if (way !== 'v8') return;
     const form = this.byteForm();
     if (form !== null) toMachineCode(form);
   }
