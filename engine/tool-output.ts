@@ -79,6 +79,25 @@ export function sharesMemory(chunk: Uint8Array): boolean {
   return slabs.has(chunk.buffer);
 }
 
+/**
+ * Full chunks handed back by a caller that copied them elsewhere (a read thread's ring):
+ * the next chunk of any output on this thread is one of these rather than a new ArrayBuffer.
+ * A dense grep writes hundreds of MB, and a buffer of its own per 64 KiB chunk kept the
+ * collector and V8's helper threads busy.
+ */
+const spareChunks: Buffer[] = [];
+const SPARE_CHUNKS = 4;
+
+/**
+ * Gives back a yielded chunk whose bytes the caller has copied and no longer reads: its memory
+ * becomes a later chunk's. Only a whole CHUNK_BYTES buffer of its own is kept.
+ */
+export function recycleChunk(chunk: Uint8Array): void {
+  const memory = chunk.buffer;
+  if (chunk.byteOffset !== 0 || memory.byteLength !== CHUNK_BYTES || slabs.has(memory) || spareChunks.length >= SPARE_CHUNKS) return;
+  spareChunks.push(Buffer.from(memory as ArrayBuffer, 0, CHUNK_BYTES));
+}
+
 /** Strings up to this many characters are tried as ASCII before the UTF-8 encoder. */
 const SHORT_ASCII = 128;
 
@@ -152,7 +171,7 @@ export class ChunkedOutput {
       return;
     }
     if (this.used > 0) this.full.push(this.buf.subarray(0, this.used));
-    this.buf = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, bytes));
+    this.buf = bytes <= CHUNK_BYTES ? (spareChunks.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES)) : Buffer.allocUnsafe(bytes);
     this.used = 0;
   }
 

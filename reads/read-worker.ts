@@ -11,6 +11,7 @@ import {
   ls,
   openReaderCount,
   openShardReader,
+  recycleChunk,
   type ShardSource,
   setReaderLimits,
   setV8Scans,
@@ -144,6 +145,7 @@ function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: Mes
         while (Atomics.load(control, SLOT_BUSY + slot) === 1) slot++;
         Atomics.store(control, SLOT_BUSY + slot, 1);
         ring.set(chunk, slot * SLOT_BYTES);
+        recycleChunk(chunk);
         port.postMessage({ type: 'slot', slot, length: chunk.length } satisfies ReadMessage);
       } else {
         // A chunk with memory of its own moves to the HTTP thread as it is; one cut from a block
