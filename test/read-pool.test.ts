@@ -175,6 +175,40 @@ describe("a task's chunks in shared memory", () => {
       await shard.close();
     }
   });
+  it('a task cancelled while its output writes into the ring leaves the ring whole for the next task', async () => {
+    const text = Array.from({ length: 200_000 }, (_, j) => `line ${j}`).join('\n');
+    const shard = await buildShard([{ path: '/a.txt', text }]);
+    const request = { claims: null, pattern: 'line', outputMode: 'content' as const, deadline: Date.now() + 600_000 };
+    const expected = output(grep(shard.reader, request));
+    const pool = new ReadPool(1, Number.MAX_SAFE_INTEGER);
+    await loadedReach(loaded.size + 1, 10_000);
+    try {
+      let ring: Uint8Array | null = null;
+      let chunks = 0;
+      let call: ReturnType<typeof pool.run> | null = null;
+      call = pool.run('grep', shard.dir, request, (data, release) => {
+        if (data.buffer instanceof SharedArrayBuffer) ring ??= new Uint8Array(data.buffer);
+        if (++chunks === 5) call!.cancel();
+        release();
+      });
+      expect((await call.outcome).kind).toBe('cancelled');
+      expect(ring).not.toBeNull();
+      // Marked, then looked at once the next task is done: its output is there only if every slot
+      // the cancelled output held was given back, so that the thread took this ring again.
+      ring!.fill(0xff);
+      const received: Buffer[] = [];
+      const next = pool.run('grep', shard.dir, request, (data, release) => {
+        received.push(Buffer.from(data));
+        release();
+      });
+      expect((await next.outcome).kind).toBe('done');
+      expect(Buffer.concat(received).toString()).toBe(expected);
+      expect(ring!.every((b) => b === 0xff)).toBe(false);
+    } finally {
+      await pool.close();
+      await shard.close();
+    }
+  });
 });
 
 describe('the read pool queue', () => {
