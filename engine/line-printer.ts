@@ -16,7 +16,7 @@ import type { LineStarts } from './doc-text.js';
 
 /** engine/line-printer.wat compiled by scripts/line-printer-wasm.ts (test/line-printer.test.ts checks it). */
 const LINE_PRINTER_WASM =
-  'AGFzbQEAAAABHgNgDH9/f39/f39/f39/fwF/YAN/f38AYAN/f38BfwMEAwABAgUDAQABBxICBm1lbW9yeQIABWxpbmVzAAAK5QIDkAIBB38CQANAIAwgA08NASALIAcgCBABIAsgCGohCyAJQQBOBEBBASEPQQohEAJAA0AgBiAQSQ0BIA9BAWohDyAPQQpGDQEgEEEKbCEQDAALCyAJIA9rIRICQANAIBJBAEwNASALQSA6AAAgC0EBaiELIBJBAWshEgwACwsgBiESIAsgD2ohEQNAIBFBAWshESARQTAgEkEKcGo6AAAgEkEKbiESIBEgC0sNAAsgCyAPaiELIAsgCjoAACALQQFqIQsLIAEgAiAMEAIhDSAMQQFqIQwgDCADSQR/IAEgAiAMEAIFIAULIQ4gCyAAIA0gBGtqIA4gDWsQASALIA4gDWtqIQsgBkEBaiEGDAALCyALCzIBAX8gACACaiEDAkADQCAAIANPDQEgACABKQMANwMAIABBCGohACABQQhqIQEMAAsLCx4AIAEEfyAAIAJBAnRqKAIABSAAIAJBAXRqLwEACws=';
+  'AGFzbQEAAAABPgVgDH9/f39/f39/f39/fwF/YBJ/f39/f39/f39/f39/f39/f38Bf2AGf39/f39/AX9gA39/fwBgA39/fwF/AwYFAAECAwQFAwEAAQcZAwZtZW1vcnkCAAVsaW5lcwAABHJ1bnMAAQqZBQVtAQN/AkADQCAMIANPDQEgCyAHIAggBiAJIAoQAiELIAEgAiAMEAQhDSAMQQFqIQwgDCADSQR/IAEgAiAMEAQFIAULIQ4gCyAAIA0gBGtqIA4gDWsQAyALIA4gDWtqIQsgBkEBaiEGDAALCyALC5sCAQd/IAxBAmogDUEKIA1BCkobaiEYAkADQCAJIAhPDQEgByAJQQN0aigCACESIAcgCUEDdEEEamooAgAhEyAKIBJIBEAgEiEKCwJAA0AgCiATSg0BIAEgAiAKIANrEAQhFCAKIARIBH8gASACIApBAWogA2sQBAUgBgshFSAVIBRrIRYgFiAPSwRAQQEhFwwECyAQIBhqIBZqIBFLBEBBAiEXDAQLIBAgCyAMIApBAWogDSAOEAIhECAQIAAgFCAFa2ogFhADIBAgFmohECAWRSAQQQFrLQAAQQpHcgRAIBBBCjoAACAQQQFqIRALIApBAWohCgwACwsgCUEBaiEJDAALC0EAIAk2AgBBBCAKNgIAQQggFzYCACAQC7kBAQR/IAAgASACEAMgACACaiEAIARBAE4EQEEBIQZBCiEHAkADQCADIAdJDQEgBkEBaiEGIAZBCkYNASAHQQpsIQcMAAsLIAQgBmshCQJAA0AgCUEATA0BIABBIDoAACAAQQFqIQAgCUEBayEJDAALCyADIQkgACAGaiEIA0AgCEEBayEIIAhBMCAJQQpwajoAACAJQQpuIQkgCCAASw0ACyAAIAZqIQAgACAFOgAAIABBAWohAAsgAAsyAQF/IAAgAmohAwJAA0AgACADTw0BIAAgASkDADcDACAAQQhqIQAgAUEIaiEBDAALCwseACABBH8gACACQQJ0aigCAAUgACACQQF0ai8BAAsL';
 
 const PAGE_BYTES = 65536;
 /** The module's copies may read and write this far past their ends (line-printer.wat, `$copy`). */
@@ -55,14 +55,34 @@ interface Printer {
     sep: number,
     out: number,
   ) => number;
+  runs: (
+    text: number,
+    starts: number,
+    wide: number,
+    l0: number,
+    lmax: number,
+    base: number,
+    to: number,
+    runs: number,
+    nruns: number,
+    run: number,
+    line: number,
+    prefix: number,
+    plen: number,
+    width: number,
+    sep: number,
+    maxline: number,
+    out: number,
+    limit: number,
+  ) => number;
   bytes: Uint8Array;
 }
 
 let printer: Printer | null = null;
 
 function instantiate(): Printer {
-  const exports = new wasm.Instance(new wasm.Module(Buffer.from(LINE_PRINTER_WASM, 'base64'))).exports as Pick<Printer, 'memory' | 'lines'>;
-  return { memory: exports.memory, lines: exports.lines, bytes: new Uint8Array(exports.memory.buffer) };
+  const exports = new wasm.Instance(new wasm.Module(Buffer.from(LINE_PRINTER_WASM, 'base64'))).exports as Pick<Printer, 'memory' | 'lines' | 'runs'>;
+  return { memory: exports.memory, lines: exports.lines, runs: exports.runs, bytes: new Uint8Array(exports.memory.buffer) };
 }
 
 /** The printer, its memory at least `bytes` long. */
@@ -157,6 +177,140 @@ function printHere(
     src += length;
   }
   return at;
+}
+
+/** Why `RunPrinter.print` stopped: every line written, a line longer than the limit, or no room for the next. */
+export const RUNS_DONE = 0;
+export const RUNS_LONG_LINE = 1;
+export const RUNS_FULL = 2;
+
+/** Where printing runs goes on: a run (the index of its pair) and a line (0-based; any line before the run's first means its first). */
+export interface RunCursor {
+  run: number;
+  line: number;
+}
+
+/** Address in the module's memory where `runs` leaves where and why it stopped (three i32). */
+const STATE_AT = 0;
+
+/**
+ * Runs of one document's lines, from a cursor on, held in the module's memory and printed into
+ * one buffer after another without copying the text again: a dense grep's matching lines come
+ * in runs of a few lines between empty ones, and each run printed on its own cost more in calls
+ * and copies than its lines (docs/benchmarks.md). It holds the runs whose lines lie within
+ * `spanBytes` of text from the cursor's line (at least that line), so that a large document is
+ * copied in about once over successive printers, whatever output is taken between them.
+ */
+export class RunPrinter {
+  private readonly p: Printer;
+  private readonly startsAt: number;
+  private readonly wide: number;
+  private readonly l0: number;
+  private readonly lmax: number;
+  private readonly base: number;
+  private readonly to: number;
+  private readonly textAt: number;
+  private readonly prefixAt: number;
+  private readonly plen: number;
+  private readonly runsAt: number;
+  private readonly fromRun: number;
+  private readonly nruns: number;
+  /** Whether the last run held ends before its last line (at `lmax`). */
+  private readonly clipped: boolean;
+  private readonly outAt: number;
+  /** Where the last `print` ended in its buffer. */
+  end = 0;
+
+  /**
+   * Copies in, from `cursor` on, the runs of `runs` (pairs of first and last line, 0-based, in
+   * ascending order) that `spanBytes` of text hold, their lines' starts and `prefix`, with room
+   * for `outBytes` of output.
+   */
+  constructor(text: Uint8Array, starts: LineStarts, runs: readonly number[], cursor: RunCursor, prefix: Uint8Array, outBytes: number, spanBytes: number) {
+    const fromRun = cursor.run;
+    const l0 = Math.max(runs[2 * fromRun], cursor.line);
+    const base = starts[l0];
+    const endOf = (line: number): number => (line + 1 < starts.length ? starts[line + 1] : text.length);
+    // Whole runs while they fit, then the lines of the next one that fit (at least line l0).
+    const count = runs.length / 2;
+    let toRun = fromRun;
+    let lmax = l0;
+    while (toRun < count && endOf(runs[2 * toRun + 1]) - base <= spanBytes) lmax = Math.max(lmax, runs[2 * toRun++ + 1]);
+    let clipped = false;
+    if (toRun < count) {
+      let line = Math.max(runs[2 * toRun], lmax + 1, l0);
+      if (toRun === fromRun || endOf(line) - base <= spanBytes) {
+        while (line < runs[2 * toRun + 1] && endOf(line + 1) - base <= spanBytes) line++;
+        lmax = Math.max(lmax, line);
+        toRun++;
+        clipped = true;
+      }
+    }
+    this.clipped = clipped;
+    const width8 = starts.BYTES_PER_ELEMENT;
+    this.startsAt = STATE_AT + 16;
+    this.prefixAt = this.startsAt + (lmax - l0 + 1) * width8;
+    this.textAt = this.prefixAt + prefix.length;
+    this.base = base;
+    this.to = endOf(lmax);
+    this.runsAt = (this.textAt + (this.to - base) + 3) & ~3;
+    this.nruns = toRun - fromRun;
+    this.outAt = this.runsAt + this.nruns * 8;
+    this.p = printerOf(this.outAt + outBytes + SLACK_BYTES);
+    const memory = this.p.bytes;
+    memory.set(new Uint8Array(starts.buffer, starts.byteOffset + l0 * width8, (lmax - l0 + 1) * width8), this.startsAt);
+    memory.set(prefix, this.prefixAt);
+    memory.set(new Uint8Array(text.buffer, text.byteOffset + base, this.to - base), this.textAt);
+    const pairs = new Int32Array(this.p.memory.buffer, this.runsAt, this.nruns * 2);
+    for (let i = 0; i < pairs.length; i++) pairs[i] = runs[2 * fromRun + i];
+    if (this.clipped) pairs[pairs.length - 1] = lmax;
+    this.wide = width8 === 4 ? 1 : 0;
+    this.l0 = l0;
+    this.lmax = lmax;
+    this.plen = prefix.length;
+    this.fromRun = fromRun;
+  }
+
+  /**
+   * Writes the lines held from `cursor` on into `buf` from `at`, while they fit before `limit`,
+   * each as `printLines` writes it (with a newline after a last line that has none), none twice
+   * where runs overlap; a line of more than `maxLine` bytes is not written. Moves `cursor` to
+   * where it stopped, sets `end`, and returns why: RUNS_DONE once every line held is written
+   * (the cursor is then past them: at the next run, or in a clipped one), RUNS_LONG_LINE,
+   * RUNS_FULL. A line takes at most the prefix, max(`width`, 10) + 2 bytes and its own.
+   */
+  print(buf: Uint8Array, at: number, limit: number, cursor: RunCursor, width: number, sep: number, maxLine: number): number {
+    const p = this.p;
+    const outEnd = p.runs(
+      this.textAt,
+      this.startsAt,
+      this.wide,
+      this.l0,
+      this.lmax,
+      this.base,
+      this.to,
+      this.runsAt,
+      this.nruns,
+      cursor.run - this.fromRun,
+      cursor.line,
+      this.prefixAt,
+      this.plen,
+      width,
+      sep,
+      maxLine,
+      this.outAt,
+      this.outAt + (limit - at),
+    );
+    const state = new Int32Array(p.memory.buffer, STATE_AT, 3);
+    const why = state[2];
+    cursor.run = state[0] + this.fromRun;
+    cursor.line = state[1];
+    // The clipped run goes on in the next printer, from the line after the last one held.
+    if (why === RUNS_DONE && this.clipped) cursor.run--;
+    buf.set(p.bytes.subarray(this.outAt, outEnd), at);
+    this.end = at + outEnd - this.outAt;
+    return why;
+  }
 }
 
 /** Writes `number`'s digits left-padded with spaces to `width` at `at`; returns the end. */

@@ -215,6 +215,13 @@ const HELD_CHUNKS = 4;
  */
 const RUN_LINES = 1024;
 
+/**
+ * Without context, a document of up to this many lines has all its hits found before any is
+ * printed (its runs are then printed together); a longer one is printed as its hits are found,
+ * so that the pairs held stay few.
+ */
+const COLLECTED_LINES = 1 << 20;
+
 /** How often a long scan yields a heartbeat chunk. */
 const HEARTBEAT_MS = 50;
 
@@ -321,6 +328,36 @@ interface SplitDocs {
 function beginDocument(snapshot: ShardSnapshot, meta: DocMeta, matcher: LineMatcher): void {
   const value = snapshot.docValue(meta);
   matcher.begin(value.subarray(0, meta.textBytes), lineStartsOf(value, meta.textBytes, meta.lines));
+}
+
+/**
+ * The rest of the document's hits as runs, pairs of first and last line: hits that touch or
+ * overlap are one run of up to RUN_LINES lines (a dense pattern's lines, one pair a line, would
+ * each be printed alone). Runs may overlap where a multiline hit crosses that bound.
+ */
+function joinedHits(matcher: LineMatcher): number[] {
+  const hits: number[] = [];
+  while (matcher.next()) {
+    const n = hits.length;
+    if (n > 0 && matcher.first <= hits[n - 1] + 1 && hits[n - 1] - hits[n - 2] < RUN_LINES) {
+      if (matcher.last > hits[n - 1]) hits[n - 1] = matcher.last;
+    } else hits.push(matcher.first, matcher.last);
+  }
+  return hits;
+}
+
+/** Lines that runs cover, each counted once. */
+function linesOf(hits: readonly number[]): number {
+  let lines = 0;
+  let covered = -1;
+  for (let i = 0; i < hits.length; i += 2) {
+    const first = Math.max(hits[i], covered + 1);
+    if (hits[i + 1] >= first) {
+      lines += hits[i + 1] - first + 1;
+      covered = hits[i + 1];
+    }
+  }
+  return lines;
 }
 
 /** Matching lines of one document (reads its text; nothing is kept). */
@@ -537,6 +574,19 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
     let pathFor = -1;
     let matchPrefix: Buffer = Buffer.alloc(0);
     let contextPrefix: Buffer = Buffer.alloc(0);
+    const prefixesOf = (doc: DocMeta): void => {
+      if (pathFor === doc.id) return;
+      pathFor = doc.id;
+      matchPrefix = Buffer.from(`${doc.path}:`);
+      contextPrefix = Buffer.from(`${doc.path}-`);
+    };
+    // A line too long to copy as it is, cut as `cat` cuts it.
+    const writeCut = (line: number, isMatch: boolean): void => {
+      const mark = isMatch ? ':' : '-';
+      const head = p.lineNumbers ? `${meta.path}${mark}${line + 1}${mark}` : `${meta.path}${mark}`;
+      out.write(`${head}${formatLine(text, starts[line], lineEndOf(text, starts, line))}\n`);
+    };
+    const writeCutMatch = (line: number): void => writeCut(line, true);
     // Prints lines `first` to `last` of the document, after `offset` skipped and up to
     // `head_limit`: runs of lines that need no cut are copied in one piece each.
     const emit = (first: number, last: number, isMatch: boolean): void => {
@@ -556,11 +606,7 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
         cut = true; // more lines follow
       }
       if (separators && lastDoc !== -1 && (lastDoc !== meta.id || lastLine !== first - 1)) out.write('--\n');
-      if (pathFor !== meta.id) {
-        pathFor = meta.id;
-        matchPrefix = Buffer.from(`${meta.path}:`);
-        contextPrefix = Buffer.from(`${meta.path}-`);
-      }
+      prefixesOf(meta);
       const prefix = isMatch ? matchPrefix : contextPrefix;
       const sep = isMatch ? COLON : DASH;
       const width = p.lineNumbers ? 0 : -1;
@@ -581,9 +627,7 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
           line = runEnd;
           continue;
         }
-        const mark = isMatch ? ':' : '-';
-        const head = p.lineNumbers ? `${meta.path}${mark}${line + 1}${mark}` : `${meta.path}${mark}`;
-        out.write(`${head}${formatLine(text, starts[line], lineEndOf(text, starts, line))}\n`);
+        writeCut(line, isMatch);
         line++;
       }
       emitted += last - first + 1;
@@ -600,18 +644,9 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
     let foundUntil = 0; // documents before this one were batched (or left to the live path)
     const findHits = (k: number): number[] => {
       const doc = docs[k];
-      const hits: number[] = [];
-      if (doc.lines > 0) {
-        beginDocument(snapshot, doc, matcher);
-        // Hits that touch or overlap are one run of lines: a dense pattern's lines, one pair a line, would each be printed alone.
-        while (matcher.next()) {
-          const n = hits.length;
-          if (n > 0 && matcher.first <= hits[n - 1] + 1 && hits[n - 1] - hits[n - 2] < RUN_LINES) {
-            if (matcher.last > hits[n - 1]) hits[n - 1] = matcher.last;
-          } else hits.push(matcher.first, matcher.last);
-        }
-      }
-      return hits;
+      if (doc.lines === 0) return [];
+      beginDocument(snapshot, doc, matcher);
+      return joinedHits(matcher);
     };
     const keepHits = (k: number, hits: number[]): void => {
       found.set(k, hits);
@@ -635,8 +670,31 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
       if (doc.lines === 0) continue;
       meta = doc;
       load();
-      const hits = found.get(d);
-      if (hits === undefined) matcher.begin(text, starts);
+      let hits = found.get(d);
+      if (hits === undefined) {
+        matcher.begin(text, starts);
+        if (!separators && doc.lines <= COLLECTED_LINES) hits = joinedHits(matcher);
+      }
+      // Without context, offset or a cut, all of a document's runs are printed in one call a chunk.
+      const lines = hits === undefined || separators || skip > 0 ? -1 : linesOf(hits);
+      if (lines >= 0 && lines <= p.headLimit - emitted) {
+        if (lines === 0) continue;
+        prefixesOf(meta);
+        const cursor = { run: 0, line: -1 };
+        const width = p.lineNumbers ? 0 : -1;
+        while (!out.writeRuns(text, starts, hits!, cursor, matchPrefix, width, COLON, HELD_CHUNKS, writeCutMatch)) {
+          keep();
+          yield* out.drain();
+          pace.sent();
+        }
+        emitted += lines;
+        matchesShown += lines;
+        if (out.ready) {
+          yield* out.drain();
+          pace.sent();
+        }
+        continue;
+      }
       let h = 0;
       let held = false; // the matcher holds a hit not yet printed (found while joining a run)
       let printed = -1; // last line of this file printed (or skipped)

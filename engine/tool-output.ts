@@ -12,7 +12,7 @@
 import { invalidParameter } from '../core/errors.js';
 import { checkDirPath, checkFilePath } from '../core/paths.js';
 import type { LineStarts } from './doc-text.js';
-import { digitsOf, printLines } from './line-printer.js';
+import { digitsOf, printLines, RUNS_DONE, RUNS_LONG_LINE, type RunCursor, RunPrinter } from './line-printer.js';
 
 /** What a tool reports besides its text. */
 export interface ToolSummary {
@@ -159,6 +159,46 @@ export class ChunkedOutput {
     this.total += at - this.used;
     this.used = at;
     return this.full.length > 0;
+  }
+
+  /**
+   * Appends the lines of a document's `runs` (pairs of first and last line, 0-based, ascending)
+   * from `cursor` on, each as `writeLines` writes it, in as few calls as chunks: true once all
+   * are written, false when `maxWaiting` full chunks wait first (the caller takes them and calls
+   * again with the same cursor, `text` and `starts` possibly re-read). A line of more than
+   * MAX_LINE_CHARS bytes, which may need a cut, goes to `longLine` to be written.
+   */
+  writeRuns(
+    text: Uint8Array,
+    starts: LineStarts,
+    runs: readonly number[],
+    cursor: RunCursor,
+    prefix: Uint8Array,
+    width: number,
+    sep: number,
+    maxWaiting: number,
+    longLine: (line: number) => void,
+  ): boolean {
+    let printer: RunPrinter | null = null;
+    while (this.full.length < maxWaiting) {
+      if (cursor.run === runs.length / 2) return true;
+      if (this.buf.length < CHUNK_BYTES) this.reserve(CHUNK_BYTES - this.used);
+      // The text of about the output that may be written before the caller takes it.
+      printer ??= new RunPrinter(text, starts, runs, cursor, prefix, CHUNK_BYTES, maxWaiting * CHUNK_BYTES);
+      const why = printer.print(this.buf, this.used, Math.min(this.buf.length, this.used + CHUNK_BYTES), cursor, width, sep, MAX_LINE_CHARS);
+      this.total += printer.end - this.used;
+      this.used = printer.end;
+      if (why === RUNS_DONE) printer = null;
+      else if (why === RUNS_LONG_LINE) {
+        longLine(cursor.line);
+        if (cursor.line++ === runs[2 * cursor.run + 1]) cursor.run++;
+      } else {
+        this.full.push(this.buf.subarray(0, this.used));
+        this.buf = spareChunks.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES);
+        this.used = 0;
+      }
+    }
+    return false;
   }
 
   /** Makes room for `bytes` more: grows the buffer up to CHUNK_BYTES, else starts a new chunk. */

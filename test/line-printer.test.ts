@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { countLines, encodeDocValue, lineStartsOf, type LineStarts } from '../engine/doc-text.js';
 import { printLines } from '../engine/line-printer.js';
-import { ChunkedOutput } from '../engine/tool-output.js';
+import { CHUNK_BYTES, ChunkedOutput, MAX_LINE_CHARS } from '../engine/tool-output.js';
 import { compileLinePrinter, heldLinePrinter } from '../scripts/line-printer-wasm.js';
 
 /** A document as the shard stores it: its text and line starts (u16 under 64 KiB, else u32). */
@@ -32,12 +32,57 @@ function written(text: Buffer, starts: LineStarts, first: number, count: number,
   return Buffer.concat([...out.drain(true)]);
 }
 
+/**
+ * What writeRuns prints for `runs` (pairs of first and last line, ascending, possibly
+ * overlapping), all chunks joined, taken whenever it stops for `maxWaiting` waiting chunks; a
+ * line longer than MAX_LINE_CHARS bytes is written as a marker naming it.
+ */
+function writtenRuns(text: Buffer, starts: LineStarts, runs: number[], prefix: Buffer, width: number, sep: number, maxWaiting: number): Buffer {
+  const out = new ChunkedOutput();
+  const chunks: Buffer[] = [];
+  const cursor = { run: 0, line: -1 };
+  const longLine = (line: number) => out.write(`<line ${line}>`, true);
+  while (!out.writeRuns(text, starts, runs, cursor, prefix, width, sep, maxWaiting, longLine)) {
+    expect(out.waiting).toBeGreaterThanOrEqual(maxWaiting);
+    chunks.push(...out.drain());
+  }
+  chunks.push(...out.drain(true));
+  for (const chunk of chunks) expect(chunk.length).toBeLessThanOrEqual(CHUNK_BYTES);
+  return Buffer.concat(chunks);
+}
+
+/** The same built line by line, each line printed once. */
+function expectedRuns(text: Buffer, starts: LineStarts, runs: number[], prefix: Buffer, width: number, sep: number): Buffer {
+  const parts: Buffer[] = [];
+  let printed = -1;
+  for (let i = 0; i < runs.length; i += 2) {
+    for (let line = Math.max(runs[i], printed + 1); line <= runs[i + 1]; line++) {
+      const end = line + 1 < starts.length ? starts[line + 1] : text.byteLength;
+      parts.push(end - starts[line] > MAX_LINE_CHARS ? Buffer.from(`<line ${line}>\n`) : expected(text, starts, line, 1, prefix, width, sep));
+      printed = line;
+    }
+  }
+  return Buffer.concat(parts);
+}
+
+/** Runs over a document of `lines` lines: ascending starts, some touching or overlapping the run before. */
+function runsOver(lines: number, picks: Array<[number, number]>): number[] {
+  const runs: number[] = [];
+  for (const [at, length] of picks.map(([a, l]) => [a % lines, l] as const).sort((x, y) => x[0] - y[0])) {
+    runs.push(at, Math.min(lines - 1, at + length));
+  }
+  return runs;
+}
+
 /** One line's bytes: text with astral and accented characters, or any bytes but `\n` (invalid UTF-8 included), with or without `\r`. */
 const line = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 60 }).map((s) => Buffer.from(s.replaceAll('\n', ' '))),
   fc.uint8Array({ maxLength: 40 }).map((bytes) => Buffer.from(bytes.map((b) => (b === 0x0a ? 0x0d : b)))),
   fc.constant(Buffer.alloc(0)),
 );
+
+/** Lines as above, some longer than MAX_LINE_CHARS bytes. */
+const lineOrLong = fc.oneof({ arbitrary: line, weight: 9 }, { arbitrary: fc.nat(600).map((n) => Buffer.alloc(MAX_LINE_CHARS - 300 + n, 0x61)), weight: 1 });
 
 /** A text of at least one line: lines joined by `\n`, with or without a last `\n`. */
 const documents = fc
@@ -99,6 +144,54 @@ describe('printing a run of lines', () => {
     ]) {
       const prefix = Buffer.from('p:');
       expect(written(doc.text, doc.starts, first, count, prefix, width, 0x2d)).toEqual(expected(doc.text, doc.starts, first, count, prefix, width, 0x2d));
+    }
+  });
+
+  it('prints runs of a document in as few calls as chunks, each line as a run of one prints it', () => {
+    const docs = fc
+      .tuple(fc.array(lineOrLong, { minLength: 1, maxLength: 80 }), fc.boolean())
+      .map(([lines, newlineAtEnd]) =>
+        Buffer.concat([Buffer.concat(lines.flatMap((l, i) => (i === 0 ? [l] : [Buffer.from('\n'), l]))), Buffer.from(newlineAtEnd ? '\n' : '')]),
+      )
+      .filter((text) => text.byteLength > 0);
+    fc.assert(
+      fc.property(
+        docs,
+        fc.array(fc.tuple(fc.nat(), fc.nat(6)), { minLength: 1, maxLength: 12 }),
+        fc.string({ maxLength: 40 }),
+        fc.integer({ min: -1, max: 12 }),
+        fc.integer({ min: 1, max: 3 }),
+        (text, picks, prefixText, width, maxWaiting) => {
+          const doc = stored(text);
+          const runs = runsOver(doc.starts.length, picks);
+          const prefix = Buffer.from(prefixText);
+          expect(writtenRuns(doc.text, doc.starts, runs, prefix, width, 0x3a, maxWaiting)).toEqual(
+            expectedRuns(doc.text, doc.starts, runs, prefix, width, 0x3a),
+          );
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('prints the runs of a document larger than the text one call holds, in pieces that cut runs anywhere', () => {
+    // Mostly short lines (the output fills the chunks before the text held runs out), and mostly
+    // lines too long to copy (the text held runs out first, in the middle of a run).
+    const short = Array.from({ length: 60_000 }, (_, i) => (i % 997 === 0 ? 'z'.repeat(MAX_LINE_CHARS + 5) : `line ${i} ${'é'.repeat(i % 7)}`));
+    const long = Array.from({ length: 60_000 }, (_, i) => (i % 3 === 0 ? `line ${i}` : 'z'.repeat(MAX_LINE_CHARS + 1 + (i % 50))));
+    const prefix = Buffer.from('/some/where/file.txt:');
+    const spread = runsOver(
+      60_000,
+      Array.from({ length: 400 }, (_, i) => [i * 150, (i * 37) % 400] as [number, number]),
+    );
+    for (const doc of [stored(Buffer.from(short.join('\n'))), stored(Buffer.from(long.join('\n')))]) {
+      for (const runs of [[0, 59_999], spread, [5, 5, 6, 9000, 8000, 30_000, 59_998, 59_999]]) {
+        const want = expectedRuns(doc.text, doc.starts, runs, prefix, 0, 0x3a);
+        for (const maxWaiting of [1, 4]) {
+          // Compared as Latin-1 strings: a deep comparison of megabytes of bytes takes seconds.
+          expect(writtenRuns(doc.text, doc.starts, runs, prefix, 0, 0x3a, maxWaiting).toString('latin1')).toBe(want.toString('latin1'));
+        }
+      }
     }
   });
 
