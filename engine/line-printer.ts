@@ -8,8 +8,12 @@
  * took 73 ns a line in JavaScript and 47-50 through the module (docs/benchmarks.md, "a run of
  * one class, and lines printed in WebAssembly").
  *
+ * `RunPrinter` prints many runs of one document at once (`grep` content without context): the
+ * text they cover is copied in once, and one call writes as many lines as an output chunk holds.
+ *
  * Each thread instantiates the module at its first call; its memory grows to the largest run
- * printed (a caller keeps a run near half an output chunk, so about 100 KiB).
+ * printed (a caller keeps a run near half an output chunk, so about 100 KiB) or, for runs, to
+ * the text a printer holds and a chunk (about 320 KiB).
  */
 
 import type { LineStarts } from './doc-text.js';

@@ -346,6 +346,13 @@ function joinedHits(matcher: LineMatcher): number[] {
   return hits;
 }
 
+/** Whether runs (of at least one pair) cover at least half the text from their first line to their last. */
+function dense(hits: readonly number[], text: Uint8Array, starts: LineStarts): boolean {
+  let covered = 0;
+  for (let i = 0; i < hits.length; i += 2) covered += lineEndOf(text, starts, hits[i + 1]) - starts[hits[i]];
+  return 2 * covered >= lineEndOf(text, starts, hits[hits.length - 1]) - starts[hits[0]];
+}
+
 /** Lines that runs cover, each counted once. */
 function linesOf(hits: readonly number[]): number {
   let lines = 0;
@@ -675,9 +682,10 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
         matcher.begin(text, starts);
         if (!separators && doc.lines <= COLLECTED_LINES) hits = joinedHits(matcher);
       }
-      // Without context, offset or a cut, all of a document's runs are printed in one call a chunk.
+      // Without context, offset or a cut, all of a document's runs are printed in one call a
+      // chunk, where they cover most of the text between them (their text is copied in whole).
       const lines = hits === undefined || separators || skip > 0 ? -1 : linesOf(hits);
-      if (lines >= 0 && lines <= p.headLimit - emitted) {
+      if (lines >= 0 && lines <= p.headLimit - emitted && (lines === 0 || dense(hits!, text, starts))) {
         if (lines === 0) continue;
         prefixesOf(meta);
         const cursor = { run: 0, line: -1 };
