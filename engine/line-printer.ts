@@ -30,7 +30,7 @@ const SLACK_BYTES = 8;
  * runs of at most this many lines, in JavaScript and in the module: 87 and 103 ns a line in runs
  * of 4, 87 and 79 in runs of 8, 73 and 50 in whole runs (half a chunk).
  */
-const WASM_MIN_LINES = 6;
+export const WASM_MIN_LINES = 6;
 
 /** The parts of the WebAssembly API used here (TypeScript declares them only with the DOM library). */
 interface WasmMemory {

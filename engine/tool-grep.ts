@@ -42,6 +42,7 @@ import { lineEndOf, lineStartsOf, type LineStarts } from './doc-text.js';
 import { evaluateQuery, pathHash, rootExists, selectCandidates, type PathShare } from './grep-candidates.js';
 import { GrepFilter } from './grep-filter.js';
 import { LineMatcher } from './line-matcher.js';
+import { WASM_MIN_LINES } from './line-printer.js';
 import { GuardedScan, textBytes } from './guarded-scan.js';
 import { compilePattern, patternQuery, type PatternFacts } from './regex/pattern.js';
 import type { DocMeta } from './shard-format.js';
@@ -683,10 +684,11 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
         if (!separators && doc.lines <= COLLECTED_LINES) hits = joinedHits(matcher);
       }
       // Without context, offset or a cut, all of a document's runs are printed in one call a
-      // chunk, where they cover most of the text between them (their text is copied in whole).
+      // chunk, where they are as many lines as the module takes and cover most of the text
+      // between them (their text is copied in whole); a selective pattern's few hits are not.
       const lines = hits === undefined || separators || skip > 0 ? -1 : linesOf(hits);
-      if (lines >= 0 && lines <= p.headLimit - emitted && (lines === 0 || dense(hits!, text, starts))) {
-        if (lines === 0) continue;
+      if (lines === 0) continue;
+      if (lines >= WASM_MIN_LINES && lines <= p.headLimit - emitted && dense(hits!, text, starts)) {
         prefixesOf(meta);
         const cursor = { run: 0, line: -1 };
         const width = p.lineNumbers ? 0 : -1;
