@@ -242,7 +242,7 @@ export class RunPrinter {
     while (toRun < count && endOf(runs[2 * toRun + 1]) - base <= spanBytes) lmax = Math.max(lmax, runs[2 * toRun++ + 1]);
     let clipped = false;
     if (toRun < count) {
-      let line = Math.max(runs[2 * toRun], lmax + 1, l0);
+      let line = toRun === fromRun ? l0 : Math.max(runs[2 * toRun], lmax + 1);
       if (toRun === fromRun || endOf(line) - base <= spanBytes) {
         while (line < runs[2 * toRun + 1] && endOf(line + 1) - base <= spanBytes) line++;
         lmax = Math.max(lmax, line);

@@ -184,8 +184,10 @@ describe('printing a run of lines', () => {
       60_000,
       Array.from({ length: 400 }, (_, i) => [i * 150, (i * 37) % 400] as [number, number]),
     );
-    for (const doc of [stored(Buffer.from(short.join('\n'))), stored(Buffer.from(long.join('\n')))]) {
-      for (const runs of [[0, 59_999], spread, [5, 5, 6, 9000, 8000, 30_000, 59_998, 59_999]]) {
+    // And lines longer than all the text one call holds.
+    const huge = Array.from({ length: 60_000 }, (_, i) => (i % 20_000 === 7 ? 'h'.repeat(300_000) : `line ${i}`));
+    for (const doc of [stored(Buffer.from(short.join('\n'))), stored(Buffer.from(long.join('\n'))), stored(Buffer.from(huge.join('\n')))]) {
+      for (const runs of [[0, 59_999], spread, [5, 5, 6, 9000, 8000, 30_000, 59_998, 59_999], [7, 7, 20_007, 20_008, 40_006, 40_007]]) {
         const want = expectedRuns(doc.text, doc.starts, runs, prefix, 0, 0x3a);
         for (const maxWaiting of [1, 4]) {
           // Compared as Latin-1 strings: a deep comparison of megabytes of bytes takes seconds.
