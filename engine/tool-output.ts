@@ -192,11 +192,7 @@ export class ChunkedOutput {
       else if (why === RUNS_LONG_LINE) {
         longLine(cursor.line);
         if (cursor.line++ === runs[2 * cursor.run + 1]) cursor.run++;
-      } else {
-        this.full.push(this.buf.subarray(0, this.used));
-        this.buf = spareChunks.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES);
-        this.used = 0;
-      }
+      } else this.nextChunk(CHUNK_BYTES);
     }
     return false;
   }
@@ -210,6 +206,11 @@ export class ChunkedOutput {
       this.buf = grown;
       return;
     }
+    this.nextChunk(bytes);
+  }
+
+  /** Sets the text written so far aside as a full chunk and starts one of room for `bytes` (a spare one when it fits). */
+  private nextChunk(bytes: number): void {
     if (this.used > 0) this.full.push(this.buf.subarray(0, this.used));
     this.buf = bytes <= CHUNK_BYTES ? (spareChunks.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES)) : Buffer.allocUnsafe(bytes);
     this.used = 0;
