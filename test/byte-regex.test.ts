@@ -102,30 +102,37 @@ describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines 
   });
 });
 
-describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faster engine by trial', () => {
+describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the fastest engine by checks', () => {
   beforeAll(() => setV8Scans('on'));
   afterAll(() => setV8Scans('off'));
 
-  /** Scans `texts` as grep's count mode does: matching lines of each, and the engine after each step. */
-  function scanAll(pattern: string, texts: Buffer[]): { counts: number[]; engines: string[] } {
+  /**
+   * Scans `texts` as grep's count mode does: matching lines of each, the engine after each step,
+   * and how many times each text was searched (a check searches its batch again).
+   */
+  function scanAll(pattern: string, texts: Buffer[]): { counts: number[]; engines: string[]; searches: number[] } {
     const matcher = new LineMatcher(compilePattern(pattern));
     const scan = new GuardedScan(
       matcher,
       texts.map((t) => ({ textBytes: t.byteLength })),
     );
     const counts = texts.map(() => -1);
+    const searches = texts.map(() => 0);
     const engines: string[] = [];
     for (let i = 0; i < texts.length; ) {
       i = scan.run(
         i,
-        (k) => matcherLines(matcher, texts[k], false).lines.length, // V8 as the scan set it
+        (k) => {
+          searches[k]++;
+          return matcherLines(matcher, texts[k], false).lines.length; // the engine as the scan set it
+        },
         (k, n) => {
           counts[k] = n;
         },
       );
       engines.push(scan.engine);
     }
-    return { counts, engines };
+    return { counts, engines, searches };
   }
 
   const MB = 1 << 20;
@@ -136,22 +143,32 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
     const line = `${'a'.repeat(4000)}!\n`;
     const texts = Array.from({ length: 5 }, () => Buffer.from(line.repeat(Math.ceil(MB / line.length))));
     const stoppedBefore = scanCounts.stopped;
-    const { counts, engines } = scanAll('^(a|aa)+$|b', texts);
-    // RE2's trial batch, then V8's, stopped at its limit: RE2 alone from there.
-    expect(engines.slice(0, 2)).toEqual(['try-v8', 're2']);
+    const { counts, engines, searches } = scanAll('^(a|aa)+$|b', texts);
+    // RE2 searches the first megabyte alone. The first check: RE2 searches the second text, V8
+    // the same again and is stopped at its limit; RE2 alone from there.
+    expect(engines).toEqual(['re2', 're2', 're2', 're2', 're2']);
+    expect(searches).toEqual([1, 2, 1, 1, 1]);
     expect(scanCounts.stopped).toBe(stoppedBefore + 1);
     expect(counts).toEqual(texts.map((t) => re2Lines('^(a|aa)+$|b', false, t).length));
   });
 
-  it('times a batch of RE2, then one of V8, then keeps one, with the same answers', () => {
-    const text = Buffer.from('static int foo(struct bar *b)\n{\n\treturn b->x;\n}\n\n'.repeat(50_000));
-    const { counts, engines } = scanAll('\\S+\\s+\\S+', [text, text, text, text]);
-    expect(engines[0]).toBe('try-v8');
+  it('checks RE2 against V8 on the same texts, at the start and again further on, with the same answers', () => {
+    const text = Buffer.from('static int foo(struct bar *b)\n{\n\treturn b->x;\n}\n\n'.repeat(21_400)); // just over 1 MiB: a check's batch
+    const texts = Array.from({ length: 40 }, () => text);
+    const { counts, engines, searches } = scanAll('\\S+\\s+\\S+', texts);
+    expect(engines[0]).toBe('re2');
     expect(['v8', 're2']).toContain(engines[1]);
-    expect(counts).toEqual([text, text, text, text].map((t) => re2Lines('\\S+\\s+\\S+', false, t).length));
+    // RE2 searches the first megabyte alone; the second text is the first check's batch, searched
+    // by both engines. The next check comes 16 MiB after it when the first changed the engine,
+    // 32 MiB when it kept RE2.
+    expect(searches.slice(0, 2)).toEqual([1, 2]);
+    const second = engines[1] === 're2' ? 34 : 18;
+    expect(searches[second]).toBe(2);
+    expect(searches.slice(2, second).every((n) => n === 1)).toBe(true);
+    expect(counts).toEqual(texts.map((t) => re2Lines('\\S+\\s+\\S+', false, t).length));
   });
 
-  it('takes RE2 alone for a search smaller than two batches, or a pattern without a V8 form', () => {
+  it('takes RE2 alone for a search of less than 4 MiB, or a pattern without a V8 form', () => {
     const small = Buffer.from('a b\n'.repeat(1000));
     expect(scanAll('\\S+\\s+\\S+', [small, small]).engines).toEqual(['re2', 're2']);
     const big = Buffer.alloc(3 * MB, 'x y\n');
@@ -159,7 +176,7 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
     // VFS_GREP_V8=off.
     setV8Scans('off');
     try {
-      expect(scanAll('\\S+\\s+\\S+', [big, big]).engines).toEqual(['re2', 're2']);
+      expect(scanAll('\\S+\\s+\\S+', [big, big]).searches).toEqual([1, 1]);
     } finally {
       setV8Scans('on');
     }
