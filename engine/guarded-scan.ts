@@ -7,9 +7,11 @@
  * the scan checks which engine is fastest on the documents it is reading: at a check, the engine
  * in place searches a batch of about CHECK_BYTES, timed, and each other engine then searches the
  * same documents again, stopped as soon as it has taken SWITCH_SHARE of the first one's time;
- * one that finished within that takes over. The first check comes after RE2 has searched
- * CHECK_BYTES (a thread's first search pays for cold pages and compiling); there every other
- * engine is tried, and each later check tries one, in turn. The checks come again while the scan
+ * one that finished within that takes over if it wins the next batch's check too (a batch can
+ * be one document, unlike those after it), and a batch that took the engine in place more than
+ * OUTLIER times its usual pace puts the check off to the next one. The first check comes after
+ * RE2 has searched FIRST_CHECK bytes alone (a thread's first search pays for cold pages and
+ * compiling); there every other engine is tried, and each later check tries one, in turn. The checks come again while the scan
  * goes on, FIRST_INTERVAL bytes apart, the gap doubled each time a check keeps the engine in place
  * (to MAX_INTERVAL) and set back when one changes it: documents are searched in the order they
  * were written, by path, and the engine that wins on one part of a tree (C sources, say) is not
@@ -36,9 +38,13 @@ const CHECK_BYTES = 1 << 20;
 const BATCH_BYTES = 2 << 20;
 /** At a check, another engine takes over when it took at most this share of the time of the one in place. */
 const SWITCH_SHARE = 0.9;
+/** A check is put off to the next batch when the engine in place took more than this many times its usual pace. */
+const OUTLIER = 2;
+/** Text bytes RE2 searches alone before the first check. */
+const FIRST_CHECK = 4 * CHECK_BYTES;
 /** Text bytes from one check to the next, at first and at most. */
 const FIRST_INTERVAL = 16 << 20;
-const MAX_INTERVAL = 128 << 20;
+const MAX_INTERVAL = 32 << 20;
 /** A V8 batch may take this many times RE2's time for its bytes, plus FIXED_MS. */
 const LIMIT_FACTOR = 2;
 const FIXED_MS = 2;
@@ -117,6 +123,10 @@ export class GuardedScan {
   private interval = FIRST_INTERVAL;
   /** Checks made. */
   private checks = 0;
+  /** The engine that won the last check, which takes over only if it wins the next one too. */
+  private pending: Engine | null = null;
+  /** Nanoseconds a byte the engine in place took in its check batches, a moving average; 0 before the first. */
+  private pace = 0;
 
   constructor(
     private readonly matcher: LineMatcher,
@@ -135,8 +145,9 @@ export class GuardedScan {
       matcher.prepareV8();
     }
     this.engines.push(...ways);
-    // The first megabyte warms the thread for RE2 (the texts' pages, the compiled pattern): timed, it would favour what comes after.
-    this.checkAt = CHECK_BYTES;
+    // RE2 alone first: a thread's first megabytes (cold pages, patterns compiled and code not yet
+    // optimised) would favour whatever is timed after them.
+    this.checkAt = FIRST_CHECK;
   }
 
   /** The engine in place: 're2', 'v8' or 'runs' (for tests and the benchmarks). */
@@ -196,34 +207,64 @@ export class GuardedScan {
     const end = from + results.length;
     const bytes = this.bytesOf(from, end);
     if (inPlace === 're2' && bytes > 0) this.re2Speed = (first.ms * 1e6) / bytes;
-    let best: Engine = inPlace;
+    const after = first.finished ? end : end + 1;
     if (!first.finished) {
       // V8 in place, stopped at its limit: RE2 searches the document in progress and takes over.
       scanCounts.stopped++;
-      best = 're2';
       keep(end, find(end));
       scanCounts.re2++;
-    } else if (end > from) {
-      let bestMs = first.ms;
-      // The first check tries every other engine; later ones one each, in turn.
-      const others = this.engines.filter((e) => e !== inPlace);
-      const tries = this.checks++ === 0 ? others : [others[this.checks % others.length]];
-      for (const other of tries) {
-        const limit = bestMs * SWITCH_SHARE;
-        const tried = this.search(from, end, find, [], Math.max(1, limit), other);
-        if (!tried.finished && other !== 're2') scanCounts.stopped++;
-        // The timer stops a search only about when it should: the time decides.
-        if (!tried.finished || tried.ms > limit) continue;
-        if (other === 're2') this.re2Speed = (tried.ms * 1e6) / bytes;
-        best = other;
-        bestMs = tried.ms;
-      }
+      this.settle('re2', after);
+      return after;
     }
-    this.take(best);
-    this.interval = best === inPlace ? Math.min(2 * this.interval, MAX_INTERVAL) : FIRST_INTERVAL;
-    const after = first.finished ? end : end + 1;
+    if (end === from) return end;
+    // A batch that took the engine in place far longer than usual is unlike the others, and
+    // trying another engine on it would cost as much again: the check moves to the next batch.
+    const speed = (first.ms * 1e6) / bytes;
+    const usual = this.pace;
+    this.pace = usual === 0 ? speed : 0.7 * usual + 0.3 * speed;
+    if (usual > 0 && speed > OUTLIER * usual) {
+      this.checkAt = this.bytesBefore(end);
+      return end;
+    }
+    let best: Engine = inPlace;
+    let bestMs = first.ms;
+    // The first check tries every other engine, later ones one each in turn; after a win, the
+    // winner again.
+    const others = this.engines.filter((e) => e !== inPlace);
+    const tries = this.pending !== null ? [this.pending] : this.checks++ === 0 ? others : [others[this.checks % others.length]];
+    for (const other of tries) {
+      const limit = bestMs * SWITCH_SHARE;
+      const tried = this.search(from, end, find, [], Math.max(1, limit), other);
+      if (!tried.finished && other !== 're2') scanCounts.stopped++;
+      // The timer stops a search only about when it should: the time decides.
+      if (!tried.finished || tried.ms > limit) continue;
+      if (other === 're2') this.re2Speed = (tried.ms * 1e6) / bytes;
+      best = other;
+      bestMs = tried.ms;
+    }
+    if (best !== inPlace && this.pending === null) {
+      // A first win: the winner is checked again on the next batch before it takes over.
+      this.pending = best;
+      this.checkAt = this.bytesBefore(end);
+      return end;
+    }
+    this.settle(best, end, (bestMs * 1e6) / bytes);
+    return end;
+  }
+
+  /**
+   * Puts `engine` in place after a check that ended before document `after`, and sets the next
+   * check; `pace` is what the engine took a byte there, when it is new (0: not measured).
+   */
+  private settle(engine: Engine, after: number, pace = 0): void {
+    if (engine === this.engine_) this.interval = Math.min(2 * this.interval, MAX_INTERVAL);
+    else {
+      this.interval = FIRST_INTERVAL;
+      this.pace = pace;
+    }
+    this.pending = null;
+    this.take(engine);
     this.checkAt = this.bytesBefore(after) + this.interval;
-    return after;
   }
 
   /**
