@@ -207,16 +207,23 @@ export class GuardedScan {
     const end = from + results.length;
     const bytes = this.bytesOf(from, end);
     if (inPlace === 're2' && bytes > 0) this.re2Speed = (first.ms * 1e6) / bytes;
-    const after = first.finished ? end : end + 1;
     if (!first.finished) {
-      // V8 in place, stopped at its limit: RE2 searches the document in progress and takes over.
+      // V8 in place, stopped at its limit: RE2 searches the document in progress (if the timer
+      // did not fire just after the last one) and takes over.
       scanCounts.stopped++;
-      keep(end, find(end));
-      scanCounts.re2++;
+      let after = end;
+      if (end < batchEnd) {
+        keep(end, find(end));
+        scanCounts.re2++;
+        after++;
+      }
       this.settle('re2', after);
       return after;
     }
-    if (end === from) return end;
+    if (bytes === 0) {
+      this.checkAt = this.bytesBefore(end);
+      return end;
+    }
     // A batch that took the engine in place far longer than usual is unlike the others, and
     // trying another engine on it would cost as much again: the check moves to the next batch.
     const speed = (first.ms * 1e6) / bytes;
