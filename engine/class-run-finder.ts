@@ -15,7 +15,7 @@ import type { ClassRun } from './regex/byte-regex.js';
 
 /**
  * Lines of ASCII and of 2-, 3- and 4-byte characters that `warmUp` searches: a finder run first
- * inside a timed check (engine/guarded-scan.ts) would be timed while V8 still interprets it.
+ * inside a timed trial (engine/guarded-scan.ts) would be timed while V8 still interprets it.
  */
 const WARM_TEXT = Buffer.from('int x = a[0];\n\tb, c;\nné Ω 漢 \u{1d4b3}\n\n'.repeat(64));
 const WARM_ROUNDS = 200;
@@ -72,7 +72,7 @@ export class ClassRunFinder {
 
   /**
    * Runs `find` over a small text as a search would, once a thread, so that V8 has made its
-   * machine code before a check times it (as byte-regex.ts's `toMachineCode` does for V8's form).
+   * machine code before a trial times it (as byte-regex.ts's `toMachineCode` does for V8's form).
    */
   warmUp(): void {
     if (warmed) return;

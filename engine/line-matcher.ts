@@ -39,7 +39,7 @@
  *    a line first holds the run. Where such a pattern matches most lines it takes half the time
  *    of the faster engine; where matches are rare (`\p{Greek}`, `\d{6}`) RE2 skips faster
  *    (docs/benchmarks.md, "a run of one class"). So it is one more way beside RE2 in
- *    engine/guarded-scan.ts's timed checks (`ways`, `useV8`), tried before V8.
+ *    engine/guarded-scan.ts's timed trial (`ways`, `useV8`), tried before V8.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
  * touches is a matching line, as `rg -U` prints them.
@@ -198,7 +198,7 @@ export class LineMatcher {
   }
 
   /**
-   * The ways path 3 may leave RE2 for (`useV8`), in the order a first check tries them: path 4 for a
+   * The ways path 3 may leave RE2 for (`useV8`), in the order a trial tries them: path 4 for a
    * run of one class, then V8 for a pattern with a form for it (engine/regex/byte-regex.ts).
    */
   get ways(): BesideWay[] {
@@ -227,7 +227,7 @@ export class LineMatcher {
     return this.runFinder;
   }
 
-  /** Has V8 make the machine code of a way (V8's form, `toMachineCode`, or path 4's finder) before a search times it. */
+  /** Has V8 make the machine code of the way on trial (V8's form, `toMachineCode`, or path 4's finder) before a search times it. */
   prepareV8(): void {
     const way = this.wayTaken();
     if (way === 'runs') this.classRunFinder()?.warmUp();

@@ -669,7 +669,7 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
         break;
       }
       if (step === 'beat') yield HEARTBEAT;
-      if (d >= foundUntil && scan.batchAt(d)) {
+      if (d >= foundUntil && scan.batches) {
         found = new Map();
         foundUntil = scan.run(d, findHits, keepHits);
       }
