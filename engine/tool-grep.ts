@@ -578,6 +578,8 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
       kept = true;
       matcher.rebind(text, starts);
     };
+    // The line number's width for the printer: as wide as it is, or none.
+    const width = p.lineNumbers ? 0 : -1;
     // `path:` and `path-` of the document being printed, as bytes.
     let pathFor = -1;
     let matchPrefix: Buffer = Buffer.alloc(0);
@@ -617,7 +619,6 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
       prefixesOf(meta);
       const prefix = isMatch ? matchPrefix : contextPrefix;
       const sep = isMatch ? COLON : DASH;
-      const width = p.lineNumbers ? 0 : -1;
       const lineCost = prefix.length + 12;
       let line = first;
       while (line <= last) {
@@ -691,7 +692,6 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
       if (lines >= WASM_MIN_LINES && lines <= p.headLimit - emitted && dense(hits!, text, starts)) {
         prefixesOf(meta);
         const cursor = { run: 0, line: -1 };
-        const width = p.lineNumbers ? 0 : -1;
         while (!out.writeRuns(text, starts, hits!, cursor, matchPrefix, width, COLON, HELD_CHUNKS, writeCutMatch)) {
           keep();
           yield* out.drain();
