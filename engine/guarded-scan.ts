@@ -15,12 +15,21 @@
  * takes off what V8 took, and once V8 is more than one batch of RE2's time behind, RE2 takes the
  * rest: the first megabyte is not always like the others, but one slow batch (a collection of the
  * heap landing in it) does not undo a lead. A search so costs at most about a trial and two
- * batches more than RE2 alone. For a pattern that is a run of one class, the line matcher's
- * path 4 (class-run-finder.ts) is tried first, timed and limited as V8 is: it never backtracks,
- * and it takes half RE2's time where matches are dense, but where they are rare RE2 and V8 skip
- * faster. When it wins, it searches the rest document by document without a limit (in `content`
- * mode each document is then read once, not once to find its hits and again to print them);
- * when it loses, V8 has a trial batch of its own. A search of less than MIN_BYTES takes RE2 alone:
+ * batches more than RE2 alone. For a pattern that is a run of one class (perhaps then one code
+ * point of another), the line matcher's path 4 (class-run-finder.ts) is tried first: it never
+ * backtracks, so it needs no limit, and its trial takes documents in turn with RE2 (each
+ * document to the one that has searched fewer bytes), both timed, until each has searched
+ * RUNS_TRIAL_BYTES: two batches one after the other compared different documents, and the first
+ * megabytes of a tree are not like the rest (the first Documentation/ files of the Linux tree
+ * put path 4 behind RE2 in one batch and 1.5 times ahead in the next). Path 4 takes half RE2's
+ * time or less where matches are dense or a class is ASCII alone, but where matches are rare
+ * RE2 and V8 skip faster. When it wins, it searches the rest document by document (in
+ * `content` mode each document is then read once, not once to find its hits and again to print
+ * them). When it loses, RE2 searches RETRY_BYTES and path 4 has a second trial: path 4 is
+ * JavaScript, and in a read thread's first searches V8 may still be making its code (on a
+ * machine whose cores the searches fill, V8's compiler threads wait), where RE2's speed is
+ * RE2's; it lost its first trial at 10-25 ns a byte against RE2's 6-10, and won the next at
+ * 1.3-2 against 3-5. When it loses again, V8 has a trial batch of its own. A search of less than MIN_BYTES takes RE2 alone:
  * the trial and the limit's timer would cost more than they could save. `VFS_GREP_V8=off`
  * (`setV8Scans`) leaves every search to RE2.
  */
@@ -37,6 +46,15 @@ const TRIAL_MARGIN = 1.1;
 /** Past the trial, a V8 batch may take this many times RE2's time for its bytes, plus FIXED_MS. */
 const LIMIT_FACTOR = 2;
 const FIXED_MS = 2;
+
+/** Text bytes RE2 searches after path 4 lost its first trial, before its second. */
+const RETRY_BYTES = 8 * TRIAL_BYTES;
+/**
+ * Text bytes each of path 4 and RE2 searches in path 4's trial. Neither backtracks, so a longer
+ * trial costs only the difference of their speeds, and one document slowed by the machine (the
+ * HTTP thread or the other read thread taking the core) weighs less.
+ */
+const RUNS_TRIAL_BYTES = 2 * TRIAL_BYTES;
 
 /** The smallest search that tries V8. */
 const MIN_BYTES = 4 * TRIAL_BYTES;
@@ -88,10 +106,10 @@ export function runWithin(batch: () => void, ms: number): boolean {
 }
 
 /**
- * The trial's two steps; V8 chosen (batches under a limit); RE2 alone; path 4 chosen, which
+ * Path 4's trial, in turn with RE2; RE2 before path 4's second trial; the V8 trial's two steps; V8 chosen (batches under a limit); RE2 alone; path 4 chosen, which
  * never backtracks and so goes document by document like RE2, with no limit.
  */
-type Mode = 'try-re2' | 'try-v8' | 'v8' | 're2' | 'runs';
+type Mode = 'try-runs' | 'wait-runs' | 'try-re2' | 'try-v8' | 'v8' | 're2' | 'runs';
 
 /** One grep's scan over `docs` (see the module comment). */
 /** Text bytes of `docs` (documents' metadata). */
@@ -110,6 +128,8 @@ export class GuardedScan {
   /** The ways beside RE2 to try (the line matcher's `ways`), and which is on trial or chosen. */
   private ways: BesideWay[] = [];
   private tried = 0;
+  /** Path 4's trial: text bytes each side has searched, and its milliseconds; trials run; RE2's bytes before the next. */
+  private readonly turns = { runsBytes: 0, runsMs: 0, re2Bytes: 0, re2Ms: 0, trials: 0, waited: 0 };
 
   constructor(
     private readonly matcher: LineMatcher,
@@ -127,7 +147,7 @@ export class GuardedScan {
       } else {
         matcher.takeWay(this.ways[0]);
         matcher.prepareV8();
-        this.mode = 'try-re2';
+        this.mode = this.ways[0] === 'runs' ? 'try-runs' : 'try-re2';
       }
     }
   }
@@ -156,6 +176,8 @@ export class GuardedScan {
       else scanCounts.v8++;
       return from + 1;
     }
+    if (mode === 'try-runs') return this.runInTurn(from, find, keep);
+    if (mode === 'wait-runs') return this.waitForTrial(from, find, keep);
     const most = mode === 'v8' ? BATCH_BYTES : TRIAL_BYTES;
     let end = from;
     let bytes = 0;
@@ -190,11 +212,7 @@ export class GuardedScan {
     if (!finished) scanCounts.stopped++;
     if (mode === 'try-v8') {
       if (finished && ms < re2Ms) this.mode = this.settle(this.ways[this.tried]);
-      else if (++this.tried < this.ways.length) {
-        // The next way has its trial on the next batch.
-        this.matcher.takeWay(this.ways[this.tried]);
-        this.matcher.prepareV8();
-      } else this.mode = 're2';
+      else this.nextWay();
       return next;
     }
     // Past the trial V8 must keep RE2's pace on the whole (see the module comment). A batch
@@ -207,6 +225,61 @@ export class GuardedScan {
     }
     if (this.lead < -re2Ms) this.mode = 're2';
     return next;
+  }
+
+  /** Path 4's trial: document `from` searched by path 4 or RE2, whichever has searched fewer bytes (see the module comment). */
+  private runInTurn<T>(from: number, find: (index: number) => T, keep: (index: number, found: T) => void): number {
+    const t = this.turns;
+    const byRuns = t.runsBytes < t.re2Bytes;
+    this.matcher.useV8(byRuns);
+    const started = performance.now();
+    let found: T;
+    try {
+      found = find(from);
+    } finally {
+      this.matcher.useV8(false);
+    }
+    const ms = performance.now() - started;
+    keep(from, found);
+    const bytes = this.docs[from].textBytes;
+    if (byRuns) {
+      t.runsBytes += bytes;
+      t.runsMs += ms;
+      scanCounts.v8++;
+    } else {
+      t.re2Bytes += bytes;
+      t.re2Ms += ms;
+      scanCounts.re2++;
+    }
+    if (t.runsBytes >= RUNS_TRIAL_BYTES && t.re2Bytes >= RUNS_TRIAL_BYTES) {
+      this.re2Speed = (t.re2Ms * 1e6) / t.re2Bytes;
+      if (t.runsMs / t.runsBytes < t.re2Ms / t.re2Bytes) this.mode = this.settle('runs');
+      else if (++t.trials === 1) this.mode = 'wait-runs';
+      else this.nextWay();
+    }
+    return from + 1;
+  }
+
+  /** RE2 on document `from`, and path 4's second trial once RE2 has searched RETRY_BYTES since its first. */
+  private waitForTrial<T>(from: number, find: (index: number) => T, keep: (index: number, found: T) => void): number {
+    keep(from, find(from));
+    scanCounts.re2++;
+    const t = this.turns;
+    t.waited += this.docs[from].textBytes;
+    if (t.waited >= RETRY_BYTES) {
+      Object.assign(t, { runsBytes: 0, runsMs: 0, re2Bytes: 0, re2Ms: 0 });
+      this.mode = 'try-runs';
+    }
+    return from + 1;
+  }
+
+  /** After a way lost its trial: the next one has its trial on the next batch, or RE2 goes alone. */
+  private nextWay(): void {
+    if (++this.tried < this.ways.length) {
+      this.matcher.takeWay(this.ways[this.tried]);
+      this.matcher.prepareV8();
+      this.mode = 'try-v8';
+    } else this.mode = 're2';
   }
 
   /** The mode in which the scan goes on with `way` (the matcher has taken it): V8 by limited batches, path 4 document by document. */

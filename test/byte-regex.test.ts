@@ -151,6 +151,24 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
     expect(counts).toEqual([text, text, text, text].map((t) => re2Lines('\\S+\\s+\\S+', false, t).length));
   });
 
+  it('tries path 4 (a run of one class) in turn with RE2, document by document, and again after a loss', () => {
+    const doc = Buffer.from('\tint x = 123456;\n        return y;\nplain text\n'.repeat(4096));
+    const texts = Array.from({ length: 80 }, () => doc);
+    const { counts, engines } = scanAll('\\s{4,}\\w', texts);
+    // RE2 takes the first document, path 4 the next, and so on until each has searched 2 MiB.
+    const perSide = Math.ceil((2 * MB) / doc.length);
+    const trial = 2 * perSide;
+    expect(engines.slice(0, trial - 1)).toEqual(Array(trial - 1).fill('try-runs'));
+    if (engines[trial - 1] === 'wait-runs') {
+      // Lost: RE2 searches 8 MiB, then a second trial, after which path 4 goes on alone or V8 has its trial.
+      const waited = Math.ceil((8 * MB) / doc.length);
+      expect(engines.slice(trial, trial + waited - 1)).toEqual(Array(waited - 1).fill('wait-runs'));
+      expect(engines[trial + waited - 1]).toBe('try-runs');
+      expect(['runs', 'try-v8']).toContain(engines[2 * trial + waited - 1]);
+    } else expect(engines[trial - 1]).toBe('runs');
+    expect(counts).toEqual(texts.map((t) => re2Lines('\\s{4,}\\w', false, t).length));
+  });
+
   it('takes RE2 alone for a search smaller than two batches, or a pattern without a V8 form', () => {
     const small = Buffer.from('a b\n'.repeat(1000));
     expect(scanAll('\\S+\\s+\\S+', [small, small]).engines).toEqual(['re2', 're2']);

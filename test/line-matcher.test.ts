@@ -387,6 +387,15 @@ describe('path 4: a run of one class', () => {
     '[é-ü]{2}',
     '[^\\n]',
     '\\w{2,5}',
+    // A run and then one code point of a class (`after`), the classes apart or sharing characters.
+    '\\s{2,}\\w',
+    '\\d{2}[a-z]',
+    '[ak]{2}\\w',
+    '\\s\\S',
+    '(?i)[k-s]{2}\\pL',
+    '\\w{2}[^\\x00-\\x7f]',
+    '[^a-z]{2}[é-ü]',
+    '[-_]{3}\\W',
   ];
 
   it('takes the patterns that are one class or `.` repeated, on valid UTF-8 texts only', () => {
@@ -398,7 +407,8 @@ describe('path 4: a run of one class', () => {
       return m.searchesByRuns;
     };
     for (const pattern of CLASS_RUNS) expect(takes(pattern), pattern).toBe(true);
-    for (const pattern of ['\\S+\\s+\\S+', 'a{3}', 'x*', '\\d?', '^\\s*$', '\\b\\w{3}\\b', 'a|b']) expect(takes(pattern), pattern).toBe(false);
+    for (const pattern of ['\\S+\\s+\\S+', '\\s{2}a', '\\w\\s{2}', 'a{3}', 'x*', '\\d?', '^\\s*$', '\\b\\w{3}\\b', 'a|b'])
+      expect(takes(pattern), pattern).toBe(false);
     expect(takes('\\D{3}', Buffer.from([0x61, 0xff, 0x62, 0x63, 0x64, 0x0a]))).toBe(false);
     // Only where the caller allows a way beside RE2 (engine/guarded-scan.ts, by a timed trial).
     const unasked = matcher('\\D{3}');

@@ -81,28 +81,44 @@ export function toMachineCode(form: ByteRegex): void {
 
 /**
  * A searched tree that is one class or `.` (no `\n` in it, after the line rule), alone or
- * repeated at least `min` times (`x`, `x+`, `x{n}`, `x{n,}`, `x{n,m}` with n ≥ 1): a line holds a
- * match exactly when `min` of its code points in a row are in the class. `ranges` are the code
- * points as RE2 reads the class with the search's `-i` (Unicode groups and folding included).
+ * repeated at least `min` times (`x`, `x+`, `x{n}`, `x{n,}`, `x{n,m}` with n ≥ 1), and perhaps
+ * followed by one code point of a second class (`\s{4,}\w`): a line holds a match exactly when
+ * `min` of its code points in a row are in the class, and (with `after`) the code point just after
+ * them is in `after`. (Of a longer run before that code point, its last `min` make the match, so
+ * the repetition's most does not matter.) `ranges` and `after` are the code points as RE2 reads
+ * the classes with the search's `-i` (Unicode groups and folding included).
  */
 export interface ClassRun {
   readonly ranges: Ranges;
   readonly min: number;
+  readonly after: Ranges | null;
 }
 
 /** The searched tree (after the line rule) as a ClassRun, or null when it is not one. */
 export function classRunOf(searched: Regex, caseInsensitive: boolean): ClassRun | null {
   let node = searched;
+  let after: Ranges | null = null;
+  if (node.k === 'cat' && node.subs.length === 2) {
+    after = lineClassOf(node.subs[1], caseInsensitive);
+    if (after === null) return null;
+    node = node.subs[0];
+  }
   let min = 1;
   if (node.k === 'rep') {
     if (node.min < 1) return null;
     min = node.min;
     node = node.sub;
   }
+  const ranges = lineClassOf(node, caseInsensitive);
+  return ranges === null ? null : { ranges, min, after };
+}
+
+/** `classOf`, where the class does not hold `\n`; else null. */
+function lineClassOf(node: Regex, caseInsensitive: boolean): Ranges | null {
   const ranges = classOf(node, caseInsensitive);
   if (ranges === null) return null;
   for (let i = 0; i < ranges.length; i += 2) if (ranges[i] <= 0x0a && 0x0a <= ranges[i + 1]) return null;
-  return { ranges, min };
+  return ranges;
 }
 
 /** The code points of a class, `.`, or an alternation of them (the line rule makes `[\s\S]` one); null for any other node. */
