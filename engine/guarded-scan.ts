@@ -5,17 +5,17 @@
  * Where the pattern has a V8 form (engine/regex/byte-regex.ts), the documents are scanned in
  * batches: a first of about TRIAL_BYTES with RE2, timed; a second with V8, stopped as soon as it
  * takes longer than RE2 took for as many bytes (TRIAL_MARGIN); if V8 finished it faster, the
- * rest goes to V8 in batches of about BATCH_BYTES, else to RE2. Every V8 batch runs under a time
+ * rest goes to V8 in batches of about BATCH_BYTES, else to RE2 (for a while: below). Every V8 batch runs under a time
  * limit (`vm`'s timeout, which interrupts a regex search in progress): V8 backtracks, and a
  * pattern like `(a+)+$`, or `\S+\s+\S+` on a long line without a space, would take it
  * exponential or quadratic time. When the trial's limit is reached, RE2 searches the document in
- * progress and everything after it. Past the trial a batch may take LIMIT_FACTOR times RE2's time
+ * progress and the documents after it. Past the trial a batch may take LIMIT_FACTOR times RE2's time
  * for its bytes; one stopped there leaves its document to RE2 and V8 goes on after it. V8 keeps
  * an account against RE2's pace: each batch adds what RE2 would have taken for its bytes and
- * takes off what V8 took, and once V8 is more than one batch of RE2's time behind, RE2 takes the
- * rest: the first megabyte is not always like the others, but one slow batch (a collection of the
+ * takes off what V8 took, and once V8 is more than one batch of RE2's time behind, RE2 takes
+ * over (until the next round of trials, below): the first megabyte is not always like the others, but one slow batch (a collection of the
  * heap landing in it) does not undo a lead. A search so costs at most about a trial and two
- * batches more than RE2 alone. For a pattern that is a run of one class (perhaps then one code
+ * batches a round of trials (below) more than RE2 alone. For a pattern that is a run of one class (perhaps then one code
  * point of another), the line matcher's path 4 (class-run-finder.ts) is tried first: it never
  * backtracks, so it needs no limit, and its trial takes documents in turn with RE2 (each
  * document to the one that has searched fewer bytes), both timed, until each has searched
@@ -25,13 +25,26 @@
  * time or less where matches are dense or a class is ASCII alone, but where matches are rare
  * RE2 and V8 skip faster. When it wins, it searches the rest document by document (in
  * `content` mode each document is then read once, not once to find its hits and again to print
- * them). When it loses, RE2 searches RETRY_BYTES and path 4 has a second trial: path 4 is
- * JavaScript, and in a read thread's first searches V8 may still be making its code (on a
- * machine whose cores the searches fill, V8's compiler threads wait), where RE2's speed is
- * RE2's; it lost its first trial at 10-25 ns a byte against RE2's 6-10, and won the next at
- * 1.3-2 against 3-5. When it loses again, V8 has a trial batch of its own. A search of less than MIN_BYTES takes RE2 alone:
- * the trial and the limit's timer would cost more than they could save. `VFS_GREP_V8=off`
- * (`setV8Scans`) leaves every search to RE2.
+ * them); when it loses, V8 has its trial.
+ *
+ * When every way has lost, RE2 searches RETRY_BYTES, then each way has a trial again, and the
+ * wait doubles after each such round (up to RETRY_MOST_BYTES). A trial sees one stretch of the
+ * tree: `\([^)]*\)` and `;\s*$` tie on the Linux tree's first Documentation/ files, where RE2
+ * is kept, and V8 from the first document takes two thirds of RE2's time over the whole tree.
+ * And path 4 is JavaScript: in a read thread's first searches V8 may still be making its code
+ * (its compiler threads wait for the cores the searches fill); it lost such a trial at 10-25 ns
+ * a byte against RE2's 6-10, and won the next at 1.3-2 against 3-5. A round lost again costs
+ * little: V8 is stopped at TRIAL_MARGIN times RE2's time for its batch, and path 4's turns cost
+ * the difference of the two speeds. But a `content` grep is many scans (16 path ranges a read
+ * thread), and a pattern V8 backtracks on (`(\w+,\s*){6}`: 22 s with V8 alone over the tree,
+ * 2.5 with RE2) lost two rounds in each. So where V8 was stopped before half its trial batch, a
+ * scan that follows in the same thread for the same search (within CARRY_MS, no way having won
+ * since) begins with RE2 and the wait of the round after. Only then: `\([^)]*\)`, which V8
+ * loses by a little on some stretches and wins by a third on others, went from 1.1-1.2 times
+ * rg to 1.4-1.6 when every lost round was carried.
+ *
+ * A search of less than MIN_BYTES takes RE2 alone: the trial and the limit's timer would cost
+ * more than they could save. `VFS_GREP_V8=off` (`setV8Scans`) leaves every search to RE2.
  */
 
 import { createContext, Script } from 'node:vm';
@@ -47,8 +60,14 @@ const TRIAL_MARGIN = 1.1;
 const LIMIT_FACTOR = 2;
 const FIXED_MS = 2;
 
-/** Text bytes RE2 searches after path 4 lost its first trial, before its second. */
+/** Text bytes RE2 searches after every way lost a round of trials, before the next round; doubled after each round, up to RETRY_MOST_BYTES. */
 const RETRY_BYTES = 8 * TRIAL_BYTES;
+const RETRY_MOST_BYTES = 256 * TRIAL_BYTES;
+/**
+ * A scan that begins within this many milliseconds of one in the same thread that lost rounds
+ * for the same search goes on from its rounds (see the module comment).
+ */
+const CARRY_MS = 5000;
 /**
  * Text bytes each of path 4 and RE2 searches in path 4's trial. Neither backtracks, so a longer
  * trial costs only the difference of their speeds, and one document slowed by the machine (the
@@ -83,6 +102,9 @@ export function setV8Scans(value: V8Scans): void {
   policy = value;
 }
 
+/** The search whose scan in this thread last lost a hopeless round of trials (no way having won for it since), its rounds, and when. */
+let lastLost: { key: string; rounds: number; at: number } | null = null;
+
 /** Documents each engine has scanned in this thread, and V8 batches stopped by their limit. */
 export const scanCounts = { v8: 0, re2: 0, stopped: 0 };
 
@@ -112,10 +134,11 @@ export function runWithin(batch: () => void, ms: number): boolean {
 }
 
 /**
- * Path 4's trial, in turn with RE2; RE2 before path 4's second trial; the V8 trial's two steps; V8 chosen (batches under a limit); RE2 alone; path 4 chosen, which
- * never backtracks and so goes document by document like RE2, with no limit.
+ * Path 4's trial, in turn with RE2; the V8 trial's two steps; RE2 until the next round of
+ * trials; V8 chosen (batches under a limit); RE2 alone; path 4 chosen, which never backtracks and
+ * so goes document by document like RE2, with no limit.
  */
-type Mode = 'try-runs' | 'wait-runs' | 'try-re2' | 'try-v8' | 'v8' | 're2' | 'runs';
+type Mode = 'try-runs' | 'try-re2' | 'try-v8' | 'wait' | 'v8' | 're2' | 'runs';
 
 /** One grep's scan over `docs` (see the module comment). */
 /** Text bytes of `docs` (documents' metadata). */
@@ -134,8 +157,11 @@ export class GuardedScan {
   /** The ways beside RE2 to try (the line matcher's `ways`), and which is on trial or chosen. */
   private ways: BesideWay[] = [];
   private tried = 0;
-  /** Path 4's trial: text bytes each side has searched, and its milliseconds; trials run; RE2's bytes before the next. */
-  private readonly turns = { runsBytes: 0, runsMs: 0, re2Bytes: 0, re2Ms: 0, trials: 0, waited: 0 };
+  /** Path 4's trial: text bytes each side has searched, and its milliseconds. */
+  private readonly turns = { runsBytes: 0, runsMs: 0, re2Bytes: 0, re2Ms: 0 };
+  /** Rounds of trials every way lost; RE2's text bytes since the last. */
+  private rounds = 0;
+  private waited = 0;
 
   constructor(
     private readonly matcher: LineMatcher,
@@ -151,9 +177,11 @@ export class GuardedScan {
         this.mode = this.settle(this.ways[0]);
         this.re2Speed = ASSUMED_RE2_SPEED;
       } else {
-        matcher.takeWay(this.ways[0]);
-        matcher.prepareV8();
-        this.mode = this.ways[0] === 'runs' ? 'try-runs' : 'try-re2';
+        const carried = lastLost?.key === matcher.key && performance.now() - lastLost.at < CARRY_MS ? lastLost.rounds : 0;
+        if (carried > 0) {
+          this.rounds = carried;
+          this.mode = 'wait';
+        } else this.mode = this.firstTrial();
       }
     }
   }
@@ -183,7 +211,7 @@ export class GuardedScan {
       return from + 1;
     }
     if (mode === 'try-runs') return this.runInTurn(from, find, keep);
-    if (mode === 'wait-runs') return this.waitForTrial(from, find, keep);
+    if (mode === 'wait') return this.waitForTrials(from, find, keep);
     const most = mode === 'v8' ? BATCH_BYTES : TRIAL_BYTES;
     let end = from;
     let bytes = 0;
@@ -218,7 +246,7 @@ export class GuardedScan {
     if (!finished) scanCounts.stopped++;
     if (mode === 'try-v8') {
       if (finished && ms < re2Ms) this.mode = this.settle(this.ways[this.tried]);
-      else this.nextWay();
+      else this.nextWay(!finished && textBytes(this.docs.slice(from, next)) < bytes / 2);
       return next;
     }
     // Past the trial V8 must keep RE2's pace on the whole (see the module comment). A batch
@@ -229,7 +257,7 @@ export class GuardedScan {
       scanCounts.re2++;
       next++;
     }
-    if (this.lead < -re2Ms) this.mode = 're2';
+    if (this.lead < -re2Ms) this.waitForRound();
     return next;
   }
 
@@ -264,36 +292,52 @@ export class GuardedScan {
     if (least >= RUNS_TRIAL_BYTES || clear) {
       this.re2Speed = re2Speed * 1e6;
       if (runsSpeed < re2Speed) this.mode = this.settle('runs');
-      else if (++t.trials === 1) this.mode = 'wait-runs';
       else this.nextWay();
     }
     return from + 1;
   }
 
-  /** RE2 on document `from`, and path 4's second trial once RE2 has searched RETRY_BYTES since its first. */
-  private waitForTrial<T>(from: number, find: (index: number) => T, keep: (index: number, found: T) => void): number {
-    keep(from, find(from));
-    scanCounts.re2++;
-    const t = this.turns;
-    t.waited += this.docs[from].textBytes;
-    if (t.waited >= RETRY_BYTES) {
-      Object.assign(t, { runsBytes: 0, runsMs: 0, re2Bytes: 0, re2Ms: 0 });
-      this.mode = 'try-runs';
-    }
-    return from + 1;
+  /** The first way's trial (the matcher takes the way), at the start and at each new round. */
+  private firstTrial(): Mode {
+    this.tried = 0;
+    this.matcher.takeWay(this.ways[0]);
+    this.matcher.prepareV8();
+    Object.assign(this.turns, { runsBytes: 0, runsMs: 0, re2Bytes: 0, re2Ms: 0 });
+    return this.ways[0] === 'runs' ? 'try-runs' : 'try-re2';
   }
 
-  /** After a way lost its trial: the next one has its trial on the next batch, or RE2 goes alone. */
-  private nextWay(): void {
+  /** After a way lost its trial: the next one has its trial on the next batch, or RE2 searches until the next round. */
+  private nextWay(hopeless = false): void {
     if (++this.tried < this.ways.length) {
       this.matcher.takeWay(this.ways[this.tried]);
       this.matcher.prepareV8();
       this.mode = 'try-v8';
-    } else this.mode = 're2';
+    } else this.waitForRound(hopeless);
+  }
+
+  /**
+   * RE2 searches until the next round of trials. A round is `hopeless` when V8, the last way,
+   * was stopped before half its trial batch: the thread's next scan of the search goes on from it.
+   */
+  private waitForRound(hopeless = false): void {
+    this.rounds++;
+    this.waited = 0;
+    this.mode = 'wait';
+    if (hopeless) lastLost = { key: this.matcher.key, rounds: this.rounds, at: performance.now() };
+  }
+
+  /** RE2 on document `from`; a new round of trials once it has searched the round's wait (see the module comment). */
+  private waitForTrials<T>(from: number, find: (index: number) => T, keep: (index: number, found: T) => void): number {
+    keep(from, find(from));
+    scanCounts.re2++;
+    this.waited += this.docs[from].textBytes;
+    if (this.waited >= Math.min(RETRY_BYTES * 2 ** (this.rounds - 1), RETRY_MOST_BYTES)) this.mode = this.firstTrial();
+    return from + 1;
   }
 
   /** The mode in which the scan goes on with `way` (the matcher has taken it): V8 by limited batches, path 4 document by document. */
   private settle(way: BesideWay): Mode {
+    if (lastLost?.key === this.matcher.key) lastLost = null;
     if (way === 'v8') return 'v8';
     // Path 4 stays on for every text the matcher begins from now on.
     this.matcher.useV8(true);

@@ -104,6 +104,8 @@ export class LineMatcher {
   readonly fast: boolean;
   /** True when lines are found through required strings first (path 2 of the module comment). */
   readonly prefiltered: boolean;
+  /** What RE2 searches for, its flags included: the same for every matcher of the same search. */
+  readonly key: string;
   /** First matching line of the current hit (0-based). */
   first = 0;
   /** Last matching line of the current hit (0-based, inclusive). */
@@ -160,6 +162,7 @@ export class LineMatcher {
   constructor(pattern: CompiledPattern) {
     const facts = pattern.facts;
     this.re = pattern.regex;
+    this.key = `${facts.re2Flags}/${facts.re2Source}`;
     this.multiline = facts.multiline;
     this.fast = !facts.multiline && !facts.canMatchNewline;
     const alternatives = facts.literalAlternatives;
