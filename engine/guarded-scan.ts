@@ -4,28 +4,28 @@
  *
  * Where the pattern has a V8 form (engine/regex/byte-regex.ts), the documents are scanned in
  * batches: a first of about TRIAL_BYTES with RE2, timed; a second with V8, stopped as soon as it
- * takes longer than RE2 took for as many bytes (TRIAL_MARGIN); if V8 finished it faster, the
- * rest goes to V8 in batches of about BATCH_BYTES, else to RE2 (for a while: below). Every V8 batch runs under a time
- * limit (`vm`'s timeout, which interrupts a regex search in progress): V8 backtracks, and a
- * pattern like `(a+)+$`, or `\S+\s+\S+` on a long line without a space, would take it
- * exponential or quadratic time. When the trial's limit is reached, RE2 searches the document in
- * progress and the documents after it. Past the trial a batch may take LIMIT_FACTOR times RE2's time
- * for its bytes; one stopped there leaves its document to RE2 and V8 goes on after it. V8 keeps
- * an account against RE2's pace: each batch adds what RE2 would have taken for its bytes and
- * takes off what V8 took, and once V8 is more than one batch of RE2's time behind, RE2 takes
- * over (until the next round of trials, below): the first megabyte is not always like the others, but one slow batch (a collection of the
- * heap landing in it) does not undo a lead. A search so costs at most about a trial and two
- * batches a round of trials (below) more than RE2 alone. For a pattern that is a run of one class (perhaps then one code
- * point of another), the line matcher's path 4 (class-run-finder.ts) is tried first: it never
- * backtracks, so it needs no limit, and its trial takes documents in turn with RE2 (each
- * document to the one that has searched fewer bytes), both timed, until each has searched
- * RUNS_TRIAL_BYTES: two batches one after the other compared different documents, and the first
- * megabytes of a tree are not like the rest (the first Documentation/ files of the Linux tree
- * put path 4 behind RE2 in one batch and 1.5 times ahead in the next). Path 4 takes half RE2's
- * time or less where matches are dense or a class is ASCII alone, but where matches are rare
- * RE2 and V8 skip faster. When it wins, it searches the rest document by document (in
- * `content` mode each document is then read once, not once to find its hits and again to print
- * them); when it loses, V8 has its trial.
+ * takes longer than RE2 took for as many bytes (TRIAL_MARGIN); if V8 finished it faster, the rest
+ * goes to V8 in batches of about BATCH_BYTES, else to RE2 (for a while: below). Every V8 batch
+ * runs under a time limit (`vm`'s timeout, which interrupts a regex search in progress): V8
+ * backtracks, and a pattern like `(a+)+$`, or `\S+\s+\S+` on a long line without a space, would
+ * take it exponential or quadratic time. When the trial's limit is reached, RE2 searches the
+ * document in progress and the documents after it. Past the trial a batch may take LIMIT_FACTOR
+ * times RE2's time for its bytes; one stopped there leaves its document to RE2 and V8 goes on
+ * after it. V8 keeps an account against RE2's pace: each batch adds what RE2 would have taken for
+ * its bytes and takes off what V8 took, and once V8 is more than one batch of RE2's time behind,
+ * RE2 takes over (until the next round of trials, below): the first megabyte is not always like
+ * the others, but one slow batch (a collection of the heap landing in it) does not undo a lead. A
+ * search so costs at most about a trial and two batches a round of trials (below) more than RE2
+ * alone. For a pattern that is a run of one class (perhaps then one code point of another), the
+ * line matcher's path 4 (class-run-finder.ts) is tried first: it never backtracks, so it needs no
+ * limit, and its trial takes documents in turn with RE2 (each document to the one that has
+ * searched fewer bytes), both timed, until each has searched RUNS_TRIAL_BYTES: two batches one
+ * after the other compared different documents, and the first megabytes of a tree are not like the
+ * rest (the first Documentation/ files of the Linux tree put path 4 behind RE2 in one batch and
+ * 1.5 times ahead in the next). Path 4 takes half RE2's time or less where matches are dense or a
+ * class is ASCII alone, but where matches are rare RE2 and V8 skip faster. When it wins, it
+ * searches the rest document by document (in `content` mode each document is then read once, not
+ * once to find its hits and again to print them); when it loses, V8 has its trial.
  *
  * When every way has lost, RE2 searches RETRY_BYTES, then each way has a trial again, and the
  * wait doubles after each such round (up to RETRY_MOST_BYTES). A trial sees one stretch of the
@@ -186,9 +186,17 @@ export class GuardedScan {
     }
   }
 
-  /** True while the scan goes by batches (a trial, or V8 chosen); false once RE2 or path 4 goes alone, document by document. */
+  /** True while the scan goes by batches (a trial, or V8 chosen); false while RE2 or path 4 goes alone, document by document. */
   get batches(): boolean {
-    return this.mode !== 're2' && this.mode !== 'runs';
+    return this.mode !== 're2' && this.mode !== 'runs' && this.mode !== 'wait';
+  }
+
+  /**
+   * For a caller that searched document `index` itself while `batches` was false (`content` mode
+   * prints as it finds): counts it toward the next round of trials.
+   */
+  searchedAlone(index: number): void {
+    if (this.mode === 'wait') this.waitedFor(index);
   }
 
   /** What the scan settled on, for tests and the benchmarks: 'v8', 'runs', 're2', or a trial still on. */
@@ -329,10 +337,15 @@ export class GuardedScan {
   /** RE2 on document `from`; a new round of trials once it has searched the round's wait (see the module comment). */
   private waitForTrials<T>(from: number, find: (index: number) => T, keep: (index: number, found: T) => void): number {
     keep(from, find(from));
-    scanCounts.re2++;
-    this.waited += this.docs[from].textBytes;
-    if (this.waited >= Math.min(RETRY_BYTES * 2 ** (this.rounds - 1), RETRY_MOST_BYTES)) this.mode = this.firstTrial();
+    this.waitedFor(from);
     return from + 1;
+  }
+
+  /** Document `index` searched by RE2 while waiting; the next round begins once the round's wait is searched. */
+  private waitedFor(index: number): void {
+    scanCounts.re2++;
+    this.waited += this.docs[index].textBytes;
+    if (this.waited >= Math.min(RETRY_BYTES * 2 ** (this.rounds - 1), RETRY_MOST_BYTES)) this.mode = this.firstTrial();
   }
 
   /** The mode in which the scan goes on with `way` (the matcher has taken it): V8 by limited batches, path 4 document by document. */

@@ -673,7 +673,7 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
       if (d >= foundUntil && scan.batches) {
         found = new Map();
         foundUntil = scan.run(d, findHits, keepHits);
-      }
+      } else if (d >= foundUntil) scan.searchedAlone(d);
       searched++;
       verifiedBytes += doc.textBytes;
       if (doc.lines === 0) continue;

@@ -158,6 +158,20 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
     // The next scan of the same search in this thread (a range of the same grep) goes on from
     // those rounds: RE2 for 32 MiB before a trial. Another search has its trial at once.
     expect(scanAll('^(a|aa)+$|c', texts.slice(0, 4)).engines).toEqual(['wait', 'wait', 'wait', 'wait']);
+    // A caller that searches the documents itself while the scan does not batch (content mode
+    // prints as it finds) counts them toward the next round: 16 MiB after two lost rounds.
+    const live = new GuardedScan(
+      new LineMatcher(compilePattern('^(a|aa)+$|c')),
+      texts.map((t) => ({ textBytes: t.byteLength })),
+    );
+    const modes: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      expect(live.batches).toBe(false);
+      live.searchedAlone(i);
+      modes.push(live.engine);
+    }
+    expect(modes).toEqual([...Array(15).fill('wait'), 'try-re2']);
+    expect(live.batches).toBe(true);
     expect(scanAll('^(a|aa)+$|d', texts.slice(0, 5)).engines[0]).toBe('try-v8');
   });
 
