@@ -85,7 +85,7 @@ export class ClassRunFinder {
         run = (run + 1) * ascii[c];
       } else {
         const cp = codePointAt(text, i, c);
-        i += c < 0xe0 ? 1 : c < 0xf0 ? 2 : 3;
+        i += trailingBytes(c);
         run = holdsWide(this.wide, cp) ? run + 1 : 0;
       }
       if (run >= min) return i;
@@ -122,7 +122,7 @@ export class ClassRunFinder {
           const c = text[e];
           if (c < 0x80) {
             if (after.ascii[c] === 1) return e;
-          } else if (holdsWide(after.wide, codePointAt(text, e, c))) return e + (c < 0xe0 ? 1 : c < 0xf0 ? 2 : 3);
+          } else if (holdsWide(after.wide, codePointAt(text, e, c))) return e + trailingBytes(c);
         }
       }
       start = e + 1;
@@ -144,7 +144,7 @@ export class ClassRunFinder {
         run = (run + 1) * ascii[c];
       } else {
         const cp = codePointAt(text, i, c);
-        i += c < 0xe0 ? 1 : c < 0xf0 ? 2 : 3;
+        i += trailingBytes(c);
         if (run >= min && holdsWide(after.wide, cp)) return i;
         run = holdsWide(this.wide, cp) ? run + 1 : 0;
       }
@@ -179,6 +179,11 @@ function codePointAt(text: Uint8Array, i: number, c: number): number {
   if (c < 0xe0) return ((c & 0x1f) << 6) | (text[i + 1] & 0x3f);
   if (c < 0xf0) return ((c & 0x0f) << 12) | ((text[i + 1] & 0x3f) << 6) | (text[i + 2] & 0x3f);
   return ((c & 0x07) << 18) | ((text[i + 1] & 0x3f) << 12) | ((text[i + 2] & 0x3f) << 6) | (text[i + 3] & 0x3f);
+}
+
+/** Bytes after a lead byte `c` of 0xc0 or more in its sequence. */
+function trailingBytes(c: number): number {
+  return c < 0xe0 ? 1 : c < 0xf0 ? 2 : 3;
 }
 
 /** Whether `wide` (a class's ranges from 0x80 on) holds `cp`: a binary search. */

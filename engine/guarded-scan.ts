@@ -193,10 +193,14 @@ export class GuardedScan {
 
   /**
    * For a caller that searched document `index` itself while `batches` was false (`content` mode
-   * prints as it finds): counts it toward the next round of trials.
+   * prints as it finds), and for `run`: while the scan waits, RE2's document counts toward the
+   * next round of trials, which begins once the round's wait is searched.
    */
   searchedAlone(index: number): void {
-    if (this.mode === 'wait') this.waitedFor(index);
+    if (this.mode !== 'wait') return;
+    scanCounts.re2++;
+    this.waited += this.docs[index].textBytes;
+    if (this.waited >= Math.min(RETRY_BYTES * 2 ** (this.rounds - 1), RETRY_MOST_BYTES)) this.mode = this.firstTrial();
   }
 
   /** What the scan settled on, for tests and the benchmarks: 'v8', 'runs', 're2', or a trial still on. */
@@ -212,14 +216,14 @@ export class GuardedScan {
    */
   run<T>(from: number, find: (index: number) => T, keep: (index: number, found: T) => void): number {
     const mode = this.mode;
-    if (mode === 're2' || mode === 'runs') {
+    if (!this.batches) {
       keep(from, find(from));
       if (mode === 're2') scanCounts.re2++;
-      else scanCounts.v8++;
+      else if (mode === 'runs') scanCounts.v8++;
+      else this.searchedAlone(from);
       return from + 1;
     }
     if (mode === 'try-runs') return this.runInTurn(from, find, keep);
-    if (mode === 'wait') return this.waitForTrials(from, find, keep);
     const most = mode === 'v8' ? BATCH_BYTES : TRIAL_BYTES;
     let end = from;
     let bytes = 0;
@@ -294,12 +298,12 @@ export class GuardedScan {
       scanCounts.re2++;
     }
     const least = Math.min(t.runsBytes, t.re2Bytes);
-    const runsSpeed = t.runsMs / t.runsBytes;
-    const re2Speed = t.re2Ms / t.re2Bytes;
-    const clear = least >= RUNS_TRIAL_BYTES / 4 && Math.max(runsSpeed / re2Speed, re2Speed / runsSpeed) >= CLEAR_LEAD;
+    const runsMsAByte = t.runsMs / t.runsBytes;
+    const re2MsAByte = t.re2Ms / t.re2Bytes;
+    const clear = least >= RUNS_TRIAL_BYTES / 4 && Math.max(runsMsAByte / re2MsAByte, re2MsAByte / runsMsAByte) >= CLEAR_LEAD;
     if (least >= RUNS_TRIAL_BYTES || clear) {
-      this.re2Speed = re2Speed * 1e6;
-      if (runsSpeed < re2Speed) this.mode = this.settle('runs');
+      this.re2Speed = re2MsAByte * 1e6;
+      if (runsMsAByte < re2MsAByte) this.mode = this.settle('runs');
       else this.nextWay();
     }
     return from + 1;
@@ -332,20 +336,6 @@ export class GuardedScan {
     this.waited = 0;
     this.mode = 'wait';
     if (hopeless) lastLost = { key: this.matcher.key, rounds: this.rounds, at: performance.now() };
-  }
-
-  /** RE2 on document `from`; a new round of trials once it has searched the round's wait (see the module comment). */
-  private waitForTrials<T>(from: number, find: (index: number) => T, keep: (index: number, found: T) => void): number {
-    keep(from, find(from));
-    this.waitedFor(from);
-    return from + 1;
-  }
-
-  /** Document `index` searched by RE2 while waiting; the next round begins once the round's wait is searched. */
-  private waitedFor(index: number): void {
-    scanCounts.re2++;
-    this.waited += this.docs[index].textBytes;
-    if (this.waited >= Math.min(RETRY_BYTES * 2 ** (this.rounds - 1), RETRY_MOST_BYTES)) this.mode = this.firstTrial();
   }
 
   /** The mode in which the scan goes on with `way` (the matcher has taken it): V8 by limited batches, path 4 document by document. */
