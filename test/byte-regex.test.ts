@@ -96,6 +96,29 @@ describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines 
     }
   });
 
+  it('reads a class holding every code point from 80 on byte by byte only where its ends fall at whole characters', () => {
+    // Read by byte: repeated without a most between ASCII neighbours or the sequence's ends, or
+    // once at an end. Not: beside a character that may be longer than a byte, counted, or once
+    // between two neighbours (`a.b` must match `aéb`, three characters and four bytes).
+    const byByte = ['\\([^)]*\\)', '\\S+\\s+\\S+', '<[^>]+>', 'a[^b]*c', '[^a]+b', '^.*$', 'x.+?y', '\\w+\\W+\\w+', '(?s).', '[^ -~\\t]'];
+    const bySequences = ['[^a]+[^b]+', 'é[^a]+', 'x[^a]*é', '(?:ab|cd)[^a]*e', 'a.b', '\\D{2}', '[^a]{2,}', '(?i)k[^k]*x', 'a.?b', '\\b[^a]+\\b', 'x\\s*[^a]+'];
+    const sequenceFree = (pattern: string): boolean => compilePattern(pattern).byteRegex()!.regex.source.includes('\\xff]');
+    for (const pattern of byByte) expect(sequenceFree(pattern), pattern).toBe(true);
+    for (const pattern of bySequences) expect(sequenceFree(pattern), pattern).toBe(false);
+    // Texts of ASCII neighbours and characters of two to four bytes side by side.
+    const parts = ['(', ')', '<', '>', 'a', 'b', 'c', 'd', 'x', 'y', 'k', ' ', '\t', 'é', 'σ', '€', '😀', '\u212a', '\n'];
+    const text = fc.array(fc.constantFrom(...parts), { maxLength: 40 }).map((p) => Buffer.from(p.join('')));
+    for (const pattern of [...byByte, ...bySequences]) {
+      const m = new LineMatcher({ ...compilePattern(pattern), classRun: () => null });
+      fc.assert(
+        fc.property(text, (body) => {
+          expect(matcherLines(m, body).lines, pattern).toEqual(re2Lines(pattern, false, body));
+        }),
+        { numRuns: 300 },
+      );
+    }
+  });
+
   it("leaves to RE2 what V8's form does not express", () => {
     expect(compilePattern('a\\Cb').byteRegex()).toBeNull(); // any byte
     expect(compilePattern('(?s)a.b', { multiline: true }).byteRegex()).toBeNull(); // matches may span lines
