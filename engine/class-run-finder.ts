@@ -14,6 +14,7 @@
  * line is never read.
  */
 
+import { isAscii } from 'node:buffer';
 import type { ClassRun } from './regex/byte-regex.js';
 
 /**
@@ -58,14 +59,26 @@ export class ClassRunFinder {
   private readonly min: number;
   /** The class that must follow the run, or null. */
   private readonly after: ClassTable | null;
-  /** True for a class of ASCII characters only and runs of 2 or more: `findByProbes` serves. */
+  /** True for a class of ASCII characters only and runs of 2 or more: `findByProbes` serves every text. */
   private readonly probes: boolean;
+  /** Whether `findByProbes` serves the current text (`begin`). */
+  private probing: boolean;
 
   constructor(run: ClassRun) {
     this.min = run.min;
     ({ ascii: this.ascii, wide: this.wide } = tableOf(run.ranges));
     this.after = run.after === null ? null : tableOf(run.after);
     this.probes = this.wide.length === 0 && this.min > 1;
+    this.probing = this.probes;
+  }
+
+  /**
+   * Starts on a text. Runs of 2 or more of a class holding characters outside ASCII (`[^a-z]{8}`,
+   * `\D{10}`, `\pL{4}`) are found by probes too in a text of ASCII alone, most texts of a source
+   * tree, where a run of n characters is n bytes and no byte of the text is outside the table.
+   */
+  begin(text: Uint8Array): void {
+    this.probing = this.probes || (this.min > 1 && isAscii(text));
   }
 
   /**
@@ -74,7 +87,7 @@ export class ClassRunFinder {
    * line start; -1 when there is none.
    */
   find(text: Uint8Array, from: number, end: number): number {
-    if (this.probes) return this.findByProbes(text, from, end);
+    if (this.probing) return this.findByProbes(text, from, end);
     if (this.after !== null) return this.findFollowed(text, from, end, this.after);
     const ascii = this.ascii;
     const min = this.min;
@@ -94,8 +107,8 @@ export class ClassRunFinder {
   }
 
   /**
-   * `find` for a class of ASCII characters only, where a run of `min` code points is `min`
-   * bytes: a byte outside the class breaks every run that would hold it, so the search reads
+   * `find` for a class of ASCII characters only, or a text of ASCII alone, where a run of `min`
+   * code points is `min` bytes: a byte outside the class breaks every run that would hold it, so the search reads
    * one byte in `min` until one is in the class, and then the run around it. Where runs are rare
    * (`\s{4,}\w`, `\d{6}`) most bytes are never read.
    */
@@ -112,8 +125,11 @@ export class ClassRunFinder {
       }
       let s = p;
       while (s > start && ascii[text[s - 1]] === 1) s--;
+      // Without a class after, the run is read no further than `min`: a dense class's runs last
+      // to the line's end.
       let e = p + 1;
-      while (e < end && ascii[text[e]] === 1) e++;
+      const most = after === null ? s + min : end;
+      while (e < most && e < end && ascii[text[e]] === 1) e++;
       if (e - s >= min) {
         if (after === null) return s + min - 1;
         // The class after may share characters with the run's: the code point after `min` of them.

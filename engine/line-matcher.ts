@@ -191,6 +191,7 @@ export class LineMatcher {
     const way = this.v8 ? this.wayTaken() : undefined;
     this.byRuns = way === 'runs' && this.end > 0 && isUtf8(text);
     if (this.byRuns) {
+      this.runFinder!.begin(text);
       this.v8Regex = null;
       return;
     }

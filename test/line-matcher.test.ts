@@ -430,6 +430,10 @@ describe('path 4: a run of one class', () => {
     );
   });
 
+  it('reports the lines RE2 matches in texts of ASCII alone, where a class holding more is found by probes too', () => {
+    agreesOnRandomTexts(['a', 'z', 'K', 'k', 's', 'S', '5', '42', ' ', '  ', '\t', '\r', '\n', '\n', '_', '-', 'ab', '{}'], CLASS_RUNS, 60, true);
+  });
+
   it('leaves a text that is not valid UTF-8 to RE2, with the same answer', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 80 }), fc.constantFrom(...CLASS_RUNS), (bytes, pattern) => {
