@@ -27,13 +27,14 @@ const WARM_ROUNDS = 200;
 /**
  * Finders that between them take each of `find`'s loops to hits and misses in WARM_TEXT: `[a-z]{3}`
  * and four spaces then `[a-z]` by probes, `[a-zé-ü]{2}` and a character outside ASCII then a
- * space code point by code point.
+ * space code point by code point, and words of three characters.
  */
 const WARM_RUNS: ClassRun[] = [
-  { ranges: [0x61, 0x7a], min: 3, after: null },
-  { ranges: [0x20, 0x20], min: 4, after: [0x61, 0x7a] },
-  { ranges: [0x61, 0x7a, 0xe9, 0xfc], min: 2, after: null },
-  { ranges: [0x80, 0x10ffff], min: 1, after: [0x20, 0x20] },
+  { ranges: [0x61, 0x7a], min: 3, after: null, word: null },
+  { ranges: [0x20, 0x20], min: 4, after: [0x61, 0x7a], word: null },
+  { ranges: [0x61, 0x7a, 0xe9, 0xfc], min: 2, after: null, word: null },
+  { ranges: [0x80, 0x10ffff], min: 1, after: [0x20, 0x20], word: null },
+  { ranges: [0x30, 0x39, 0x41, 0x5a, 0x5f, 0x5f, 0x61, 0x7a], min: 3, after: null, word: 3 },
 ];
 let warmed = false;
 
@@ -59,6 +60,8 @@ export class ClassRunFinder {
   private readonly min: number;
   /** The class that must follow the run, or null. */
   private readonly after: ClassTable | null;
+  /** For whole words (ClassRun's `word`): their most characters (-1: no most); else null. */
+  private readonly word: number | null;
   /** True for a class of ASCII characters only and runs of 2 or more: `findByProbes` serves every text. */
   private readonly probes: boolean;
   /** Whether `findByProbes` serves the current text (`begin`). */
@@ -68,6 +71,7 @@ export class ClassRunFinder {
     this.min = run.min;
     ({ ascii: this.ascii, wide: this.wide } = tableOf(run.ranges));
     this.after = run.after === null ? null : tableOf(run.after);
+    this.word = run.word;
     this.probes = this.wide.length === 0 && this.min > 1;
     this.probing = this.probes;
   }
@@ -87,6 +91,7 @@ export class ClassRunFinder {
    * line start; -1 when there is none.
    */
   find(text: Uint8Array, from: number, end: number): number {
+    if (this.word !== null) return this.findWord(text, from, end, this.word);
     if (this.probing) return this.findByProbes(text, from, end);
     if (this.after !== null) return this.findFollowed(text, from, end, this.after);
     const ascii = this.ascii;
@@ -142,6 +147,30 @@ export class ClassRunFinder {
         }
       }
       start = e + 1;
+      p = e + min;
+    }
+    return -1;
+  }
+
+  /**
+   * `find` for a whole word of `min` to `most` characters (-1: no most). Word characters are
+   * ASCII, so any text's word is as many bytes as characters, and probes one byte in `min` find
+   * every word long enough; each probe in a word reads the whole of it.
+   */
+  private findWord(text: Uint8Array, from: number, end: number, most: number): number {
+    const ascii = this.ascii;
+    const min = this.min;
+    for (let p = from + min - 1; p < end; ) {
+      if (ascii[text[p]] === 0) {
+        p += min;
+        continue;
+      }
+      // The byte before `from` is a line's `\n` (or the text's start), not a word character.
+      let s = p;
+      while (s > from && ascii[text[s - 1]] === 1) s--;
+      let e = p + 1;
+      while (e < end && ascii[text[e]] === 1) e++;
+      if (e - s >= min && (most < 0 || e - s <= most)) return e - 1;
       p = e + min;
     }
     return -1;

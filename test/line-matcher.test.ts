@@ -396,6 +396,11 @@ describe('path 4: a run of one class', () => {
     '\\w{2}[^\\x00-\\x7f]',
     '[^a-z]{2}[é-ü]',
     '[-_]{3}\\W',
+    // Whole words of word characters, a count of them or a range.
+    '\\b\\w{3}\\b',
+    '\\b\\w\\b',
+    '\\b\\w{2,}\\b',
+    '\\b[0-9A-Za-z_]{2,3}\\b',
   ];
 
   it('takes the patterns that are one class or `.` repeated, on valid UTF-8 texts only', () => {
@@ -407,7 +412,7 @@ describe('path 4: a run of one class', () => {
       return m.searchesByRuns;
     };
     for (const pattern of CLASS_RUNS) expect(takes(pattern), pattern).toBe(true);
-    for (const pattern of ['\\S+\\s+\\S+', '\\s{2}a', '\\w\\s{2}', 'a{3}', 'x*', '\\d?', '^\\s*$', '\\b\\w{3}\\b', 'a|b'])
+    for (const pattern of ['\\S+\\s+\\S+', '\\s{2}a', '\\w\\s{2}', 'a{3}', 'x*', '\\d?', '^\\s*$', '\\b[a-z]{3}\\b', '(?i)\\b\\w{3}\\b', '\\B\\w{3}\\b', 'a|b'])
       expect(takes(pattern), pattern).toBe(false);
     expect(takes('\\D{3}', Buffer.from([0x61, 0xff, 0x62, 0x63, 0x64, 0x0a]))).toBe(false);
     // Only where the caller allows a way beside RE2 (engine/guarded-scan.ts, by a timed trial).

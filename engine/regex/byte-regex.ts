@@ -104,11 +104,27 @@ export interface ClassRun {
   readonly ranges: Ranges;
   readonly min: number;
   readonly after: Ranges | null;
+  /**
+   * For `\b\w{n,m}\b` (`\w` without `-i`, whose word edges are its own): a line holds a match
+   * exactly when it holds a whole word of `min` to `word` word characters (-1: no most), a run
+   * of them with none just before or after. Null for any other run.
+   */
+  readonly word: number | null;
 }
+
+/** The ASCII word characters, which `\w` and `\b` read. */
+const WORD: Ranges = [0x30, 0x39, 0x41, 0x5a, 0x5f, 0x5f, 0x61, 0x7a];
 
 /** The searched tree (after the line rule) as a ClassRun, or null when it is not one. */
 export function classRunOf(searched: Regex, caseInsensitive: boolean): ClassRun | null {
   let node = searched;
+  if (node.k === 'cat' && node.subs.length === 3 && isWordEdge(node.subs[0]) && isWordEdge(node.subs[2])) {
+    const word = node.subs[1];
+    const [min, most, one] = word.k === 'rep' ? [word.min, word.max, word.sub] : [1, 1, word];
+    const ranges = classOf(one, caseInsensitive);
+    if (min < 1 || ranges === null || ranges.join() !== WORD.join()) return null;
+    return { ranges, min, after: null, word: most };
+  }
   let after: Ranges | null = null;
   if (node.k === 'cat' && node.subs.length === 2) {
     after = lineClassOf(node.subs[1], caseInsensitive);
@@ -122,7 +138,11 @@ export function classRunOf(searched: Regex, caseInsensitive: boolean): ClassRun 
     node = node.sub;
   }
   const ranges = lineClassOf(node, caseInsensitive);
-  return ranges === null ? null : { ranges, min, after };
+  return ranges === null ? null : { ranges, min, after, word: null };
+}
+
+function isWordEdge(node: Regex): boolean {
+  return node.k === 'assert' && node.at === 'wordBoundary';
 }
 
 /** `classOf`, where the class does not hold `\n`; else null. */
