@@ -113,9 +113,9 @@ export class ClassRunFinder {
 
   /**
    * `find` for a class of ASCII characters only, or a text of ASCII alone, where a run of `min`
-   * code points is `min` bytes: a byte outside the class breaks every run that would hold it, so the search reads
-   * one byte in `min` until one is in the class, and then the run around it. Where runs are rare
-   * (`\s{4,}\w`, `\d{6}`) most bytes are never read.
+   * code points is `min` bytes: a byte outside the class breaks every run that would hold it, so
+   * the search reads one byte in `min` until one is in the class, and then the run around it.
+   * Where runs are rare (`\s{4,}\w`, `\d{6}`) most bytes are never read.
    */
   private findByProbes(text: Uint8Array, from: number, end: number): number {
     const ascii = this.ascii;

@@ -169,9 +169,9 @@ function classOf(node: Regex, caseInsensitive: boolean): Ranges | null {
 
 /** The searched tree (outside multiline mode) printed, its repetitions read by byte where they may be (see the module comment). */
 function printSearched(searched: Regex, state: PrintState): string {
-  if (searched.k !== 'cat') return byteRepetition(searched, undefined, undefined, state.caseInsensitive) ?? print(searched, state, 0);
+  if (searched.k !== 'cat') return asByteClass(searched, undefined, undefined, state.caseInsensitive) ?? print(searched, state, 0);
   const subs = searched.subs;
-  return subs.map((sub, i) => byteRepetition(sub, subs[i - 1], subs[i + 1], state.caseInsensitive) ?? print(sub, state, 1)).join('');
+  return subs.map((sub, i) => asByteClass(sub, subs[i - 1], subs[i + 1], state.caseInsensitive) ?? print(sub, state, 1)).join('');
 }
 
 /**
@@ -180,7 +180,7 @@ function printSearched(searched: Regex, state: PrintState): string {
  * `before` and `after` (its neighbours in the sequence; undefined: none) leave its ends at whole
  * characters; else null (see the module comment).
  */
-function byteRepetition(node: Regex, before: Regex | undefined, after: Regex | undefined, caseInsensitive: boolean): string | null {
+function asByteClass(node: Regex, before: Regex | undefined, after: Regex | undefined, caseInsensitive: boolean): string | null {
   const repeated = node.k === 'rep' && node.max === -1 && node.min <= 1;
   if (!repeated && before !== undefined && after !== undefined) return null;
   const ranges = lineClassOf(repeated ? node.sub : node, caseInsensitive);
