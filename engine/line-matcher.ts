@@ -35,10 +35,11 @@
  *    valid UTF-8 up to MAX_V8_TEXT_BYTES, and, when the pattern has `^` or `$`, without `\r`.
  * 4. A pattern that path 3 would take and that is one class or `.` repeated (`\D{10}`,
  *    `[^a-z]{8}`, `\pL{4}`, `(?s).`), or a whole word (`\b\w{3}\b`: the pattern's `classRun`),
- *    needs neither engine on a text of valid UTF-8: ClassRunFinder (class-run-finder.ts) reads each byte once and reports where
- *    a line first holds the run. Where such a pattern matches most lines it takes half the time
- *    of the faster engine; where matches are rare (`\p{Greek}`, `\d{6}`) RE2 skips faster
- *    (docs/benchmarks.md, "a run of one class"). So it is one more way beside RE2 in
+ *    needs neither engine on a text of valid UTF-8: ClassRunFinder (class-run-finder.ts) reads
+ *    each byte at most once and reports where a line first holds the run (or the word). Where
+ *    such a pattern matches most lines it takes half the time of the faster engine; where
+ *    matches are rare (`\p{Greek}`, `\d{6}`) RE2 skips faster (docs/benchmarks.md, "a run of
+ *    one class"). So it is one more way beside RE2 in
  *    engine/guarded-scan.ts's timed trial (`ways`, `useV8`), tried before V8.
  *
  * In multiline mode (`-U`, dot matches newline) matches may span lines and every line a match
