@@ -265,6 +265,19 @@ export async function referencedBlobs(tx: Tx, shas: string[]): Promise<Set<strin
   return new Set(rows.map((r) => r.blob_sha256));
 }
 
+/**
+ * Of the given blobs of an account, those no file references now. No lock is taken: a caller
+ * removing them checks again under their blob locks (a sweep passes over thousands this way in
+ * one statement, where the locked check costs a transaction a hundred).
+ */
+export async function unreferencedBlobs(tx: Tx, accountId: string, shas: readonly string[]): Promise<string[]> {
+  const { rows } = await tx.query<{ sha: string }>(
+    'SELECT sha FROM unnest($2::text[]) AS sha WHERE NOT EXISTS (SELECT 1 FROM files WHERE account_id = $1 AND blob_sha256 = sha)',
+    [accountId, [...shas]],
+  );
+  return rows.map((r) => r.sha);
+}
+
 /** Where an account's blob is packed, or null when it is an object of its own (or not stored). */
 export async function blobPlace(tx: Tx, accountId: string, sha: string): Promise<PackedAt | null> {
   const { rows } = await tx.query<{ pack: string; byte_offset: string; size_bytes: string }>(
@@ -293,10 +306,18 @@ export async function emptyPacks(tx: Tx, accountId: string, packs: readonly stri
   return packs.filter((p) => !used.has(p));
 }
 
-/** The blobs placed in one of an account's packs. */
-export async function packedBlobs(tx: Tx, accountId: string, pack: string): Promise<string[]> {
-  const { rows } = await tx.query<{ sha256: string }>('SELECT sha256 FROM blob_packs WHERE account_id = $1 AND pack = $2', [accountId, pack]);
-  return rows.map((r) => r.sha256);
+/**
+ * Of some of an account's packs: those that hold a place, and the blobs placed in them that no
+ * file references now (no lock taken, as in unreferencedBlobs).
+ */
+export async function packContents(tx: Tx, accountId: string, packs: readonly string[]): Promise<{ placed: Set<string>; unreferenced: string[] }> {
+  const placed = await tx.query<{ pack: string }>('SELECT DISTINCT pack FROM blob_packs WHERE account_id = $1 AND pack = ANY($2)', [accountId, [...packs]]);
+  const unreferenced = await tx.query<{ sha256: string }>(
+    `SELECT sha256 FROM blob_packs p WHERE account_id = $1 AND pack = ANY($2)
+       AND NOT EXISTS (SELECT 1 FROM files WHERE account_id = $1 AND blob_sha256 = p.sha256)`,
+    [accountId, [...packs]],
+  );
+  return { placed: new Set(placed.rows.map((r) => r.pack)), unreferenced: unreferenced.rows.map((r) => r.sha256) };
 }
 
 /** Serializes publishing and removing each of an account's blobs until the transaction ends: locks taken in one order everywhere (no deadlock between takers). */

@@ -405,7 +405,7 @@ export class BlobStore {
       const chunk = chunks.get(accountId) ?? new Set<string>();
       chunk.add(sha);
       chunks.set(accountId, chunk);
-      if (chunk.size === SWEEP_CHUNK) {
+      if (chunk.size === SWEEP_BATCH) {
         removed += await collect(accountId, [...chunk]);
         chunks.delete(accountId);
       }
@@ -456,3 +456,5 @@ export const PACK_BYTES = 16 * 1024 * 1024;
 
 /** Blobs checked in one transaction by a sweep (one advisory lock each), and removed in one deletion. */
 export const SWEEP_CHUNK = 100;
+/** Blobs a sweep hands its `collect` at once: those a file references are passed over in one statement. */
+export const SWEEP_BATCH = 5000;

@@ -11,15 +11,16 @@ import {
   emptyPacks,
   lockBlobs,
   type PackedAt,
-  packedBlobs,
+  packContents,
   recordUploads,
   referencedBlobs,
+  unreferencedBlobs,
   unpackBlobs,
   type UploadLimits,
   type UploadOutcome,
   type UploadRecord,
 } from '../db/files.js';
-import { type BlobStore, type BlobUpload, SWEEP_CHUNK } from './blob-store.js';
+import { type BlobStore, type BlobUpload, SWEEP_BATCH, SWEEP_CHUNK } from './blob-store.js';
 import { sweepSnapshots } from './shards/snapshots.js';
 
 /** What the upload path tells the rest of ingest. */
@@ -219,7 +220,8 @@ export class Uploads {
   /** Removes those of an account's blobs no file references (a deleted workspace's), a sweep's chunk at a time; returns how many. */
   async collectMany(accountId: string, shas: readonly string[]): Promise<number> {
     let removed = 0;
-    for (let at = 0; at < shas.length; at += SWEEP_CHUNK) removed += await collectBlobs(this.db, this.blobs, accountId, shas.slice(at, at + SWEEP_CHUNK));
+    for (let at = 0; at < shas.length; at += SWEEP_BATCH)
+      removed += await collectUnreferenced(this.db, this.blobs, accountId, shas.slice(at, at + SWEEP_BATCH));
     return removed;
   }
 
@@ -253,14 +255,15 @@ export class Uploads {
  */
 export async function sweepBlobs(db: Database, blobs: BlobStore, tempGraceMs: number, signal?: AbortSignal): Promise<number> {
   const snapshots = await sweepSnapshots(db, blobs.objects, tempGraceMs, signal);
-  const collect = (accountId: string, shas: string[]): Promise<number> => collectBlobs(db, blobs, accountId, shas);
+  const collect = (accountId: string, shas: string[]): Promise<number> => collectUnreferenced(db, blobs, accountId, shas);
   return snapshots + (await blobs.sweep(collect, tempGraceMs, signal)) + (await sweepPacks(db, blobs, collect, tempGraceMs, signal));
 }
 
 /**
  * Every pack's blobs that no file references (and with the last of them, the pack), and packs
  * no blob was ever placed in (a batch whose transaction failed) once older than `tempGraceMs`
- * (a pack is put before its transaction records its blobs).
+ * (a pack is put before its transaction records its blobs). Packs are looked at SWEEP_PACKS of
+ * one account at a time, in one statement for their places.
  */
 async function sweepPacks(
   db: Database,
@@ -271,20 +274,49 @@ async function sweepPacks(
 ): Promise<number> {
   const cutoff = Date.now() - tempGraceMs;
   let removed = 0;
-  for await (const { key, lastModified } of blobs.objects.list('packs/')) {
-    if (signal?.aborted === true) break;
-    const accountId = /^packs\/([^/]+)\/[^/]+$/.exec(key)?.[1];
-    if (accountId === undefined) continue;
-    const shas = await db.inAccount(accountId, (tx) => packedBlobs(tx, accountId, key));
-    for (let at = 0; at < shas.length; at += SWEEP_CHUNK) removed += await collect(accountId, shas.slice(at, at + SWEEP_CHUNK));
-    if (shas.length === 0 && lastModified.getTime() <= cutoff) {
+  let accountId = '';
+  let packs: { key: string; lastModified: Date }[] = [];
+  const sweep = async (): Promise<void> => {
+    if (packs.length === 0) return;
+    const keys = packs.map((p) => p.key);
+    const found = await db.inAccount(accountId, (tx) => packContents(tx, accountId, keys));
+    for (let at = 0; at < found.unreferenced.length; at += SWEEP_BATCH) removed += await collect(accountId, found.unreferenced.slice(at, at + SWEEP_BATCH));
+    const unplaced = packs.filter((p) => !found.placed.has(p.key) && p.lastModified.getTime() <= cutoff).map((p) => p.key);
+    if (unplaced.length > 0) {
       removed += await db.inAccount(accountId, async (tx) => {
-        const empty = await emptyPacks(tx, accountId, [key]);
+        const empty = await emptyPacks(tx, accountId, unplaced);
         await blobs.objects.deleteMany(empty);
         return empty.length;
       });
     }
+    packs = [];
+  };
+  for await (const { key, lastModified } of blobs.objects.list('packs/')) {
+    if (signal?.aborted === true) return removed;
+    const account = /^packs\/([^/]+)\/[^/]+$/.exec(key)?.[1];
+    if (account === undefined) continue;
+    if (account !== accountId || packs.length === SWEEP_PACKS) {
+      await sweep();
+      accountId = account;
+    }
+    packs.push({ key, lastModified });
   }
+  await sweep();
+  return removed;
+}
+
+/** Packs of one account a sweep looks at in one statement. */
+const SWEEP_PACKS = 500;
+
+/**
+ * `collectBlobs` for many blobs (a sweep's, a deleted workspace's): those a file references are
+ * passed over in one statement without their locks, and the others checked again and removed a
+ * chunk at a time. A blob referenced at that first look and not since is left to the next sweep.
+ */
+async function collectUnreferenced(db: Database, blobs: BlobStore, accountId: string, shas: readonly string[]): Promise<number> {
+  const unreferenced = await db.inAccount(accountId, (tx) => unreferencedBlobs(tx, accountId, shas));
+  let removed = 0;
+  for (let at = 0; at < unreferenced.length; at += SWEEP_CHUNK) removed += await collectBlobs(db, blobs, accountId, unreferenced.slice(at, at + SWEEP_CHUNK));
   return removed;
 }
 
