@@ -396,6 +396,38 @@ describe('tools on a small workspace', () => {
   });
 });
 
+describe('ls answers remembered per version and claims', () => {
+  it('answers a repeated listing alike, each set of claims its own, and follows every commit', async () => {
+    const t = await buildShard([
+      { path: '/d/a.txt', text: 'a\n' },
+      { path: '/d/b.txt', text: 'bb\n', claims: ['team'] },
+    ]);
+    try {
+      const listing = (claims: Claims): string => output(ls(t.reader, { claims, path: '/d' }));
+      for (let round = 0; round < 2; round++) {
+        expect(listing(MGMT)).toBe('a.txt\t2\nb.txt\t3\n');
+        expect(listing(['other'])).toBe('a.txt\t2\n');
+        expect(listing(['team', 'other'])).toBe('a.txt\t2\nb.txt\t3\n');
+        expect(listing(['other', 'team', 'other'])).toBe('a.txt\t2\nb.txt\t3\n');
+        expect(listing([])).toBe('a.txt\t2\n');
+      }
+      await t.write([{ path: '/d/c.txt', text: 'c\n' }]);
+      expect(listing(MGMT)).toBe('a.txt\t2\nb.txt\t3\nc.txt\t2\n');
+      // Same text, other claims: a change of the records alone.
+      await t.write([{ path: '/d/b.txt', text: 'bb\n', claims: ['other'] }]);
+      expect(listing(['other'])).toBe('a.txt\t2\nb.txt\t3\nc.txt\t2\n');
+      expect(listing(['team'])).toBe('a.txt\t2\nc.txt\t2\n');
+      await t.writer.deleteDocument('/d/a.txt');
+      expect(listing(['team'])).toBe('c.txt\t2\n');
+      await t.writer.deleteDocument('/d/c.txt');
+      expect(toolError(ls(t.reader, { claims: ['team'], path: '/d' }))?.code).toBe('NO_SUCH_FILE');
+      expect(listing(['other'])).toBe('b.txt\t3\n');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('visibility', () => {
   let s: TestShard;
   // file → claims
@@ -563,6 +595,8 @@ describe('footers on truncation', () => {
     expect(lines.filter((l) => l.startsWith('['))).toHaveLength(1);
     expect(r.resultCount).toBe(1000);
     expect(r.chunks).toBe(1);
+    // Asked again, the remembered answer: the same bytes, count and chunks.
+    expect(run(ls(s.reader, { claims: MGMT, path: '/big' }))).toEqual(r);
   });
 
   it.each([1000, 250, 101, 7])('find lists %s paths newest first, then one footer', (headLimit) => {
