@@ -217,7 +217,7 @@ export class Uploads {
     await collectBlobs(this.db, this.blobs, accountId, [sha]);
   }
 
-  /** Removes those of an account's blobs no file references (a deleted workspace's), a sweep's chunk at a time; returns how many. */
+  /** Removes those of an account's blobs no file references (a deleted workspace's), SWEEP_BATCH at a time; returns how many. */
   async collectMany(accountId: string, shas: readonly string[]): Promise<number> {
     let removed = 0;
     for (let at = 0; at < shas.length; at += SWEEP_BATCH)
