@@ -8,7 +8,7 @@ export { closeReadersEverywhere, closeShardReader, followReaderCloses, openLmdbR
 export { DEFAULT_OPEN_SHARDS, setReaderLimits, ShardReader, type ReaderLimits, type ShardSource } from './shard-reader.js';
 export { ShardSnapshot } from './shard-snapshot.js';
 export { openShardWriter, ShardWriter, type DocInput, type BatchResult, type CompactResult } from './shard-writer.js';
-export { Visibility, type Claims } from './visibility.js';
+export { Visibility, type Claims, viewOf } from './visibility.js';
 export { HEARTBEAT, CHUNK_BYTES, MAX_LINE_CHARS, recycleChunk, sharesMemory, type GrepStats, type ToolSummary } from './tool-output.js';
 export { ls, listDirectory, MAX_LS_ENTRIES, type LsRequest, type DirEntry } from './tool-ls.js';
 export { find, type FindRequest } from './tool-find.js';

@@ -7,7 +7,7 @@
  * `paths` database over the directory's keys; a child directory's subtree is skipped with a
  * new range as soon as one visible file in it is seen.
  *
- * A thread remembers its last directory answers (`remembered`), each for one reader, one
+ * A thread remembers its last directory answers (`listings`), each for one reader, one
  * `docsVersion` of the shard and one set of claims: every later snapshot of that version holds
  * the same records, and what a caller sees depends on its claims alone, so a remembered answer is
  * exact for any caller with the same claims. Without a catalog (the HTTP thread catalogs no
@@ -15,12 +15,13 @@
  * and a decode, about 1 µs: a directory of 230 files held `ls` to 2,750 requests/s.
  */
 
+import { AnswerCopy, AnswerMemory } from '../core/answer-memory.js';
 import { VfsError } from '../core/errors.js';
 import { dirRange } from './shard-format.js';
 import type { ShardSource } from './shard-reader.js';
 import type { ShardSnapshot } from './shard-snapshot.js';
 import { ChunkedOutput, comparePaths, LINES_PER_WRITE, requestDirPath, type ToolSummary } from './tool-output.js';
-import { type Claims, Visibility } from './visibility.js';
+import { type Claims, Visibility, viewOf } from './visibility.js';
 
 /** Parameters of `ls` (undefined means the default). */
 export interface LsRequest {
@@ -78,55 +79,8 @@ export function listDirectory(snapshot: ShardSnapshot, dir: string, visibility: 
   return [...dirs, ...files];
 }
 
-/** A directory's answer as `ls` gave it: its chunks (copies) and how many entries it shows. */
-interface Listing {
-  chunks: Buffer[];
-  shown: number;
-  bytes: number;
-}
-
-/** Most directory answers a thread remembers, and the bytes they hold in all. */
-const MAX_REMEMBERED_LISTINGS = 256;
-const REMEMBERED_LISTING_BYTES = 8 << 20;
-
-/** Remembered answers by reader, docsVersion, claims and directory, least recently used first. */
-const remembered = new Map<string, Listing>();
-let rememberedBytes = 0;
-/** A number per reader, so that a reader opened anew (a restored shard) never meets an answer of the one before. */
-const readerIds = new WeakMap<ShardSource, number>();
-let readerCount = 0;
-
-/** The key of a directory's answer for callers with `claims` (the same for every set that sees all). */
-function listingKey(reader: ShardSource, docsVersion: number, claims: Claims, visibility: Visibility, dir: string): string {
-  let id = readerIds.get(reader);
-  if (id === undefined) {
-    id = ++readerCount;
-    readerIds.set(reader, id);
-  }
-  const seen = visibility.seesAll ? '*' : [...new Set(claims)].sort();
-  return JSON.stringify([id, docsVersion, seen, dir]);
-}
-
-function remember(key: string, listing: Listing): void {
-  if (listing.bytes > REMEMBERED_LISTING_BYTES / 16 || remembered.has(key)) return;
-  while (remembered.size >= MAX_REMEMBERED_LISTINGS || rememberedBytes + listing.bytes > REMEMBERED_LISTING_BYTES) {
-    const [oldest, dropped] = remembered.entries().next().value!;
-    remembered.delete(oldest);
-    rememberedBytes -= dropped.bytes;
-  }
-  remembered.set(key, listing);
-  rememberedBytes += listing.bytes;
-}
-
-/** The remembered answer under `key`, made the most recently used; or undefined. */
-function recall(key: string): Listing | undefined {
-  const listing = remembered.get(key);
-  if (listing !== undefined) {
-    remembered.delete(key);
-    remembered.set(key, listing);
-  }
-  return listing;
-}
+/** The directory answers a thread keeps (see the module comment). */
+const listings = new AnswerMemory(256, 8 << 20);
 
 /** Runs `ls`. Throws NO_SUCH_FILE when the path is neither a visible file nor a directory of one. */
 export function* ls(reader: ShardSource, request: LsRequest): Generator<Buffer, ToolSummary> {
@@ -142,12 +96,12 @@ export function* ls(reader: ShardSource, request: LsRequest): Generator<Buffer, 
         entries = [{ name: path.slice(path.lastIndexOf('/') + 1), dir: false, textBytes: file.textBytes }];
       }
     }
-    // SECURITY: the key holds the caller's claims; an answer is only ever given to callers who see the same files.
-    const key = entries === null ? listingKey(reader, snapshot.docsVersion, request.claims, visibility, path) : null;
-    const known = key === null ? undefined : recall(key);
+    // SECURITY: the key holds what the caller sees; an answer is only ever given to callers who see the same files.
+    const key = entries === null ? listings.key(reader, snapshot.docsVersion, viewOf(request.claims), path) : null;
+    const known = key === null ? undefined : listings.recall(key);
     if (known !== undefined) {
       for (const chunk of known.chunks) yield chunk;
-      return { resultCount: known.shown };
+      return { resultCount: known.resultCount };
     }
     entries ??= listDirectory(snapshot, path, visibility);
     if (entries === null) {
@@ -155,27 +109,26 @@ export function* ls(reader: ShardSource, request: LsRequest): Generator<Buffer, 
       entries = []; // an empty workspace lists nothing
     }
     const out = new ChunkedOutput();
-    const listing: Listing = { chunks: [], shown: Math.min(entries.length, MAX_LS_ENTRIES), bytes: 0 };
+    const copy = key === null ? null : new AnswerCopy(listings.largest);
     const take = function* (chunks: Generator<Buffer>): Generator<Buffer> {
       for (const chunk of chunks) {
-        if (key !== null) {
-          listing.chunks.push(Buffer.from(chunk));
-          listing.bytes += chunk.length;
-        }
+        copy?.take(chunk);
         yield chunk;
       }
     };
-    for (let i = 0; i < listing.shown; i += LINES_PER_WRITE) {
+    const shown = Math.min(entries.length, MAX_LS_ENTRIES);
+    for (let i = 0; i < shown; i += LINES_PER_WRITE) {
       let lines = '';
-      for (const e of entries.slice(i, Math.min(listing.shown, i + LINES_PER_WRITE))) lines += e.dir ? `${e.name}/\n` : `${e.name}\t${e.textBytes}\n`;
+      for (const e of entries.slice(i, Math.min(shown, i + LINES_PER_WRITE))) lines += e.dir ? `${e.name}/\n` : `${e.name}\t${e.textBytes}\n`;
       if (out.write(lines)) yield* take(out.drain());
     }
-    if (entries.length > listing.shown) {
-      out.write(`[${entries.length - listing.shown} more entries not shown (${entries.length} in total); narrow with find]\n`);
+    if (entries.length > shown) {
+      out.write(`[${entries.length - shown} more entries not shown (${entries.length} in total); narrow with find]\n`);
     }
     yield* take(out.drain(true));
-    if (key !== null) remember(key, listing);
-    return { resultCount: listing.shown };
+    const answer = copy?.answer(shown) ?? null;
+    if (key !== null && answer !== null) listings.remember(key, answer);
+    return { resultCount: shown };
   } finally {
     snapshot.done();
   }

@@ -9,6 +9,14 @@
 /** The caller's claims: null for a management key, else the token's claims. */
 export type Claims = readonly string[] | null;
 
+/**
+ * What decides which files a caller sees, for the keys of answers kept per view
+ * (core/answer-memory.ts): `*` for one that sees all, else its claims, each once, sorted.
+ */
+export function viewOf(claims: Claims): string | string[] {
+  return claims === null || claims.includes('*') ? '*' : [...new Set(claims)].sort();
+}
+
 /** A compiled visibility check for one caller. */
 export class Visibility {
   private readonly all: boolean;

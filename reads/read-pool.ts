@@ -6,12 +6,14 @@
  */
 import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { AnswerCopy, AnswerMemory } from '../core/answer-memory.js';
 import { siblingModule, workerExecArgv, workerResourceLimits } from '../core/run-mode.js';
 import {
   cat,
   closeReadersEverywhere,
   DEFAULT_OPEN_SHARDS,
   find,
+  type FindRequest,
   followReaderCloses,
   type GrepRequest,
   ls,
@@ -19,6 +21,7 @@ import {
   type ShardSource,
   setReaderLimits,
   type ToolSummary,
+  viewOf,
 } from '../engine/index.js';
 import { splitGrep, splitPays } from './grep-split.js';
 import {
@@ -66,16 +69,42 @@ function currentReader(shardDir: string): ShardSource {
   return reader;
 }
 
-/** Whether `find` over this shard is small enough to run on the calling thread. */
-function smallShard(reader: ShardSource): boolean {
+/**
+ * `find`'s answers in shards too large to search on the calling thread, kept there for the
+ * callers that ask again (agents repeat their globs): one answered by a read thread is kept
+ * under the `docsVersion` the calling thread read before and after the call, so only when no
+ * commit came between (versions only grow, so the read thread read it too).
+ */
+const finds = new AnswerMemory(256, 8 << 20);
+
+/**
+ * Where `find` over this shard runs: on the calling thread when the shard is small enough
+ * (`inline`), else on a read thread; `docsVersion` is the latest commit's when a snapshot was
+ * taken to decide, else -1.
+ */
+function findPlace(reader: ShardSource): { inline: boolean; docsVersion: number } {
   // A catalog's size is recent enough to decide by, and costs no snapshot.
   const cataloged = reader.catalogedDocs;
-  if (cataloged !== null) return cataloged <= INLINE_FIND_DOCS;
+  if (cataloged !== null && cataloged <= INLINE_FIND_DOCS) return { inline: true, docsVersion: -1 };
   const snapshot = reader.snapshot();
   try {
-    return snapshot.state().liveDocs <= INLINE_FIND_DOCS;
+    return { inline: snapshot.state().liveDocs <= INLINE_FIND_DOCS, docsVersion: snapshot.docsVersion };
   } finally {
     snapshot.done();
+  }
+}
+
+/** The `docsVersion` of the shard's latest commit, or -1 when its reader cannot be had. */
+function latestDocsVersion(shardDir: string): number {
+  try {
+    const snapshot = currentReader(shardDir).snapshot();
+    try {
+      return snapshot.docsVersion;
+    } finally {
+      snapshot.done();
+    }
+  } catch {
+    return -1;
   }
 }
 
@@ -152,7 +181,10 @@ export class ReadPool {
       } catch (error) {
         return { outcome: Promise.resolve(failure(error)), cancel: () => {} };
       }
-      if (tool !== 'find' || smallShard(reader)) return runInline(tool, reader, request, sink);
+      if (tool !== 'find') return runInline(tool, reader, request, sink);
+      const place = findPlace(reader);
+      if (place.inline) return runInline(tool, reader, request, sink);
+      return this.findOnThread(reader, shardDir, place.docsVersion, request as FindRequest, sink);
     }
     // A split pays only on threads that would otherwise wait: with every thread busy, its
     // further shares queue behind other calls and its hops and merge are pure cost.
@@ -163,6 +195,32 @@ export class ReadPool {
     const call = this.task(tool, shardDir, request, sink);
     return {
       outcome: call.outcome.then((o) => (o.kind === 'done' ? doneWith(o.result as ToolSummary) : o)),
+      cancel: call.cancel,
+    };
+  }
+
+  /** `find` in a shard of `docsVersion` too large for the calling thread: its kept answer, else a read thread's, then kept (see `finds`). */
+  private findOnThread(reader: ShardSource, shardDir: string, docsVersion: number, request: FindRequest, sink: ChunkSink): ReadCall {
+    // SECURITY: the key holds what the caller sees; an answer is only ever given to callers who see the same files.
+    const key = finds.key(reader, docsVersion, viewOf(request.claims), request.pattern, request.path ?? null, request.headLimit ?? null);
+    const known = finds.recall(key);
+    if (known !== undefined) {
+      for (const chunk of known.chunks) sink(chunk, () => {});
+      return { outcome: Promise.resolve({ kind: 'done', resultCount: known.resultCount }), cancel: () => {} };
+    }
+    const copy = new AnswerCopy(finds.largest);
+    const call = this.task('find', shardDir, request, (chunk, release) => {
+      copy.take(chunk);
+      sink(chunk, release);
+    });
+    return {
+      outcome: call.outcome.then((o) => {
+        if (o.kind !== 'done') return o;
+        const summary = o.result as ToolSummary;
+        const answer = copy.answer(summary.resultCount);
+        if (answer !== null && latestDocsVersion(shardDir) === docsVersion) finds.remember(key, answer);
+        return doneWith(summary);
+      }),
       cancel: call.cancel,
     };
   }

@@ -4,11 +4,12 @@
  * test process once), so `close` stops no thread before its modules have loaded. A content
  * grep split over two real threads: the later path ranges searched while the first waits for
  * its client, its output in order, what was queued given back, and a share paused once too much
- * is queued. And the queue: tasks start in the order they came.
+ * is queued. And the queue: tasks start in the order they came. And `find` in a shard too large
+ * for the calling thread: a repeated one answered there, per view of the files and commit.
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
-import { grep } from '../engine/index.js';
+import { find, type FindRequest, grep } from '../engine/index.js';
 import { holdAtMost, waitingBytes } from '../reads/grep-split.js';
 import { ReadPool } from '../reads/read-pool.js';
 import { type ReadCall, THREAD_LOADED } from '../reads/read-protocol.js';
@@ -230,6 +231,59 @@ describe('the read pool queue', () => {
       await Promise.all(calls);
       // One thread: they end in the order they start.
       expect(ended).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    } finally {
+      await pool.close();
+      await shard.close();
+    }
+  });
+});
+
+describe('find in a shard too large for the calling thread', () => {
+  it('answers a repeated find from the calling thread, each view its own, and anew after a commit', async () => {
+    // More files than the calling thread searches itself (5,000), a seventh of them for one team.
+    const docs = Array.from({ length: 5_010 }, (_, i) => ({
+      path: `/d/f${String(i).padStart(4, '0')}.${i % 3 === 0 ? 'md' : 'txt'}`,
+      text: `${i}\n`,
+      claims: i % 7 === 0 ? ['team'] : null,
+    }));
+    const shard = await buildShard(docs);
+    const pool = new ReadPool(2, 0);
+    try {
+      /** The pool's answer, and whether it came before `run` returned (from the calling thread). */
+      const viaPool = async (request: FindRequest): Promise<{ text: string; there: boolean }> => {
+        const chunks: Buffer[] = [];
+        let returned = false;
+        let there = false;
+        const call = pool.run('find', shard.dir, request, (data, release) => {
+          chunks.push(Buffer.from(data));
+          if (!returned) there = true;
+          release();
+        });
+        returned = true;
+        expect((await call.outcome).kind).toBe('done');
+        return { text: Buffer.concat(chunks).toString(), there };
+      };
+      const requests: FindRequest[] = [
+        { claims: null, pattern: '**/*.md' },
+        { claims: ['other'], pattern: '**/*.md' },
+        { claims: ['team'], pattern: '**/*.md', headLimit: 50 },
+        { claims: ['team', 'other'], pattern: '**/*.md', headLimit: 50 },
+      ];
+      for (const request of requests) {
+        const expected = output(find(shard.reader, request));
+        expect(await viaPool(request)).toEqual({ text: expected, there: false });
+        expect(await viaPool(request)).toEqual({ text: expected, there: true });
+      }
+      // The views differ: a team's answer is never another view's.
+      expect(output(find(shard.reader, requests[1]))).not.toContain('/d/f4998.md');
+      expect(output(find(shard.reader, requests[2]))).toContain('/d/f4998.md');
+      await shard.write([{ path: '/d/new.md', text: 'new\n', claims: ['team'] }]);
+      for (const request of requests) {
+        const expected = output(find(shard.reader, request));
+        expect(expected.includes('/d/new.md')).toBe(request.claims === null || request.claims.includes('team'));
+        expect(await viaPool(request)).toEqual({ text: expected, there: false });
+        expect(await viaPool(request)).toEqual({ text: expected, there: true });
+      }
     } finally {
       await pool.close();
       await shard.close();
