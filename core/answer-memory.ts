@@ -3,6 +3,7 @@
  * result count, under a key the caller makes exact for it (the shard's reader, the
  * `docsVersion` read, what the caller may see, the request), the least recently used dropped
  * first, within a count and a byte budget. One per thread and tool: nothing here is shared.
+ * Under it, `SizedLru`, which a shard catalog's remembered `find` matches use too.
  */
 
 /** An answer as a tool gave it. */
@@ -31,17 +32,57 @@ export class AnswerCopy {
   }
 }
 
+/**
+ * Values by key, at most `maxEntries` of them and `maxSize` in all (each value's size by
+ * `sizeOf`), the least recently used dropped first to make room.
+ */
+export class SizedLru<V> {
+  private readonly entries = new Map<string, V>();
+  private size = 0;
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxSize: number,
+    private readonly sizeOf: (value: V) => number,
+  ) {}
+
+  /** The value under `key`, made the most recently used; or undefined. */
+  get(key: string): V | undefined {
+    const value = this.entries.get(key);
+    if (value !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, value);
+    }
+    return value;
+  }
+
+  /** Keeps `value` under `key`, unless its size is over `largest` or the key holds one already (the first stays). */
+  set(key: string, value: V, largest = this.maxSize): void {
+    const size = this.sizeOf(value);
+    if (size > Math.min(largest, this.maxSize) || this.entries.has(key)) return;
+    while (this.entries.size >= this.maxEntries || this.size + size > this.maxSize) {
+      const [oldest, dropped] = this.entries.entries().next().value!;
+      this.entries.delete(oldest);
+      this.size -= this.sizeOf(dropped);
+    }
+    this.entries.set(key, value);
+    this.size += size;
+  }
+}
+
+/** Answers by key (see the module comment). */
 export class AnswerMemory {
-  private readonly answers = new Map<string, Answer>();
-  private bytes = 0;
+  private readonly answers: SizedLru<Answer>;
   /** A number per owner (a shard's reader), so that one opened anew (a restored shard) never meets the answers of the one before. */
   private readonly owners = new WeakMap<object, number>();
   private owned = 0;
 
   constructor(
-    private readonly maxAnswers: number,
+    maxAnswers: number,
     private readonly maxBytes: number,
-  ) {}
+  ) {
+    this.answers = new SizedLru(maxAnswers, maxBytes, (answer) => answer.bytes);
+  }
 
   /** The most bytes one answer may hold to be kept. */
   get largest(): number {
@@ -60,23 +101,11 @@ export class AnswerMemory {
 
   /** The answer kept under `key`, made the most recently used; or undefined. */
   recall(key: string): Answer | undefined {
-    const answer = this.answers.get(key);
-    if (answer !== undefined) {
-      this.answers.delete(key);
-      this.answers.set(key, answer);
-    }
-    return answer;
+    return this.answers.get(key);
   }
 
   /** Keeps `answer` under `key` (not one larger than `largest`), dropping the least recently used to make room. */
   remember(key: string, answer: Answer): void {
-    if (answer.bytes > this.largest || this.answers.has(key)) return;
-    while (this.answers.size >= this.maxAnswers || this.bytes + answer.bytes > this.maxBytes) {
-      const [oldest, dropped] = this.answers.entries().next().value!;
-      this.answers.delete(oldest);
-      this.bytes -= dropped.bytes;
-    }
-    this.answers.set(key, answer);
-    this.bytes += answer.bytes;
+    this.answers.set(key, answer, this.largest);
   }
 }

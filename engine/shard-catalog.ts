@@ -17,6 +17,7 @@
  * and a catalog of an older version as soon as a snapshot sees a newer one.
  */
 
+import { SizedLru } from '../core/answer-memory.js';
 import type { DocMeta } from './shard-format.js';
 import { comparePaths } from './tool-output.js';
 
@@ -45,8 +46,7 @@ export class ShardCatalog {
   /** Every path, each followed by `\n` (which no path holds), and where each starts: built at first use. */
   private joined: { text: string; starts: Int32Array } | null = null;
   /** `find`'s matches by query, least recently used first, and how many records they hold. */
-  private readonly finds = new Map<string, readonly DocMeta[]>();
-  private findsSize = 0;
+  private readonly finds: SizedLru<readonly DocMeta[]>;
 
   /** `docs` must be the records of `paths` in key order, as read in one snapshot of `version`. */
   constructor(
@@ -54,6 +54,7 @@ export class ShardCatalog {
     docs: DocMeta[],
   ) {
     this.docs = docs;
+    this.finds = new SizedLru(MAX_REMEMBERED_FINDS, docs.length + REMEMBERED_FINDS_SLACK, (found) => found.length);
     for (let i = 0; i < docs.length; i++) {
       this.byId.set(docs[i].id, i);
       this.byPath.set(docs[i].path, docs[i]);
@@ -142,12 +143,7 @@ export class ShardCatalog {
    * repeated `find` skips matching and sorting (docs/benchmarks.md, "Read tools over HTTP").
    */
   recall(key: string): readonly DocMeta[] | undefined {
-    const found = this.finds.get(key);
-    if (found !== undefined) {
-      this.finds.delete(key);
-      this.finds.set(key, found);
-    }
-    return found;
+    return this.finds.get(key);
   }
 
   /**
@@ -157,16 +153,8 @@ export class ShardCatalog {
    * first: at most a pointer more per document, beside the catalog's 470 bytes.
    */
   remember(key: string, found: readonly DocMeta[]): void {
-    const budget = this.docs.length + REMEMBERED_FINDS_SLACK;
-    // Two `find`s of one query can interleave (each yields on long scans): keep the first.
-    if (found.length > budget || this.finds.has(key)) return;
-    while (this.finds.size >= MAX_REMEMBERED_FINDS || this.findsSize + found.length > budget) {
-      const [oldest, dropped] = this.finds.entries().next().value!;
-      this.finds.delete(oldest);
-      this.findsSize -= dropped.length;
-    }
+    // Two `find`s of one query can interleave (each yields on long scans): the first is kept.
     this.finds.set(key, found);
-    this.findsSize += found.length;
   }
 
   /** The live document at this canonical path, or undefined. */
