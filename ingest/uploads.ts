@@ -256,7 +256,7 @@ export class Uploads {
 export async function sweepBlobs(db: Database, blobs: BlobStore, tempGraceMs: number, signal?: AbortSignal): Promise<number> {
   const snapshots = await sweepSnapshots(db, blobs.objects, tempGraceMs, signal);
   const collect = (accountId: string, shas: string[]): Promise<number> => collectUnreferenced(db, blobs, accountId, shas);
-  return snapshots + (await blobs.sweep(collect, tempGraceMs, signal)) + (await sweepPacks(db, blobs, collect, tempGraceMs, signal));
+  return snapshots + (await blobs.sweep(collect, tempGraceMs, signal)) + (await sweepPacks(db, blobs, tempGraceMs, signal));
 }
 
 /**
@@ -265,13 +265,7 @@ export async function sweepBlobs(db: Database, blobs: BlobStore, tempGraceMs: nu
  * (a pack is put before its transaction records its blobs). Packs are looked at SWEEP_PACKS of
  * one account at a time, in one statement for their places.
  */
-async function sweepPacks(
-  db: Database,
-  blobs: BlobStore,
-  collect: (accountId: string, shas: string[]) => Promise<number>,
-  tempGraceMs: number,
-  signal?: AbortSignal,
-): Promise<number> {
+async function sweepPacks(db: Database, blobs: BlobStore, tempGraceMs: number, signal?: AbortSignal): Promise<number> {
   const cutoff = Date.now() - tempGraceMs;
   let removed = 0;
   let accountId = '';
@@ -280,7 +274,7 @@ async function sweepPacks(
     if (packs.length === 0) return;
     const keys = packs.map((p) => p.key);
     const found = await db.inAccount(accountId, (tx) => packContents(tx, accountId, keys));
-    for (let at = 0; at < found.unreferenced.length; at += SWEEP_BATCH) removed += await collect(accountId, found.unreferenced.slice(at, at + SWEEP_BATCH));
+    removed += await collectInChunks(db, blobs, accountId, found.unreferenced);
     const unplaced = packs.filter((p) => !found.placed.has(p.key) && p.lastModified.getTime() <= cutoff).map((p) => p.key);
     if (unplaced.length > 0) {
       removed += await db.inAccount(accountId, async (tx) => {
@@ -315,8 +309,13 @@ const SWEEP_PACKS = 500;
  */
 async function collectUnreferenced(db: Database, blobs: BlobStore, accountId: string, shas: readonly string[]): Promise<number> {
   const unreferenced = await db.inAccount(accountId, (tx) => unreferencedBlobs(tx, accountId, shas));
+  return collectInChunks(db, blobs, accountId, unreferenced);
+}
+
+/** `collectBlobs` over `shas` (found unreferenced without their locks), SWEEP_CHUNK at a time; returns how many went. */
+async function collectInChunks(db: Database, blobs: BlobStore, accountId: string, shas: readonly string[]): Promise<number> {
   let removed = 0;
-  for (let at = 0; at < unreferenced.length; at += SWEEP_CHUNK) removed += await collectBlobs(db, blobs, accountId, unreferenced.slice(at, at + SWEEP_CHUNK));
+  for (let at = 0; at < shas.length; at += SWEEP_CHUNK) removed += await collectBlobs(db, blobs, accountId, shas.slice(at, at + SWEEP_CHUNK));
   return removed;
 }
 
