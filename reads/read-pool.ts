@@ -4,7 +4,7 @@
  * flow control and cancellation, so a large output streams with bounded memory and stops when
  * the client goes away. A grep may be split across idle threads (grep-split.ts).
  */
-import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
+import { BroadcastChannel, MessageChannel, MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { AnswerCopy, AnswerMemory } from '../core/answer-memory.js';
 import { siblingModule, workerExecArgv, workerResourceLimits } from '../core/run-mode.js';
@@ -135,6 +135,13 @@ export class ReadPool {
   private running = 0;
   /** Set by `close`: a task it stops is cancelled, not failed. */
   private closing = false;
+  /** The read threads' reply ports (read-protocol.ts, "The reply port"). */
+  private readonly replyPorts = new Set<MessagePort>();
+  /** The tasks running without a port of their own, by call number: where their messages go. */
+  private readonly calls = new Map<number, (message: ReadMessage) => void>();
+  private lastCall = 0;
+  /** Tasks given a channel of their own (see `ownChannels`). */
+  private channels = 0;
 
   constructor(
     private readonly threads: number,
@@ -225,10 +232,36 @@ export class ReadPool {
     };
   }
 
-  /** Runs one task on a thread; its port delivers chunks, then its result. */
+  /** Tasks given a channel of their own so far: those that started before every thread's reply port was known, and the shares of split searches. */
+  get ownChannels(): number {
+    return this.channels;
+  }
+
+  /** Read threads whose reply port this pool holds. */
+  get replyThreads(): number {
+    return this.replyPorts.size;
+  }
+
+  /** Takes a read thread's reply port (read-protocol.ts, "The reply port"). */
+  private adopt(port: MessagePort): void {
+    this.replyPorts.add(port);
+    port.on('message', (message: ReadMessage) => this.calls.get(message.call!)?.(message));
+    // A thread that ended (it died; the pool is closing) takes its port's other end with it.
+    port.on('close', () => this.replyPorts.delete(port));
+    if (this.calls.size === 0) port.unref();
+  }
+
+  /** Keeps the reply ports from holding the process open, but while a call waits on them (`ref`). */
+  private holdPorts(ref: boolean): void {
+    for (const port of this.replyPorts) {
+      if (ref) port.ref();
+      else port.unref();
+    }
+  }
+
+  /** Runs one task on a thread; its messages deliver chunks, then its result. */
   private task(tool: ReadTool, shardDir: string, request: unknown, sink: ChunkSink, extras: TaskExtras = {}): TaskCall {
     const { share, onSplit, peer, peers, waits } = extras;
-    const { port1, port2 } = new MessageChannel();
     const shared = new SharedArrayBuffer(controlBytes(waits === true ? SHARE_WINDOW : WINDOW));
     const control = new Int32Array(shared);
     const release = (): void => {
@@ -244,7 +277,7 @@ export class ReadPool {
         resolve(o);
       };
     });
-    port1.on('message', (message: ReadMessage) => {
+    const receive = (message: ReadMessage): void => {
       if (message.type === 'slot') {
         const slot = message.slot;
         const at = slot * SLOT_BYTES;
@@ -258,24 +291,50 @@ export class ReadPool {
       else if (message.type === 'end') settle({ kind: 'done', result: message.result });
       else if (message.type === 'cancelled') settle({ kind: 'cancelled' });
       else settle(errorOf(message));
-    });
-    // The worker closes its end after its last message; a close without one means it died, or
-    // that the pool is closing (it terminates its threads). Every call's port closes (below), and
-    // an error made per call only to be dropped cost the HTTP thread 2% of a `find`.
-    port1.on('close', () => {
-      if (!settled) settle(this.closing ? { kind: 'cancelled' } : failure('the read worker stopped without an answer'));
-    });
-    const task: ReadTask = { tool, shardDir, request, share, port: port2, control: shared, peer, peers };
-    const transferList = [port2, ...(peer === undefined ? [] : [peer]), ...(peers ?? [])];
-    this.running++;
-    this.piscina.run(task, { transferList }).then(
-      () => this.running--,
-      (error: unknown) => {
-        this.running--;
-        settle(this.closing ? { kind: 'cancelled' } : failure(error));
-      },
-    );
-    void outcome.then(() => port1.close());
+    };
+    const task: ReadTask = { tool, shardDir, request, share, control: shared, peer, peers };
+    const transferList: Array<MessagePort> = [...(peer === undefined ? [] : [peer]), ...(peers ?? [])];
+    // Ports of a split search would be lost with a task that a thread returns unrun: it has one of its own.
+    if (this.replyPorts.size >= this.threads && transferList.length === 0) {
+      const call = ++this.lastCall;
+      task.call = call;
+      if (this.calls.size === 0) this.holdPorts(true);
+      this.calls.set(call, receive);
+      void outcome.then(() => {
+        this.calls.delete(call);
+        if (this.calls.size === 0) this.holdPorts(false);
+      });
+    } else {
+      const { port1, port2 } = new MessageChannel();
+      this.channels++;
+      task.port = port2;
+      transferList.push(port2);
+      port1.on('message', receive);
+      // The worker closes its end after its last message; a close without one means it died, or
+      // that the pool is closing (it terminates its threads). Every call's port closes (below), and
+      // an error made per call only to be dropped cost the HTTP thread 2% of a `find`.
+      port1.on('close', () => {
+        if (!settled) settle(this.closing ? { kind: 'cancelled' } : failure('the read worker stopped without an answer'));
+      });
+      void outcome.then(() => port1.close());
+    }
+    const run = (): void => {
+      this.running++;
+      this.piscina.run(task, { transferList }).then(
+        (result: unknown) => {
+          this.running--;
+          if (!(result instanceof MessagePort)) return;
+          this.adopt(result);
+          // A thread gives its port for a task without one instead of running it: run it again.
+          if (task.port === undefined) run();
+        },
+        (error: unknown) => {
+          this.running--;
+          settle(this.closing ? { kind: 'cancelled' } : failure(error));
+        },
+      );
+    };
+    run();
     return {
       outcome,
       cancel: () => {

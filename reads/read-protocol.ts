@@ -13,6 +13,16 @@
  * SHARE_WINDOW for a content share whose chunks may wait for the shares before it
  * (grep-split.ts).
  *
+ * The reply port. A channel made per task cost the HTTP thread 25-31 µs, and sending its port 7
+ * more, where a plain message costs 3 (docs/benchmarks.md, "Read tools over HTTP"). So each read
+ * thread makes one channel of its own and gives its other end to the HTTP thread as the result
+ * of its first task. Once every thread has given its port, tasks come without a port, with a call
+ * number instead, and their messages carry that number over the thread's port. A thread that has
+ * not given its port yet (a new one, after a thread died) returns it for a task without a port
+ * instead of running it, and the HTTP thread runs that task again. Tasks that carry ports of a
+ * split search (`peer`, `peers`) always come with a port of their own, so that none is lost that
+ * way.
+ *
  * A task's first chunk crosses as a `chunk` message with bytes of its own. A longer output then
  * goes through a ring of slots in memory shared with the HTTP thread (one `ring` message, then a
  * `slot` message a chunk): a chunk an ArrayBuffer of its own, hundreds of MB of them, kept the
@@ -78,7 +88,10 @@ export interface ReadTask {
   request: unknown;
   /** `grep` and `grepShare`: the share of a split search it searches; default the whole search. */
   share?: TaskShare;
-  port: MessagePort;
+  /** The task's own port for its messages; absent, they go over the thread's reply port under `call`. */
+  port?: MessagePort;
+  /** Without `port`: the number that tells this task's messages apart on the reply port. */
+  call?: number;
   control: SharedArrayBuffer;
   /** `grepShare`: where its GrepCollection goes. */
   peer?: MessagePort;
@@ -89,15 +102,16 @@ export interface ReadTask {
 /** A GrepShare as a task carries it: a lead comes without `onSplit` (a function does not cross threads) and posts a `split` message instead. */
 export type TaskShare = Omit<GrepShare, 'lead'> & { lead?: Omit<GrepLead, 'onSplit'> };
 
-/** Messages on the task's port. */
-export type ReadMessage =
+/** Messages on the task's port (or the reply port, with the task's `call`). */
+export type ReadMessage = (
   | { type: 'chunk'; data: Uint8Array }
   | { type: 'ring'; ring: SharedArrayBuffer }
   | { type: 'slot'; slot: number; length: number }
   | { type: 'split'; split: GrepSplit }
   | { type: 'end'; result: unknown }
   | { type: 'cancelled' }
-  | ErrorMessage;
+  | ErrorMessage
+) & { call?: number };
 
 /** A task's error as it crosses: a code of the catalog and its params; `detail` is for the log. */
 export interface ErrorMessage {

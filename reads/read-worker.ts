@@ -3,7 +3,8 @@
  * itself (readers are cached per thread), streaming its output over the task's port with flow
  * control (read-protocol.ts). Grep tasks of a split search are grep-split.ts's.
  */
-import { BroadcastChannel, isMainThread, type MessagePort, threadId, workerData } from 'node:worker_threads';
+import { BroadcastChannel, isMainThread, MessageChannel, type MessagePort, threadId, workerData } from 'node:worker_threads';
+import { Piscina } from 'piscina';
 import {
   cat,
   find,
@@ -54,10 +55,39 @@ if (!isMainThread) {
 /** The tools that run as they are; the grep tasks are grep-split.ts's. */
 const TOOLS = { ls, find, cat } as const;
 
-/** Runs one task, streaming its output over `task.port`. */
-export default function runReadTask(task: ReadTask): void {
+/**
+ * This thread's own channel to the HTTP thread (read-protocol.ts, "The reply port"): `port2`
+ * stays here, `port1` is given once, as the result of the first task that came with a port of
+ * its own or that came without one.
+ */
+const replies = new MessageChannel();
+let repliesGiven = false;
+
+/** Where a task's messages go: its own port, or this thread's reply port under the task's call number. */
+class Outbox {
+  constructor(
+    private readonly port: MessagePort,
+    private readonly call: number | undefined,
+  ) {}
+
+  post(message: ReadMessage, transfer?: ArrayBuffer[]): void {
+    if (this.call !== undefined) message.call = this.call;
+    this.port.postMessage(message, transfer);
+  }
+}
+
+/**
+ * Runs one task, streaming its output over its port, or over this thread's reply port when it
+ * came without one. Returns this thread's reply port the first time it can: then a task that
+ * came without a port was not run (the HTTP thread runs it again).
+ */
+export default function runReadTask(task: ReadTask): ReturnType<typeof Piscina.move> | undefined {
+  if (task.port === undefined && !repliesGiven) {
+    repliesGiven = true;
+    return Piscina.move(replies.port1);
+  }
   const control = new Int32Array(task.control);
-  const port = task.port;
+  const port = new Outbox(task.port ?? replies.port2, task.port === undefined ? task.call : undefined);
   try {
     const reader = openShardReader(task.shardDir);
     // lmdb-js renews its cached read transaction on a timer, and piscina may run tasks back to
@@ -66,13 +96,16 @@ export default function runReadTask(task: ReadTask): void {
     const output =
       task.tool === 'ls' || task.tool === 'find' || task.tool === 'cat'
         ? (TOOLS[task.tool] as (r: ShardSource, q: unknown) => Generator<Buffer, unknown>)(reader, task.request)
-        : grepTaskOutput(task, reader, control, (split) => port.postMessage({ type: 'split', split } satisfies ReadMessage));
+        : grepTaskOutput(task, reader, control, (split) => port.post({ type: 'split', split }));
     pump(output, control, port);
   } catch (error) {
-    port.postMessage(error instanceof TaskCancelled ? ({ type: 'cancelled' } satisfies ReadMessage) : errorMessage(error));
+    port.post(error instanceof TaskCancelled ? { type: 'cancelled' } : errorMessage(error));
   } finally {
-    port.close();
+    task.port?.close();
   }
+  if (repliesGiven) return undefined;
+  repliesGiven = true;
+  return Piscina.move(replies.port1);
 }
 
 /**
@@ -111,18 +144,18 @@ function allReleased(control: Int32Array): boolean {
  * Sends `output`'s chunks, at most the task's window unreleased at a time, then its end; stops
  * when cancelled. From the second chunk on, a chunk goes through the task's ring (read-protocol.ts).
  */
-function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: MessagePort): void {
+function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: Outbox): void {
   let sent = 0;
   let ring: Uint8Array | null = null;
   try {
     for (;;) {
       if (Atomics.load(control, CANCELLED) === 1) {
-        port.postMessage({ type: 'cancelled' } satisfies ReadMessage);
+        port.post({ type: 'cancelled' });
         return;
       }
       const step = output.next();
       if (step.done === true) {
-        port.postMessage({ type: 'end', result: step.value } satisfies ReadMessage);
+        port.post({ type: 'end', result: step.value });
         return;
       }
       const chunk = step.value;
@@ -138,7 +171,7 @@ function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: Mes
         if (ring === null) {
           const shared = ringFor(window, control);
           ring = new Uint8Array(shared);
-          port.postMessage({ type: 'ring', ring: shared } satisfies ReadMessage);
+          port.post({ type: 'ring', ring: shared });
         }
         // Fewer than `window` chunks are unreleased, so a slot is free (released ones in any order).
         let slot = 0;
@@ -146,12 +179,12 @@ function pump(output: Generator<Buffer, unknown>, control: Int32Array, port: Mes
         Atomics.store(control, SLOT_BUSY + slot, 1);
         ring.set(chunk, slot * SLOT_BYTES);
         recycleChunk(chunk);
-        port.postMessage({ type: 'slot', slot, length: chunk.length } satisfies ReadMessage);
+        port.post({ type: 'slot', slot, length: chunk.length });
       } else {
         // A chunk with memory of its own moves to the HTTP thread as it is; one cut from a block
         // shared with other output is copied.
         const data = sharesMemory(chunk) ? new Uint8Array(chunk) : chunk;
-        port.postMessage({ type: 'chunk', data } satisfies ReadMessage, [data.buffer as ArrayBuffer]);
+        port.post({ type: 'chunk', data }, [data.buffer as ArrayBuffer]);
       }
     }
   } finally {

@@ -5,8 +5,16 @@
  * grep split over two real threads: the later path ranges searched while the first waits for
  * its client, its output in order, what was queued given back, and a share paused once too much
  * is queued. And the queue: tasks start in the order they came. And `find` in a shard too large
- * for the calling thread: a repeated one answered there, per view of the files and commit.
+ * for the calling thread: a repeated one answered there, per view of the files and commit. And
+ * the threads' reply ports: calls take no channel of their own once every thread has given its
+ * port, a thread that dies is replaced, and a call waiting on a port keeps the process alive.
  */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { BroadcastChannel } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { find, type FindRequest, grep } from '../engine/index.js';
@@ -287,6 +295,112 @@ describe('find in a shard too large for the calling thread', () => {
     } finally {
       await pool.close();
       await shard.close();
+    }
+  });
+});
+
+describe("the read threads' reply ports", () => {
+  // 40 files that each hold `needle` on some lines: a grep is a task on a read thread.
+  const docs = Array.from({ length: 40 }, (_, i) => ({
+    path: `/d/f${String(i).padStart(2, '0')}.txt`,
+    text: Array.from({ length: 50 + i }, (_, j) => (j % (i + 2) === 0 ? `needle ${i} ${j}` : `hay ${j}`)).join('\n'),
+  }));
+  const requests = [
+    { claims: null, pattern: 'needle', outputMode: 'content' as const },
+    { claims: null, pattern: 'needle \\d+ 1', outputMode: 'count' as const },
+    { claims: null, pattern: 'hay 4\\d', outputMode: 'files_with_matches' as const },
+  ];
+
+  /** The pool's answer to each request, asked `rounds` times all at once. */
+  async function askAll(pool: ReadPool, dir: string, rounds: number): Promise<string[]> {
+    const calls = Array.from({ length: rounds }, () => requests).flatMap((batch) =>
+      batch.map(async (request) => {
+        const chunks: Buffer[] = [];
+        const call = pool.run('grep', dir, { ...request, deadline: Date.now() + 60_000 }, (data, release) => {
+          chunks.push(Buffer.from(data));
+          release();
+        });
+        expect((await call.outcome).kind).toBe('done');
+        return Buffer.concat(chunks).toString();
+      }),
+    );
+    return Promise.all(calls);
+  }
+
+  it('once every thread has given its port, calls take no channel of their own, and answer the same', async () => {
+    const shard = await buildShard(docs);
+    const expected = requests.map((request) => output(grep(shard.reader, { ...request, deadline: Date.now() + 60_000 })));
+    const pool = new ReadPool(2, Number.MAX_SAFE_INTEGER);
+    try {
+      // A thread gives its port with its first task; calls made before then come with a channel.
+      for (let i = 0; i < 50 && pool.replyThreads < 2; i++) expect(await askAll(pool, shard.dir, 2)).toEqual(Array(2).fill(expected).flat());
+      expect(pool.replyThreads).toBe(2);
+      const before = pool.ownChannels;
+      expect(before).toBeGreaterThan(0);
+      expect(await askAll(pool, shard.dir, 10)).toEqual(Array(10).fill(expected).flat());
+      expect(pool.ownChannels).toBe(before);
+    } finally {
+      await pool.close();
+      await shard.close();
+    }
+  });
+
+  it('a read thread that dies is replaced, and calls go on being answered', async () => {
+    const shard = await buildShard(docs);
+    const expected = requests.map((request) => output(grep(shard.reader, { ...request, deadline: Date.now() + 60_000 })));
+    const pool = new ReadPool(2, Number.MAX_SAFE_INTEGER);
+    try {
+      for (let i = 0; i < 50 && pool.replyThreads < 2; i++) expect(await askAll(pool, shard.dir, 3)).toEqual(Array(3).fill(expected).flat());
+      expect(pool.replyThreads).toBe(2);
+      const threads = (pool as unknown as { piscina: { threads: Array<{ terminate(): Promise<number> }> } }).piscina.threads;
+      await threads[0].terminate();
+      await until(() => pool.replyThreads === 1, 2_000);
+      expect(pool.replyThreads).toBe(1);
+      // Calls now come with a channel of their own until the new thread has given its port.
+      const before = pool.ownChannels;
+      for (let i = 0; i < 50 && pool.replyThreads < 2; i++) expect(await askAll(pool, shard.dir, 3)).toEqual(Array(3).fill(expected).flat());
+      expect(pool.replyThreads).toBe(2);
+      expect(pool.ownChannels).toBeGreaterThan(before);
+      const settled = pool.ownChannels;
+      expect(await askAll(pool, shard.dir, 10)).toEqual(Array(10).fill(expected).flat());
+      expect(pool.ownChannels).toBe(settled);
+    } finally {
+      await pool.close();
+      await shard.close();
+    }
+  });
+
+  // A process that holds nothing else open: while a call waits on a reply port, the port keeps
+  // it alive (else the process ends with the call's promise unsettled, exit code 13).
+  const ROOT = fileURLToPath(new URL('..', import.meta.url));
+  const SCRIPT = `
+import { ReadPool } from '${ROOT}reads/read-pool.ts';
+import { buildShard } from '${ROOT}test/helpers/engine-shard.ts';
+const shard = await buildShard(Array.from({ length: 20 }, (_, i) => ({ path: '/f' + i + '.txt', text: 'alpha ' + i + '\\n' })));
+const pool = new ReadPool(2, Number.MAX_SAFE_INTEGER);
+let answered = 0;
+const one = () => new Promise((resolve) => {
+  const call = pool.run('grep', shard.dir, { claims: null, pattern: 'alpha', outputMode: 'count', deadline: Date.now() + 60_000 }, (_data, release) => release());
+  void call.outcome.then((outcome) => resolve(outcome.kind === 'done' && answered++));
+});
+let next = 0;
+await Promise.all(Array.from({ length: 4 }, async () => { while (next++ < 3000) await one(); }));
+await pool.close();
+await shard.close();
+process.stdout.write(String(answered));
+`;
+
+  it('a call waiting on a reply port keeps a process with nothing else open alive until it is answered', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pool-calls-'));
+    try {
+      const script = join(dir, 'calls.mts');
+      await writeFile(script, SCRIPT);
+      for (let run = 0; run < 3; run++) {
+        const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], { cwd: ROOT });
+        expect(stdout).toBe('3000');
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
