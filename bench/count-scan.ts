@@ -29,6 +29,7 @@ export function countScan(pattern: string, texts: readonly ScanText[]): { lines:
   const guarded = new GuardedScan(
     matcher,
     texts.map((t) => ({ textBytes: t.bytes.byteLength })),
+    {}, // every scan has its own trials
   );
   let lines = 0;
   for (let i = 0; i < texts.length; ) {

@@ -41,7 +41,11 @@
  * scan that follows in the same thread for the same search (within CARRY_MS, no way having won
  * since) begins with RE2 and the wait of the round after. Only then: `\([^)]*\)`, which V8
  * loses by a little on some stretches and wins by a third on others, went from 1.1-1.2 times
- * rg to 1.4-1.6 when every lost round was carried.
+ * rg to 1.4-1.6 when every lost round was carried. A way that won is carried too, within one
+ * shard: the next scan of the same search over the same shard in the thread (within CARRY_MS)
+ * takes it from its first document, with no trial, and V8 still under its limits. The ranges of
+ * a dense `content` answer are small enough that a trial in each took a fifth of a read thread's
+ * time more (reads/grep-split.ts, RANGES_PER_THREAD).
  *
  * A search of less than MIN_BYTES takes RE2 alone: the trial and the limit's timer would cost
  * more than they could save. `VFS_GREP_V8=off` (`setV8Scans`) leaves every search to RE2.
@@ -105,6 +109,13 @@ export function setV8Scans(value: V8Scans): void {
 /** The search whose scan in this thread last lost a hopeless round of trials (no way having won for it since), its rounds, and when. */
 let lastLost: { key: string; rounds: number; at: number } | null = null;
 
+/**
+ * The search whose scan in this thread last chose a way beside RE2, the shard it searched, the
+ * way, RE2's speed in its trial, and when: a scan of the same search over the same shard within
+ * CARRY_MS takes that way with no trial (see the module comment).
+ */
+let lastWon: { key: string; shard: object; way: BesideWay; re2Speed: number; at: number } | null = null;
+
 /** Documents each engine has scanned in this thread, and V8 batches stopped by their limit. */
 export const scanCounts = { v8: 0, re2: 0, stopped: 0 };
 
@@ -166,6 +177,8 @@ export class GuardedScan {
   constructor(
     private readonly matcher: LineMatcher,
     private readonly docs: readonly { readonly textBytes: number }[],
+    /** What the documents are read through (a shard's reader): a way won is carried within one shard only. */
+    private readonly shard: object,
   ) {
     // Asking for the V8 form compiles it: not when V8 will not be tried.
     if (policy === 'off' || (policy === 'on' && textBytes(docs) < MIN_BYTES)) this.mode = 're2';
@@ -178,7 +191,13 @@ export class GuardedScan {
         this.re2Speed = ASSUMED_RE2_SPEED;
       } else {
         const carried = lastLost?.key === matcher.key && performance.now() - lastLost.at < CARRY_MS ? lastLost.rounds : 0;
-        if (carried > 0) {
+        const won = lastWon?.key === matcher.key && lastWon.shard === shard && performance.now() - lastWon.at < CARRY_MS ? lastWon : null;
+        if (won !== null) {
+          matcher.takeWay(won.way);
+          matcher.prepareV8();
+          this.re2Speed = won.re2Speed;
+          this.mode = this.settle(won.way);
+        } else if (carried > 0) {
           this.rounds = carried;
           this.mode = 'wait';
         } else this.mode = this.firstTrial();
@@ -332,6 +351,7 @@ export class GuardedScan {
    * was stopped before half its trial batch: the thread's next scan of the search goes on from it.
    */
   private waitForRound(hopeless = false): void {
+    if (lastWon?.key === this.matcher.key) lastWon = null;
     this.rounds++;
     this.waited = 0;
     this.mode = 'wait';
@@ -341,6 +361,7 @@ export class GuardedScan {
   /** The mode in which the scan goes on with `way` (the matcher has taken it): V8 by limited batches, path 4 document by document. */
   private settle(way: BesideWay): Mode {
     if (lastLost?.key === this.matcher.key) lastLost = null;
+    lastWon = { key: this.matcher.key, shard: this.shard, way, re2Speed: this.re2Speed, at: performance.now() };
     if (way === 'v8') return 'v8';
     // Path 4 stays on for every text the matcher begins from now on.
     this.matcher.useV8(true);

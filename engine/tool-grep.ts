@@ -412,7 +412,7 @@ function* collectCounts(reader: ShardSource, p: GrepPlan, share: GrepShare): Gen
     let verifiedBytes = 0;
     let timedOut = false;
     const pace = new Pace(p.deadline);
-    const scan = new GuardedScan(p.matcher, docs);
+    const scan = new GuardedScan(p.matcher, docs, reader);
     const find = (i: number): number => countMatchingLines(snapshot, docs[i], p.matcher);
     const keep = (i: number, matching: number): void => {
       const meta = docs[i];
@@ -658,7 +658,7 @@ function* grepContent(reader: ShardSource, p: GrepPlan, share: GrepShare): Gener
     // Where the scan batches documents (engine/guarded-scan.ts), each batch's hits are found
     // first, [first, last] pairs by document, and printed from there; otherwise each document's
     // hits are found as it is printed.
-    const scan = new GuardedScan(matcher, docs);
+    const scan = new GuardedScan(matcher, docs, reader);
     let found = new Map<number, number[]>();
     let foundUntil = 0; // documents before this one were batched (or left to the live path)
     const findHits = (k: number): number[] => {

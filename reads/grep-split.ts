@@ -63,14 +63,16 @@ export function splitGrep(runTask: RunTask, shardDir: string, request: GrepReque
 }
 
 /**
- * Path ranges of a content grep per thread. The ranges queue in path order and each thread takes
- * the next one as it ends one, so a range that must wait for the ones before it to be written
- * waits for about one range's output, not for half of the whole (which, past its ring, stops
- * its thread): both threads keep searching through an output of hundreds of MB. Sixteen ranges
- * of a dense answer (346 MB of text, 600 MB of output) each print about as much as a share's
- * ring holds (docs/benchmarks.md, "content shares in rings").
+ * Path ranges of a content grep per thread (each of at least `minBytes` of text). The ranges
+ * queue in path order and each thread takes the next one as it ends one, so a range that must
+ * wait for the ones before it to be written waits for about one range's output, not for half of
+ * the whole (which, past its ring, stops its thread): both threads keep searching through an
+ * output of gigabytes. A range should print no more than a share's ring holds (16 MiB): at 16 a
+ * thread, the whole Linux tree's ranges of `\S+\s+\S+` printed 71 MB each, and a thread whose
+ * range waited stopped once its ring was full, 1.1-1.5 s of a core idle in a 4.5-s answer; at 64,
+ * 0.3 s, and the answer 10% sooner (docs/benchmarks.md, "content ranges sized by the ring").
  */
-const RANGES_PER_THREAD = 16;
+const RANGES_PER_THREAD = 64;
 
 /** Put between two content shares' output when context lines are on. */
 const SEPARATOR = Buffer.from('--\n');

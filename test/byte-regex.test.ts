@@ -130,11 +130,12 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
   afterAll(() => setV8Scans('off'));
 
   /** Scans `texts` as grep's count mode does: matching lines of each, and the engine after each step. */
-  function scanAll(pattern: string, texts: Buffer[]): { counts: number[]; engines: string[] } {
+  function scanAll(pattern: string, texts: Buffer[], shard: object = {}): { counts: number[]; engines: string[] } {
     const matcher = new LineMatcher(compilePattern(pattern));
     const scan = new GuardedScan(
       matcher,
       texts.map((t) => ({ textBytes: t.byteLength })),
+      shard,
     );
     const counts = texts.map(() => -1);
     const engines: string[] = [];
@@ -186,6 +187,7 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
     const live = new GuardedScan(
       new LineMatcher(compilePattern('^(a|aa)+$|c')),
       texts.map((t) => ({ textBytes: t.byteLength })),
+      {},
     );
     const modes: string[] = [];
     for (let i = 0; i < 16; i++) {
@@ -204,6 +206,22 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
     expect(engines[0]).toBe('try-v8');
     expect(['v8', 'wait']).toContain(engines[1]);
     expect(counts).toEqual([text, text, text, text].map((t) => re2Lines('\\S+\\s+\\S+', false, t).length));
+  });
+
+  it('carries the way a scan chose to the next scan of the same search over the same shard, and only there', () => {
+    const text = Buffer.from('static int foo(struct bar *b)\n{\n\treturn b->x;\n}\n\n'.repeat(50_000));
+    const texts = [text, text, text, text];
+    const expected = texts.map((t) => re2Lines('\\S+\\s+\\S+', false, t).length);
+    // V8 wins this trial by far (above); a machine busy enough to lose it gets two more tries.
+    let shard = {};
+    for (let attempt = 0; attempt < 3 && scanAll('\\S+\\s+\\S+', texts, shard).engines.at(-1) !== 'v8'; attempt++) shard = {};
+    // The next range of the same grep: V8 from its first document, no trial, the same answers.
+    const next = scanAll('\\S+\\s+\\S+', texts, shard);
+    expect(next.engines).toEqual(['v8', 'v8', 'v8', 'v8']);
+    expect(next.counts).toEqual(expected);
+    // Another shard, or another search, has its trial.
+    expect(scanAll('\\S+\\s+\\S+', texts, {}).engines[0]).toBe('try-v8');
+    expect(scanAll('\\S+\\s+\\w+', texts, shard).engines[0]).toBe('try-v8');
   });
 
   it('tries path 4 (a run of one class) in turn with RE2, document by document, and again after a loss', () => {

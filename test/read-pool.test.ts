@@ -52,7 +52,7 @@ describe('ReadPool.close', () => {
 });
 
 describe('a content grep split across the read threads', () => {
-  // 2.4 MB of text in 40 files, split into path ranges (16 a thread, balanced by text bytes):
+  // 2.4 MB of text in 40 files, split into path ranges (balanced by text bytes):
   // every line matches `.`. The first file, a third of the text, is the lead's range, which
   // prints more than the four unwritten chunks it may have in flight, so while its client
   // waits the ranges after it queue their output.
