@@ -35,7 +35,11 @@
  * (its compiler threads wait for the cores the searches fill); it lost such a trial at 10-25 ns
  * a byte against RE2's 6-10, and won the next at 1.3-2 against 3-5. A round lost again costs
  * little: V8 is stopped at TRIAL_MARGIN times RE2's time for its batch, and path 4's turns cost
- * the difference of the two speeds. But a `content` grep is many scans (16 path ranges a read
+ * the difference of the two speeds. Once V8 is chosen, RE2's speed from the trial is taken as
+ * its pace for the rest of the scan; after CHECK_BYTES of V8 (then twice as many after each
+ * check), RE2 searches one batch again, timed, and V8 goes on only if it was faster since the
+ * last check: `<[^>]+>` won its trial on the Linux tree's first files and then took twice RE2's
+ * time for the whole tree, which RE2's old pace never showed. But a `content` grep is many scans (16 path ranges a read
  * thread), and a pattern V8 backtracks on (`(\w+,\s*){6}`: 22 s with V8 alone over the tree,
  * 2.5 with RE2) lost two rounds in each. So where V8 was stopped before half its trial batch, a
  * scan that follows in the same thread for the same search (within CARRY_MS, no way having won
@@ -63,6 +67,13 @@ const TRIAL_MARGIN = 1.1;
 /** Past the trial, a V8 batch may take this many times RE2's time for its bytes, plus FIXED_MS. */
 const LIMIT_FACTOR = 2;
 const FIXED_MS = 2;
+
+/**
+ * Text bytes V8 searches once chosen before RE2 is timed again on one batch (`check-re2`), doubled
+ * after each check V8 passes: RE2's speed from the trial may not hold further on (see the module
+ * comment).
+ */
+const CHECK_BYTES = 64 * TRIAL_BYTES;
 
 /** Text bytes RE2 searches after every way lost a round of trials, before the next round; doubled after each round, up to RETRY_MOST_BYTES. */
 const RETRY_BYTES = 8 * TRIAL_BYTES;
@@ -114,7 +125,18 @@ let lastLost: { key: string; rounds: number; at: number } | null = null;
  * way, RE2's speed in its trial, and when: a scan of the same search over the same shard within
  * CARRY_MS takes that way with no trial (see the module comment).
  */
-let lastWon: { key: string; shard: object; way: BesideWay; re2Speed: number; at: number } | null = null;
+let lastWon: { key: string; shard: object; way: BesideWay; re2Speed: number; account: V8Account; at: number } | null = null;
+
+/** V8's text bytes and milliseconds since it was chosen or last checked, and the bytes due before the next check. */
+interface V8Account {
+  bytes: number;
+  ms: number;
+  checkAfter: number;
+}
+
+function newAccount(): V8Account {
+  return { bytes: 0, ms: 0, checkAfter: CHECK_BYTES };
+}
 
 /** Documents each engine has scanned in this thread, and V8 batches stopped by their limit. */
 export const scanCounts = { v8: 0, re2: 0, stopped: 0 };
@@ -149,7 +171,7 @@ export function runWithin(batch: () => void, ms: number): boolean {
  * trials; V8 chosen (batches under a limit); RE2 alone; path 4 chosen, which never backtracks and
  * so goes document by document like RE2, with no limit.
  */
-type Mode = 'try-runs' | 'try-re2' | 'try-v8' | 'wait' | 'v8' | 're2' | 'runs';
+type Mode = 'try-runs' | 'try-re2' | 'try-v8' | 'wait' | 'v8' | 're2' | 'runs' | 'check-re2';
 
 /** One grep's scan over `docs` (see the module comment). */
 /** Text bytes of `docs` (documents' metadata). */
@@ -173,6 +195,8 @@ export class GuardedScan {
   /** Rounds of trials every way lost; RE2's text bytes since the last. */
   private rounds = 0;
   private waited = 0;
+  /** V8's account since it was chosen (see `V8Account`); shared with the scans it is carried to. */
+  private account: V8Account = newAccount();
 
   constructor(
     private readonly matcher: LineMatcher,
@@ -196,7 +220,7 @@ export class GuardedScan {
           matcher.takeWay(won.way);
           matcher.prepareV8();
           this.re2Speed = won.re2Speed;
-          this.mode = this.settle(won.way);
+          this.mode = this.settle(won.way, won.account);
         } else if (carried > 0) {
           this.rounds = carried;
           this.mode = 'wait';
@@ -253,12 +277,13 @@ export class GuardedScan {
       for (let k = from + results.length; k < end; k = from + results.length) results.push(find(k));
     };
     const started = performance.now();
-    if (mode === 'try-re2') {
+    if (mode === 'try-re2' || mode === 'check-re2') {
       batch();
       this.keepAll(from, results, keep);
       scanCounts.re2 += results.length;
       this.re2Speed = ((performance.now() - started) * 1e6) / Math.max(1, bytes);
-      this.mode = 'try-v8';
+      if (mode === 'try-re2') this.mode = 'try-v8';
+      else this.checked();
       return end;
     }
     const re2Ms = (this.re2Speed * bytes) / 1e6;
@@ -283,13 +308,34 @@ export class GuardedScan {
     // Past the trial V8 must keep RE2's pace on the whole (see the module comment). A batch
     // stopped at its limit leaves its document to RE2, and V8 goes on after it.
     this.lead += re2Ms - ms;
+    this.account.bytes += textBytes(this.docs.slice(from, next));
+    this.account.ms += ms;
     if (!finished && next < end) {
       keep(next, find(next));
       scanCounts.re2++;
       next++;
     }
     if (this.lead < -re2Ms) this.waitForRound();
+    else if (this.account.bytes >= this.account.checkAfter) this.mode = 'check-re2';
     return next;
+  }
+
+  /**
+   * After RE2 was timed again (`check-re2`): V8 goes on if it searched faster since it was chosen
+   * or last checked, against RE2's new speed, and the next check waits twice as long; else RE2
+   * searches until the next round of trials.
+   */
+  private checked(): void {
+    const account = this.account;
+    const v8Speed = (account.ms * 1e6) / Math.max(1, account.bytes);
+    account.bytes = 0;
+    account.ms = 0;
+    this.lead = 0;
+    if (v8Speed < this.re2Speed) {
+      account.checkAfter *= 2;
+      if (lastWon?.account === account) lastWon.re2Speed = this.re2Speed;
+      this.mode = 'v8';
+    } else this.waitForRound();
   }
 
   /** Path 4's trial: document `from` searched by path 4 or RE2, whichever has searched fewer bytes (see the module comment). */
@@ -359,9 +405,10 @@ export class GuardedScan {
   }
 
   /** The mode in which the scan goes on with `way` (the matcher has taken it): V8 by limited batches, path 4 document by document. */
-  private settle(way: BesideWay): Mode {
+  private settle(way: BesideWay, account = newAccount()): Mode {
     if (lastLost?.key === this.matcher.key) lastLost = null;
-    lastWon = { key: this.matcher.key, shard: this.shard, way, re2Speed: this.re2Speed, at: performance.now() };
+    this.account = account;
+    lastWon = { key: this.matcher.key, shard: this.shard, way, re2Speed: this.re2Speed, account, at: performance.now() };
     if (way === 'v8') return 'v8';
     // Path 4 stays on for every text the matcher begins from now on.
     this.matcher.useV8(true);

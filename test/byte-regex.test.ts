@@ -224,6 +224,21 @@ describe('GuardedScan (engine/guarded-scan.ts): V8 under a time limit, the faste
     expect(scanAll('\\S+\\s+\\w+', texts, shard).engines[0]).toBe('try-v8');
   });
 
+  it('times RE2 again after 64 MiB of V8, and leaves V8 when RE2 has become the faster', () => {
+    // A tag every other line, where V8 wins its trial (RE2 takes a call a hit); then 72 MiB of
+    // lines without `<`, which RE2 passes over at memory speed and V8 reads byte by byte. The
+    // trial's RE2 speed, taken on the tags, would have kept V8 on to the end.
+    const tags = Buffer.from('<a>\nb\n'.repeat(500_000));
+    const plain = Buffer.from(`${'word '.repeat(30)}\n`.repeat(15_000));
+    const texts = [tags, tags, tags, ...Array.from({ length: Math.ceil((72 * MB) / plain.length) }, () => plain)];
+    const { counts, engines } = scanAll('<[^>]+>', texts);
+    expect(engines[0]).toBe('try-v8');
+    const check = engines.indexOf('check-re2');
+    expect(check).toBeGreaterThan(0);
+    expect(engines[check + 1]).toBe('wait');
+    expect(counts).toEqual(texts.map((t) => re2Lines('<[^>]+>', false, t).length));
+  });
+
   it('tries path 4 (a run of one class) in turn with RE2, document by document, and again after a loss', () => {
     const doc = Buffer.from('\tint x = 123456;\n        return y;\nplain text\n'.repeat(4096));
     const texts = Array.from({ length: 80 }, () => doc);
