@@ -138,6 +138,8 @@ export interface GrepLead {
   count: number;
   /** Candidates with fewer text bytes than this are searched by the lead alone. */
   minBytes: number;
+  /** Path ranges: at least one for each of this many text bytes, beyond `count` (default: `count` alone). */
+  rangeBytes?: number;
   /** Receives the split before any text is read. */
   onSplit: (split: GrepSplit) => void;
 }
@@ -309,10 +311,11 @@ function candidates(snapshot: ShardSnapshot, p: GrepPlan, share: GrepShare, byHa
   });
   if (share.lead === undefined) return docs;
   const total = textBytes(docs);
-  const { count, minBytes } = share.lead;
+  const { count, minBytes, rangeBytes } = share.lead;
   const idsOf = (part: readonly DocMeta[]): GrepCandidateIds => ({ docsVersion: snapshot.docsVersion, ids: Uint32Array.from(part, (d) => d.id).sort() });
   // A path range holds at least minBytes: each is a task of its own, which a small search pays for.
-  const ranges = minBytes > 0 ? Math.min(count, Math.floor(total / minBytes)) : count;
+  const wanted = rangeBytes === undefined ? count : Math.max(count, Math.ceil(total / rangeBytes));
+  const ranges = minBytes > 0 ? Math.min(wanted, Math.floor(total / minBytes)) : wanted;
   const split =
     total < minBytes || count < 2 ? { first: docs, shares: [] } : byHash ? splitByHash(docs, count, idsOf) : splitRanges(docs, ranges, total, idsOf);
   share.lead.onSplit({ shares: split.shares });

@@ -52,27 +52,33 @@ export function splitPays(request: GrepRequest): boolean {
 
 /**
  * Runs a grep split into at most `count` shares (content: RANGES_PER_THREAD times as many path
- * ranges), each a task started by `runTask`; candidates holding fewer than `minBytes` text bytes
- * are searched by the lead alone.
+ * ranges, or one for each RANGE_BYTES of text where that is more), each a task started by
+ * `runTask`; candidates holding fewer than `minBytes` text bytes are searched by the lead alone.
  */
 export function splitGrep(runTask: RunTask, shardDir: string, request: GrepRequest, sink: ChunkSink, count: number, minBytes: number): ReadCall {
   const settings = grepWithDefaults(request);
   const content = settings.outputMode === 'content';
-  const split: Splitter = { runTask, shardDir, request, settings, count: content ? count * RANGES_PER_THREAD : count, minBytes };
+  const split: Splitter = content
+    ? { runTask, shardDir, request, settings, count: count * RANGES_PER_THREAD, minBytes, rangeBytes: RANGE_BYTES }
+    : { runTask, shardDir, request, settings, count, minBytes };
   return content ? parallelContent(split, sink) : parallelCounts(split, sink);
 }
 
 /**
- * Path ranges of a content grep per thread (each of at least `minBytes` of text). The ranges
- * queue in path order and each thread takes the next one as it ends one, so a range that must
- * wait for the ones before it to be written waits for about one range's output, not for half of
- * the whole (which, past its ring, stops its thread): both threads keep searching through an
- * output of gigabytes. A range should print no more than a share's ring holds (16 MiB): at 16 a
- * thread, the whole Linux tree's ranges of `\S+\s+\S+` printed 71 MB each, and a thread whose
- * range waited stopped once its ring was full, 1.1-1.5 s of a core idle in a 4.5-s answer; at 64,
- * 0.3 s, and the answer 10% sooner (docs/benchmarks.md, "content ranges sized by the ring").
+ * Path ranges of a content grep per thread (each of at least `minBytes` of text), and at least
+ * one for each RANGE_BYTES of text. The ranges queue in path order and each thread takes the
+ * next one as it ends one, so a range that must wait for the ones before it to be written waits
+ * for about one range's output, not for half of the whole (which, past its ring, stops its
+ * thread): both threads keep searching through an output of gigabytes. A range should print no
+ * more than a share's ring holds (16 MiB), and a dense answer prints up to twice its text: at 16
+ * a thread, the whole Linux tree's ranges of `\S+\s+\S+` (40 MB of text) printed 71 MB each,
+ * and a thread whose range waited stopped once its ring was full, 1.1-1.5 s of a core idle in a
+ * 4.5-s answer; at 64 a thread, 0.3 s, and the answer 10% sooner. But each range costs its
+ * thread too: on the 20,000-file sample (346 MB of text, whose 32 ranges each fit a ring) 86
+ * ranges made dense answers 10-13% slower (docs/benchmarks.md, "content ranges sized by the ring").
  */
-const RANGES_PER_THREAD = 64;
+const RANGES_PER_THREAD = 16;
+const RANGE_BYTES = 10 << 20;
 
 /** Put between two content shares' output when context lines are on. */
 const SEPARATOR = Buffer.from('--\n');
@@ -88,6 +94,8 @@ interface Splitter {
   count: number;
   /** Candidates with fewer text bytes than this are searched by the lead alone. */
   minBytes: number;
+  /** Content: a path range at least for each this many text bytes. */
+  rangeBytes?: number;
 }
 
 /** The tasks of a split grep as they start. */
@@ -118,7 +126,11 @@ function startShares(s: Splitter, tool: 'grep' | 'grepShare', sinkFor: (share: n
     counts.push(channel.port1);
     return channel.port2;
   };
-  const lead = s.runTask(tool, s.shardDir, s.request, sinkFor(0), { share: { lead: { count: s.count, minBytes: s.minBytes } }, onSplit, peer: peer() });
+  const lead = s.runTask(tool, s.shardDir, s.request, sinkFor(0), {
+    share: { lead: { count: s.count, minBytes: s.minBytes, rangeBytes: s.rangeBytes } },
+    onSplit,
+    peer: peer(),
+  });
   // The tasks started, in output order: what `shares` resolves to and what `cancel` stops.
   const calls: TaskCall[] = [lead];
   const shares = (async (): Promise<TaskCall[]> => {

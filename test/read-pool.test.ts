@@ -21,7 +21,7 @@ import { find, type FindRequest, grep } from '../engine/index.js';
 import { holdAtMost, waitingBytes } from '../reads/grep-split.js';
 import { ReadPool } from '../reads/read-pool.js';
 import { type ReadCall, THREAD_LOADED } from '../reads/read-protocol.js';
-import { buildShard, output } from './helpers/engine-shard.js';
+import { buildShard, output, type TestShard } from './helpers/engine-shard.js';
 
 const loaded = new Set<number>();
 const channel = new BroadcastChannel(THREAD_LOADED);
@@ -311,12 +311,14 @@ describe("the read threads' reply ports", () => {
     { claims: null, pattern: 'hay 4\\d', outputMode: 'files_with_matches' as const },
   ];
 
-  /** The pool's answer to each request, asked `rounds` times all at once. */
-  async function askAll(pool: ReadPool, dir: string, rounds: number): Promise<string[]> {
-    const calls = Array.from({ length: rounds }, () => requests).flatMap((batch) =>
+  /** Asks each request `rounds` times, all at once, and checks every answer against the engine's own. */
+  async function askAll(pool: ReadPool, shard: TestShard, rounds: number): Promise<void> {
+    const withDeadline = requests.map((request) => ({ ...request, deadline: Date.now() + 60_000 }));
+    const expected = withDeadline.map((request) => output(grep(shard.reader, request)));
+    const calls = Array.from({ length: rounds }, () => withDeadline).flatMap((batch) =>
       batch.map(async (request) => {
         const chunks: Buffer[] = [];
-        const call = pool.run('grep', dir, { ...request, deadline: Date.now() + 60_000 }, (data, release) => {
+        const call = pool.run('grep', shard.dir, request, (data, release) => {
           chunks.push(Buffer.from(data));
           release();
         });
@@ -324,20 +326,23 @@ describe("the read threads' reply ports", () => {
         return Buffer.concat(chunks).toString();
       }),
     );
-    return Promise.all(calls);
+    expect(await Promise.all(calls)).toEqual(Array(rounds).fill(expected).flat());
+  }
+
+  /** Asks until both threads have given their ports (each gives it with its first task). */
+  async function untilBothReply(pool: ReadPool, shard: TestShard): Promise<void> {
+    for (let i = 0; i < 50 && pool.replyThreads < 2; i++) await askAll(pool, shard, 2);
+    expect(pool.replyThreads).toBe(2);
   }
 
   it('once every thread has given its port, calls take no channel of their own, and answer the same', async () => {
     const shard = await buildShard(docs);
-    const expected = requests.map((request) => output(grep(shard.reader, { ...request, deadline: Date.now() + 60_000 })));
     const pool = new ReadPool(2, Number.MAX_SAFE_INTEGER);
     try {
-      // A thread gives its port with its first task; calls made before then come with a channel.
-      for (let i = 0; i < 50 && pool.replyThreads < 2; i++) expect(await askAll(pool, shard.dir, 2)).toEqual(Array(2).fill(expected).flat());
-      expect(pool.replyThreads).toBe(2);
+      await untilBothReply(pool, shard);
       const before = pool.ownChannels;
       expect(before).toBeGreaterThan(0);
-      expect(await askAll(pool, shard.dir, 10)).toEqual(Array(10).fill(expected).flat());
+      await askAll(pool, shard, 10);
       expect(pool.ownChannels).toBe(before);
     } finally {
       await pool.close();
@@ -347,22 +352,19 @@ describe("the read threads' reply ports", () => {
 
   it('a read thread that dies is replaced, and calls go on being answered', async () => {
     const shard = await buildShard(docs);
-    const expected = requests.map((request) => output(grep(shard.reader, { ...request, deadline: Date.now() + 60_000 })));
     const pool = new ReadPool(2, Number.MAX_SAFE_INTEGER);
     try {
-      for (let i = 0; i < 50 && pool.replyThreads < 2; i++) expect(await askAll(pool, shard.dir, 3)).toEqual(Array(3).fill(expected).flat());
-      expect(pool.replyThreads).toBe(2);
+      await untilBothReply(pool, shard);
       const threads = (pool as unknown as { piscina: { threads: Array<{ terminate(): Promise<number> }> } }).piscina.threads;
       await threads[0].terminate();
       await until(() => pool.replyThreads === 1, 2_000);
       expect(pool.replyThreads).toBe(1);
       // Calls now come with a channel of their own until the new thread has given its port.
       const before = pool.ownChannels;
-      for (let i = 0; i < 50 && pool.replyThreads < 2; i++) expect(await askAll(pool, shard.dir, 3)).toEqual(Array(3).fill(expected).flat());
-      expect(pool.replyThreads).toBe(2);
+      await untilBothReply(pool, shard);
       expect(pool.ownChannels).toBeGreaterThan(before);
       const settled = pool.ownChannels;
-      expect(await askAll(pool, shard.dir, 10)).toEqual(Array(10).fill(expected).flat());
+      await askAll(pool, shard, 10);
       expect(pool.ownChannels).toBe(settled);
     } finally {
       await pool.close();
