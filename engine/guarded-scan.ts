@@ -39,17 +39,17 @@
  * its pace for the rest of the scan; after CHECK_BYTES of V8 (then twice as many after each
  * check), RE2 searches one batch again, timed, and V8 goes on only if it was faster since the
  * last check: `<[^>]+>` won its trial on the Linux tree's first files and then took twice RE2's
- * time for the whole tree, which RE2's old pace never showed. But a `content` grep is many scans (16 path ranges a read
- * thread), and a pattern V8 backtracks on (`(\w+,\s*){6}`: 22 s with V8 alone over the tree,
+ * time for the whole tree, which RE2's old pace never showed. But a `content` grep is many scans
+ * (16 path ranges a read thread, or one for each 10 MiB of text), and a pattern V8 backtracks on (`(\w+,\s*){6}`: 22 s with V8 alone over the tree,
  * 2.5 with RE2) lost two rounds in each. So where V8 was stopped before half its trial batch, a
  * scan that follows in the same thread for the same search (within CARRY_MS, no way having won
  * since) begins with RE2 and the wait of the round after. Only then: `\([^)]*\)`, which V8
  * loses by a little on some stretches and wins by a third on others, went from 1.1-1.2 times
  * rg to 1.4-1.6 when every lost round was carried. A way that won is carried too, within one
  * shard: the next scan of the same search over the same shard in the thread (within CARRY_MS)
- * takes it from its first document, with no trial, and V8 still under its limits. The ranges of
- * a dense `content` answer are small enough that a trial in each took a fifth of a read thread's
- * time more (reads/grep-split.ts, RANGES_PER_THREAD).
+ * takes it from its first document, with no trial, and V8 still under its limits: over the
+ * whole Linux tree, a trial in each range took a fifth more of a read thread's time
+ * (reads/grep-split.ts, RANGE_BYTES).
  *
  * A search of less than MIN_BYTES takes RE2 alone: the trial and the limit's timer would cost
  * more than they could save. `VFS_GREP_V8=off` (`setV8Scans`) leaves every search to RE2.

@@ -1,8 +1,9 @@
 /**
  * The read pool: piscina threads running the read tools (read-worker.ts), with the protocol of
- * read-protocol.ts. Each call gets a MessagePort for its output and a shared control array for
- * flow control and cancellation, so a large output streams with bounded memory and stops when
- * the client goes away. A grep may be split across idle threads (grep-split.ts).
+ * read-protocol.ts. Each call's output comes back over its thread's reply port (a MessagePort of
+ * its own until every thread has given one), with a shared control array for flow control and
+ * cancellation, so a large output streams with bounded memory and stops when the client goes
+ * away. A grep may be split across idle threads (grep-split.ts).
  */
 import { BroadcastChannel, MessageChannel, MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
