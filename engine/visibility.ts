@@ -9,12 +9,17 @@
 /** The caller's claims: null for a management key, else the token's claims. */
 export type Claims = readonly string[] | null;
 
+/** Whether a caller with these claims sees every file. SECURITY: null (management key) or a `*` claim. */
+function seesEverything(claims: Claims): boolean {
+  return claims === null || claims.includes('*');
+}
+
 /**
  * What decides which files a caller sees, for the keys of answers kept per view
  * (core/answer-memory.ts): `*` for one that sees all, else its claims, each once, sorted.
  */
 export function viewOf(claims: Claims): string | string[] {
-  return claims === null || claims.includes('*') ? '*' : [...new Set(claims)].sort();
+  return seesEverything(claims) ? '*' : [...new Set(claims)].sort();
 }
 
 /** A compiled visibility check for one caller. */
@@ -23,8 +28,7 @@ export class Visibility {
   private readonly claims: ReadonlySet<string>;
 
   constructor(tokenClaims: Claims) {
-    // SECURITY: null (management key) or a `*` claim sees every file.
-    this.all = tokenClaims === null || tokenClaims.includes('*');
+    this.all = seesEverything(tokenClaims);
     this.claims = new Set(tokenClaims ?? []);
   }
 
