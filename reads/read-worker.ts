@@ -82,10 +82,14 @@ class Outbox {
  * came without a port was not run (the HTTP thread runs it again).
  */
 export default function runReadTask(task: ReadTask): ReturnType<typeof Piscina.move> | undefined {
-  if (task.port === undefined && !repliesGiven) {
-    repliesGiven = true;
-    return Piscina.move(replies.port1);
-  }
+  if (task.port !== undefined || repliesGiven) serve(task);
+  if (repliesGiven) return undefined;
+  repliesGiven = true;
+  return Piscina.move(replies.port1);
+}
+
+/** Runs one task (see `runReadTask`). */
+function serve(task: ReadTask): void {
   const control = new Int32Array(task.control);
   const port = new Outbox(task.port ?? replies.port2, task.port === undefined ? task.call : undefined);
   try {
@@ -103,9 +107,6 @@ export default function runReadTask(task: ReadTask): ReturnType<typeof Piscina.m
   } finally {
     task.port?.close();
   }
-  if (repliesGiven) return undefined;
-  repliesGiven = true;
-  return Piscina.move(replies.port1);
 }
 
 /**
