@@ -122,20 +122,25 @@ let lastLost: { key: string; rounds: number; at: number } | null = null;
 
 /**
  * The search whose scan in this thread last chose a way beside RE2, the shard it searched, the
- * way, RE2's speed in its trial, and when: a scan of the same search over the same shard within
- * CARRY_MS takes that way with no trial (see the module comment).
+ * way, its account, and when: a scan of the same search over the same shard within CARRY_MS
+ * takes that way with no trial (see the module comment).
  */
-let lastWon: { key: string; shard: object; way: BesideWay; re2Speed: number; account: V8Account; at: number } | null = null;
+let lastWon: { key: string; shard: object; way: BesideWay; account: V8Account; at: number } | null = null;
 
-/** V8's text bytes and milliseconds since it was chosen or last checked, and the bytes due before the next check. */
+/**
+ * The pace a way chosen beside RE2 keeps: RE2's nanoseconds a byte when last timed (the trial,
+ * or a check), and for V8 its text bytes and milliseconds since it was chosen or last checked,
+ * and the bytes due before the next check.
+ */
 interface V8Account {
+  re2Speed: number;
   bytes: number;
   ms: number;
   checkAfter: number;
 }
 
-function newAccount(): V8Account {
-  return { bytes: 0, ms: 0, checkAfter: CHECK_BYTES };
+function newAccount(re2Speed: number): V8Account {
+  return { re2Speed, bytes: 0, ms: 0, checkAfter: CHECK_BYTES };
 }
 
 /** Documents each engine has scanned in this thread, and V8 batches stopped by their limit. */
@@ -196,7 +201,7 @@ export class GuardedScan {
   private rounds = 0;
   private waited = 0;
   /** V8's account since it was chosen (see `V8Account`); shared with the scans it is carried to. */
-  private account: V8Account = newAccount();
+  private account = newAccount(0);
 
   constructor(
     private readonly matcher: LineMatcher,
@@ -219,7 +224,7 @@ export class GuardedScan {
         if (won !== null) {
           matcher.takeWay(won.way);
           matcher.prepareV8();
-          this.re2Speed = won.re2Speed;
+          this.re2Speed = won.account.re2Speed;
           this.mode = this.settle(won.way, won.account);
         } else if (carried > 0) {
           this.rounds = carried;
@@ -333,7 +338,7 @@ export class GuardedScan {
     this.lead = 0;
     if (v8Speed < this.re2Speed) {
       account.checkAfter *= 2;
-      if (lastWon?.account === account) lastWon.re2Speed = this.re2Speed;
+      account.re2Speed = this.re2Speed;
       this.mode = 'v8';
     } else this.waitForRound();
   }
@@ -405,10 +410,10 @@ export class GuardedScan {
   }
 
   /** The mode in which the scan goes on with `way` (the matcher has taken it): V8 by limited batches, path 4 document by document. */
-  private settle(way: BesideWay, account = newAccount()): Mode {
+  private settle(way: BesideWay, account = newAccount(this.re2Speed)): Mode {
     if (lastLost?.key === this.matcher.key) lastLost = null;
     this.account = account;
-    lastWon = { key: this.matcher.key, shard: this.shard, way, re2Speed: this.re2Speed, account, at: performance.now() };
+    lastWon = { key: this.matcher.key, shard: this.shard, way, account, at: performance.now() };
     if (way === 'v8') return 'v8';
     // Path 4 stays on for every text the matcher begins from now on.
     this.matcher.useV8(true);
