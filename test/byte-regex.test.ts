@@ -76,6 +76,18 @@ describe("V8's form of a pattern (engine/regex/byte-regex.ts) matches the lines 
     expect(matcherLines(anchored, Buffer.from('a;\r\nb;\n'))).toEqual({ lines: [1], v8: false });
   });
 
+  it('matches an invalid UTF-8 line as RE2 does where a cut branch could have joined its siblings', () => {
+    // F4 90 80 80 encodes no code point. RE2 alone matches it with neither branch; the two joined
+    // into one class spanning U+0080-U+10FFFF would (engine/regex/edge-trim.ts).
+    const text = Buffer.from([0x61, 0x0a, 0xf4, 0x90, 0x80, 0x80, 0x0a, 0x21, 0x0a]);
+    for (const ci of [false, true]) {
+      const pattern = '(?:[^\\x{7ff}]+|\\W)';
+      const m = new LineMatcher(compilePattern(pattern, { caseInsensitive: ci }));
+      expect(matcherLines(m, text).lines).toEqual(re2Lines(pattern, ci, text));
+    }
+    expect(re2Lines('(?:[^\\x{7ff}]+|\\W)', true, Buffer.from([0xf4, 0x90, 0x80, 0x80]))).toEqual([]);
+  });
+
   it('reads a long text in pieces of whole lines, and a hit at the edge of a piece counts on its own line', () => {
     // Lines of words, spaces and nothing, 400 KB in all with a line of 100 KB among them: pieces
     // of 64 KB end before empty and non-empty lines alike, and one piece is that long line.

@@ -79,6 +79,12 @@ const TABLE: [string, PatternOptions, Facts][] = [
   ['\\w{20,}', {}, { query: '+', required: null, canMatchNewline: false, re2: '[\\w]{20}' }],
   ['\\s*foo+', {}, { query: '"foo"', required: null, canMatchNewline: false, re2: 'foo', literalAlternatives: ['foo'] }],
   ['(a+|b)c*', {}, { query: '+', required: null, canMatchNewline: false, re2: 'a|b' }],
+  // … but a branch left one character wide (not ASCII) keeps it: RE2 would join the branches into one class.
+  [
+    '(?:[^\\x{7ff}]+|\\W)',
+    { caseInsensitive: true },
+    { query: '+', required: null, canMatchNewline: false, re2: '[^\\n\\x{7ff}]+|[^\\n\\w]', caseInsensitive: true },
+  ],
   ['^\\s*$', {}, { query: '+', required: null, canMatchNewline: false, re2: '^[^\\n\\S]*$' }],
   ['\\b\\w+\\b', {}, { query: '+', required: null, canMatchNewline: false, re2: '\\b\\w+\\b' }],
   ['(?s).', {}, { query: '+', required: null, canMatchNewline: false, re2: '.' }],

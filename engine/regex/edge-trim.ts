@@ -12,6 +12,12 @@
  * alternation at the edge is cut branch by branch, and when one branch can be cut to nothing the
  * whole alternation can: a match of `(A|B) R` ends with a match of R.
  *
+ * One cut is not made: a branch of an alternation that the cut would leave one character wide keeps
+ * its repetition (`\W+|x` stays), unless that character is ASCII. RE2 joins an alternation's
+ * one-character branches into one class, and it compiles a class spanning exactly U+0080-U+10FFFF
+ * to a shorter form that also accepts a few invalid UTF-8 sequences (`F4 90 80 80`), so two
+ * branches joined could match such a line where neither did alone.
+ *
  * The shorter form is cheaper for both engines: RE2 stops a hit earlier (node-re2's `test` finds
  * the whole leftmost match, forward and back), and V8 no longer backtracks through `\S+` at every
  * start (docs/benchmarks.md, "Edges of a pattern").
@@ -23,28 +29,34 @@ const EMPTY: Regex = { k: 'empty' };
 
 type Side = 'left' | 'right';
 
-/** `node` with the repetitions at both of its edges cut to their fewest repeats (see the module comment). */
-export function trimEdges(node: Regex): Regex {
-  return trim(trim(node, 'left'), 'right');
+/**
+ * `node` with the repetitions at both of its edges cut to their fewest repeats (see the module
+ * comment); `caseInsensitive` is the search's `-i`, which a node's unset fold flag follows.
+ */
+export function trimEdges(node: Regex, caseInsensitive: boolean): Regex {
+  return trim(trim(node, 'left', caseInsensitive), 'right', caseInsensitive);
 }
 
 /** `node` cut at one edge; the node itself when nothing there repeats. */
-function trim(node: Regex, side: Side): Regex {
+function trim(node: Regex, side: Side, ci: boolean): Regex {
   switch (node.k) {
     case 'rep':
       if (node.min === 0) return EMPTY;
       // One repeat left: its own edge is the pattern's edge.
-      if (node.min === 1) return trim(node.sub, side);
+      if (node.min === 1) return trim(node.sub, side, ci);
       return node.max === node.min ? node : { ...node, max: node.min };
     case 'alt': {
-      const subs = node.subs.map((sub) => trim(sub, side));
+      const subs = node.subs.map((sub) => {
+        const cut = trim(sub, side, ci);
+        return cut !== sub && wideCharacter(cut, ci) ? sub : cut;
+      });
       if (subs.some((sub) => sub.k === 'empty')) return EMPTY;
       return subs.every((sub, i) => sub === node.subs[i]) ? node : { k: 'alt', subs };
     }
     case 'cat': {
       const subs = side === 'left' ? node.subs : [...node.subs].reverse();
       for (let i = 0; i < subs.length; i++) {
-        const cut = trim(subs[i], side);
+        const cut = trim(subs[i], side, ci);
         if (cut.k === 'empty') continue;
         if (i === 0 && cut === subs[0]) return node;
         const rest = [cut, ...subs.slice(i + 1)];
@@ -55,5 +67,24 @@ function trim(node: Regex, side: Side): Regex {
     }
     default:
       return node;
+  }
+}
+
+/** Whether `node` is one character that may be outside ASCII (see the module comment). */
+function wideCharacter(node: Regex, ci: boolean): boolean {
+  const folded = (fold: boolean | undefined): boolean => fold ?? ci;
+  switch (node.k) {
+    case 'dot':
+      return true;
+    case 'lit':
+      // Under (?i) `k` and `s` fold to U+212A and U+017F.
+      return node.cp >= 0x80 || folded(node.fold);
+    case 'class': {
+      const { negated, ranges, groups } = node.cls;
+      const ascii = !negated && (ranges.length === 0 || ranges[ranges.length - 1] < 0x80) && groups.every((g) => g.kind !== 'unicode' && !g.negated);
+      return !ascii || folded(node.fold);
+    }
+    default:
+      return false;
   }
 }

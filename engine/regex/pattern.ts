@@ -107,7 +107,7 @@ export function analyzePattern(pattern: string, options: PatternOptions = {}): P
   let searched = tree; // the tree RE2 runs
   if (!multiline) {
     try {
-      searched = lineTree(tree);
+      searched = lineTree(tree, caseInsensitive);
     } catch (error) {
       if (error instanceof LineBreakInPattern) throw invalidParameter('pattern', error.message);
       throw error;
@@ -169,7 +169,7 @@ export function compilePattern(pattern: string, options: PatternOptions = {}): C
   // The tree each later form is made from, where a line's match cannot meet `\n`.
   const searched = once((): Regex | null => {
     const tree = facts.tree;
-    return tree === null || facts.multiline || facts.canMatchNewline ? null : lineTree(tree);
+    return tree === null || facts.multiline || facts.canMatchNewline ? null : lineTree(tree, facts.caseInsensitive);
   });
   return {
     facts,
@@ -203,9 +203,9 @@ function once<T>(make: () => T): () => T {
  * where no match can meet `\n`, the edges trimmed (edge-trim.ts), since only which lines hold a
  * match counts. Throws LineBreakInPattern.
  */
-function lineTree(tree: Regex): Regex {
+function lineTree(tree: Regex, caseInsensitive: boolean): Regex {
   const lines = applyLineRule(tree);
-  return canMatchNewline(lines, false) ? lines : trimEdges(lines);
+  return canMatchNewline(lines, false) ? lines : trimEdges(lines, caseInsensitive);
 }
 
 /**
