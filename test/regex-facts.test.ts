@@ -77,6 +77,9 @@ const TABLE: [string, PatternOptions, Facts][] = [
   ['\\s+', {}, { query: '+', required: null, canMatchNewline: false, re2: '[^\\n\\S]' }],
   ['\\S+\\s+\\S+', {}, { query: '+', required: null, canMatchNewline: false, re2: '[\\S][^\\n\\S]+[\\S]' }],
   ['\\w{20,}', {}, { query: '+', required: null, canMatchNewline: false, re2: '[\\w]{20}' }],
+  // A repetition of two or more: its fewest repeats, and the repeat at each edge cut as any node.
+  ['(\\w+,\\s*){6}', {}, { query: '+', required: null, canMatchNewline: false, re2: '[\\w]\\,[^\\n\\S]*(?:(?:[\\w]+\\,[^\\n\\S]*)){4}[\\w]+\\,' }],
+  ['(\\s*x){3,}', {}, { query: '+', required: null, canMatchNewline: false, re2: 'x(?:(?:[^\\n\\S]*x)){2}' }],
   ['\\s*foo+', {}, { query: '"foo"', required: null, canMatchNewline: false, re2: 'foo', literalAlternatives: ['foo'] }],
   ['(a+|b)c*', {}, { query: '+', required: null, canMatchNewline: false, re2: 'a|b' }],
   // … but a branch left one character wide (not ASCII) keeps it: RE2 would join the branches into one class.

@@ -44,7 +44,7 @@ function trim(node: Regex, side: Side, ci: boolean): Regex {
       if (node.min === 0) return EMPTY;
       // One repeat left: its own edge is the pattern's edge.
       if (node.min === 1) return trim(node.sub, side, ci);
-      return node.max === node.min ? node : { ...node, max: node.min };
+      return trimRepeats(node, side, ci);
     case 'alt': {
       const subs = node.subs.map((sub) => {
         const cut = trim(sub, side, ci);
@@ -68,6 +68,22 @@ function trim(node: Regex, side: Side, ci: boolean): Regex {
     default:
       return node;
   }
+}
+
+/**
+ * A repetition of at least two: its fewest repeats, and of those the one at the edge cut as any
+ * other node is (`X{n}` is `X X{n-1}`, and `X{n-1} X` at the right), so `(\w+,\s*){6}` runs as
+ * `\w,\s*(?:\w+,\s*){5}` and then, at the right, with the last `\s*` cut too: V8 no longer
+ * tries every length of the first `\w+` at every start.
+ */
+function trimRepeats(node: Regex & { k: 'rep' }, side: Side, ci: boolean): Regex {
+  const fewest = node.max === node.min ? node : { ...node, max: node.min };
+  const cut = trim(node.sub, side, ci);
+  if (cut === node.sub) return fewest;
+  // X R matches the lines R does, for any R: so do X{n} R and, one repeat at a time, R.
+  if (cut.k === 'empty') return EMPTY;
+  const rest: Regex = { ...fewest, min: node.min - 1, max: node.min - 1 };
+  return { k: 'cat', subs: side === 'left' ? [cut, rest] : [rest, cut] };
 }
 
 /** Whether `node` is one character that may be outside ASCII (see the module comment). */
