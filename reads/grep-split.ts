@@ -58,9 +58,15 @@ export function splitPays(request: GrepRequest): boolean {
 export function splitGrep(runTask: RunTask, shardDir: string, request: GrepRequest, sink: ChunkSink, count: number, minBytes: number): ReadCall {
   const settings = grepWithDefaults(request);
   const content = settings.outputMode === 'content';
-  const split: Splitter = content
-    ? { runTask, shardDir, request, settings, count: count * RANGES_PER_THREAD, minBytes, rangeBytes: RANGE_BYTES }
-    : { runTask, shardDir, request, settings, count, minBytes };
+  const split: Splitter = {
+    runTask,
+    shardDir,
+    request,
+    settings,
+    count: content ? count * RANGES_PER_THREAD : count,
+    minBytes,
+    rangeBytes: content ? RANGE_BYTES : undefined,
+  };
   return content ? parallelContent(split, sink) : parallelCounts(split, sink);
 }
 

@@ -197,9 +197,17 @@ function asByteClass(node: Regex, before: Regex | undefined, after: Regex | unde
 /** Whether `node`'s matches are never empty and are ASCII bytes alone, or `node` is the assertion `edge`. */
 function endsAscii(node: Regex, edge: Assertion, caseInsensitive: boolean): boolean {
   if (node.k === 'assert') return node.at === edge;
-  const one = node.k === 'rep' && node.min >= 1 ? node.sub : node;
-  const ranges = one.k === 'lit' ? ((one.fold ?? caseInsensitive) ? orbitRanges(one.cp) : [one.cp, one.cp]) : classOf(one, caseInsensitive);
+  const ranges = charRanges(node.k === 'rep' && node.min >= 1 ? node.sub : node, caseInsensitive);
   return ranges !== null && ranges.length > 0 && ranges[ranges.length - 1] < 0x80;
+}
+
+/**
+ * The code points a one-character node (a literal, a class, `.`, or an alternation of classes)
+ * matches, as RE2 reads it with the search's `-i`; null for any other node.
+ */
+export function charRanges(node: Regex, caseInsensitive: boolean): Ranges | null {
+  if (node.k === 'lit') return (node.fold ?? caseInsensitive) ? orbitRanges(node.cp) : [node.cp, node.cp];
+  return classOf(node, caseInsensitive);
 }
 
 interface PrintState {

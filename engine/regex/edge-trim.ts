@@ -23,6 +23,7 @@
  * start (docs/benchmarks.md, "Edges of a pattern").
  */
 
+import { charRanges } from './byte-regex.js';
 import type { Regex } from './syntax.js';
 
 const EMPTY: Regex = { k: 'empty' };
@@ -88,19 +89,6 @@ function trimRepeats(node: Regex & { k: 'rep' }, side: Side, ci: boolean): Regex
 
 /** Whether `node` is one character that may be outside ASCII (see the module comment). */
 function wideCharacter(node: Regex, ci: boolean): boolean {
-  const folded = (fold: boolean | undefined): boolean => fold ?? ci;
-  switch (node.k) {
-    case 'dot':
-      return true;
-    case 'lit':
-      // Under (?i) `k` and `s` fold to U+212A and U+017F.
-      return node.cp >= 0x80 || folded(node.fold);
-    case 'class': {
-      const { negated, ranges, groups } = node.cls;
-      const ascii = !negated && (ranges.length === 0 || ranges[ranges.length - 1] < 0x80) && groups.every((g) => g.kind !== 'unicode' && !g.negated);
-      return !ascii || folded(node.fold);
-    }
-    default:
-      return false;
-  }
+  const ranges = charRanges(node, ci);
+  return ranges !== null && ranges.length > 0 && ranges[ranges.length - 1] >= 0x80;
 }
