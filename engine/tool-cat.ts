@@ -7,6 +7,7 @@
  * With `lineNumbers: false` (an MCP resource, api/mcp/tools.ts) the lines are printed bare.
  */
 
+import { AnswerCopy, AnswerMemory } from '../core/answer-memory.js';
 import { VfsError } from '../core/errors.js';
 import { lineEndOf, lineStartsOf } from './doc-text.js';
 import type { ShardSource } from './shard-reader.js';
@@ -37,6 +38,14 @@ export const DEFAULT_CAT_LIMIT = 2000;
 /** Output beyond this many bytes is cut at a line boundary. */
 export const MAX_CAT_BYTES = 256 * 1024;
 
+/**
+ * The answers a thread keeps: the same lines of the same file asked again (an agent reading a
+ * file anew, agents on one workspace reading its main files) are answered from their copy,
+ * without reading the document again. Keyed by reader, `docsVersion` and the request; whether
+ * the caller sees the file is checked each time, before.
+ */
+const pages = new AnswerMemory(256, 8 << 20);
+
 /** Runs `cat`. Throws NO_SUCH_FILE for a missing or invisible file. */
 export function* cat(reader: ShardSource, request: CatRequest): Generator<Buffer, ToolSummary> {
   const path = requestFilePath(request.path);
@@ -50,12 +59,18 @@ export function* cat(reader: ShardSource, request: CatRequest): Generator<Buffer
     if (meta === undefined || !new Visibility(request.claims).canSee(meta.claims)) {
       throw new VfsError('NO_SUCH_FILE', { path });
     }
+    const key = pages.key(reader, snapshot.docsVersion, path, offset, limit, width);
+    const known = pages.recall(key);
+    if (known !== undefined) {
+      for (const chunk of known.chunks) yield chunk;
+      return { resultCount: known.resultCount };
+    }
+    const copy = new AnswerCopy(pages.largest);
     const out = new ChunkedOutput();
     const total = meta.lines;
     if (offset > total) {
       out.write(total === 0 ? '[the file is empty: 0 lines]\n' : `[offset ${offset} is past the end of the file: it has ${total} lines]\n`);
-      yield* out.drain(true);
-      return { resultCount: 0 };
+      return yield* answer(out, copy, key, 0);
     }
     const last = Math.min(total, offset - 1 + limit); // 1-based, inclusive
     let line = offset;
@@ -97,9 +112,19 @@ export function* cat(reader: ShardSource, request: CatRequest): Generator<Buffer
     if (line <= total) {
       out.write(`[... ${total - line + 1} more lines (the file has ${total}); continue with offset=${line}]\n`);
     }
-    yield* out.drain(true);
-    return { resultCount: printed };
+    return yield* answer(out, copy, key, printed);
   } finally {
     snapshot.done();
   }
+}
+
+/** Yields the built answer's chunks, keeping a copy under `key`. */
+function* answer(out: ChunkedOutput, copy: AnswerCopy, key: string, resultCount: number): Generator<Buffer, ToolSummary> {
+  for (const chunk of out.drain(true)) {
+    copy.take(chunk);
+    yield chunk;
+  }
+  const kept = copy.answer(resultCount);
+  if (kept !== null) pages.remember(key, kept);
+  return { resultCount };
 }

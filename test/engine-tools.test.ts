@@ -428,6 +428,39 @@ describe('ls answers remembered per version and claims', () => {
   });
 });
 
+describe('cat answers remembered per version and request', () => {
+  it('answers a repeated read alike, each range its own, checks who sees the file each time, and follows every commit', async () => {
+    const t = await buildShard([
+      { path: '/d/a.txt', text: 'one\ntwo\nthree\n' },
+      { path: '/d/b.txt', text: 'team only\n', claims: ['team'] },
+    ]);
+    try {
+      const page = (claims: Claims, path: string, offset?: number, limit?: number, lineNumbers?: boolean): string =>
+        output(cat(t.reader, { claims, path, offset, limit, lineNumbers }));
+      for (let round = 0; round < 2; round++) {
+        expect(page(MGMT, '/d/a.txt')).toBe('     1\tone\n     2\ttwo\n     3\tthree\n');
+        expect(page(MGMT, '/d/a.txt', 2, 1)).toBe('     2\ttwo\n[... 1 more lines (the file has 3); continue with offset=3]\n');
+        expect(page(MGMT, '/d/a.txt', 2, 1, false)).toBe('two\n[... 1 more lines (the file has 3); continue with offset=3]\n');
+        expect(page(MGMT, '/d/a.txt', 9)).toBe('[offset 9 is past the end of the file: it has 3 lines]\n');
+        expect(page(['team'], '/d/b.txt')).toBe('     1\tteam only\n');
+        // SECURITY: a kept answer is never given to a caller who does not see the file.
+        expect(toolError(cat(t.reader, { claims: ['other'], path: '/d/b.txt' }))?.code).toBe('NO_SUCH_FILE');
+      }
+      await t.write([{ path: '/d/a.txt', text: 'uno\n' }]);
+      expect(page(MGMT, '/d/a.txt')).toBe('     1\tuno\n');
+      expect(page(MGMT, '/d/a.txt', 9)).toBe('[offset 9 is past the end of the file: it has 1 lines]\n');
+      // Same text, other claims: a change of the records alone.
+      await t.write([{ path: '/d/b.txt', text: 'team only\n', claims: ['other'] }]);
+      expect(toolError(cat(t.reader, { claims: ['team'], path: '/d/b.txt' }))?.code).toBe('NO_SUCH_FILE');
+      expect(page(['other'], '/d/b.txt')).toBe('     1\tteam only\n');
+      await t.writer.deleteDocument('/d/b.txt');
+      expect(toolError(cat(t.reader, { claims: MGMT, path: '/d/b.txt' }))?.code).toBe('NO_SUCH_FILE');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('visibility', () => {
   let s: TestShard;
   // file → claims
