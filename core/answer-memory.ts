@@ -26,6 +26,14 @@ export class AnswerCopy {
     if (this.bytes <= this.most) this.chunks.push(Buffer.from(chunk));
   }
 
+  /** Yields `chunks` as they come, taking each. */
+  *through(chunks: Iterable<Buffer>): Generator<Buffer> {
+    for (const chunk of chunks) {
+      this.take(chunk);
+      yield chunk;
+    }
+  }
+
   /** The answer, or null when it outgrew `most`. */
   answer(resultCount: number): Answer | null {
     return this.bytes > this.most ? null : { chunks: this.chunks, resultCount, bytes: this.bytes };

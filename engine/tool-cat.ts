@@ -120,10 +120,7 @@ export function* cat(reader: ShardSource, request: CatRequest): Generator<Buffer
 
 /** Yields the built answer's chunks, keeping a copy under `key`. */
 function* answer(out: ChunkedOutput, copy: AnswerCopy, key: string, resultCount: number): Generator<Buffer, ToolSummary> {
-  for (const chunk of out.drain(true)) {
-    copy.take(chunk);
-    yield chunk;
-  }
+  yield* copy.through(out.drain(true));
   const kept = copy.answer(resultCount);
   if (kept !== null) pages.remember(key, kept);
   return { resultCount };

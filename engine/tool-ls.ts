@@ -110,12 +110,7 @@ export function* ls(reader: ShardSource, request: LsRequest): Generator<Buffer, 
     }
     const out = new ChunkedOutput();
     const copy = key === null ? null : new AnswerCopy(listings.largest);
-    const take = function* (chunks: Generator<Buffer>): Generator<Buffer> {
-      for (const chunk of chunks) {
-        copy?.take(chunk);
-        yield chunk;
-      }
-    };
+    const take = (chunks: Generator<Buffer>): Iterable<Buffer> => copy?.through(chunks) ?? chunks;
     const shown = Math.min(entries.length, MAX_LS_ENTRIES);
     for (let i = 0; i < shown; i += LINES_PER_WRITE) {
       let lines = '';
